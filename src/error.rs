@@ -1,0 +1,117 @@
+//! Errors, one enum per audience: the caller's misuse ([`UsageError`]), one request's outcome
+//! ([`RequestError`]), the session's end ([`SessionError`]), and peer misbehaviour that the session
+//! tolerates ([`Warning`]).
+
+use crate::jsonrpc::{RequestId, RpcError};
+use std::time::Duration;
+
+/// The caller used the session wrongly; nothing was sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UsageError {
+    /// A command other than `initialize` came before the handshake completed.
+    #[error("initialize first: the session is not ready")]
+    NotReady,
+    /// `initialize` was called twice.
+    #[error("initialize was already sent")]
+    AlreadyInitialized,
+    /// The session is closed or failed.
+    #[error("the session is closed")]
+    Closed,
+    /// `cancel` named a request that is not pending.
+    #[error("no pending request with id {0}")]
+    UnknownRequest(RequestId),
+    /// `cancel` named the `initialize` request.
+    ///
+    /// > "The client MUST NOT attempt to cancel its `initialize` request."
+    /// > — MCP 2025-11-25, Utilities § Cancellation
+    #[error("initialize cannot be cancelled")]
+    CannotCancelInitialize,
+}
+
+/// Why one request failed. Each is fatal for that request; none ends the session.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The server answered with a JSON-RPC error.
+    #[error("server error: {0}")]
+    Rpc(RpcError),
+    /// No answer before the request's deadline; `notifications/cancelled` was sent.
+    #[error("request timed out after {0:?}")]
+    Timeout(Duration),
+    /// The caller cancelled the request; `notifications/cancelled` was sent.
+    #[error("request cancelled: {0}")]
+    Cancelled(String),
+    /// The connection ended (or the session was closed) before the answer.
+    #[error("connection closed before the response")]
+    Closed,
+    /// The answer was larger than the message limit and was discarded unread.
+    #[error("message larger than the limit: {len} bytes, limit {limit}")]
+    TooLarge {
+        /// The message's size in bytes.
+        len: u64,
+        /// The limit it exceeded.
+        limit: usize,
+    },
+    /// The answer's `result` did not have the shape its method defines.
+    #[error("invalid {method} result: {reason}")]
+    InvalidResult {
+        /// The request's method.
+        method: String,
+        /// What was wrong with it.
+        reason: String,
+    },
+}
+
+/// Why the session ended during the handshake. Every pending request fails with it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The server chose a protocol revision this client does not speak.
+    #[error("server chose protocol version {offered:?}, which this client does not support (supported: {})", supported.join(", "))]
+    UnsupportedVersion {
+        /// What the server answered.
+        offered: String,
+        /// What this client speaks.
+        supported: Vec<String>,
+    },
+    /// The server answered `initialize` with an error, or its answer could not be read.
+    #[error("initialize failed: {0}")]
+    Initialize(RequestError),
+    /// The connection ended before the handshake completed.
+    #[error("the connection closed during the handshake")]
+    Closed,
+}
+
+/// Peer misbehaviour the session tolerated: reported, never fatal.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Warning {
+    /// A line or message that is not JSON was skipped (a banner or log line on stdout, say).
+    #[error("ignored a message that is not JSON ({len} bytes): {error}")]
+    NotJson {
+        /// Its length in bytes.
+        len: usize,
+        /// The parser's complaint.
+        error: String,
+        /// Its first bytes, lossily decoded, for the log.
+        excerpt: String,
+    },
+    /// Well-formed JSON that is no JSON-RPC message was skipped.
+    #[error("ignored a JSON value that is no JSON-RPC message: {0}")]
+    NotJsonRpc(String),
+    /// A response whose id matches no request this session ever sent.
+    #[error("ignored a response with unknown id {0}")]
+    UnknownId(String),
+    /// An error response without an id (the server could not read something we sent).
+    #[error("server reported an error without an id: {0}")]
+    ErrorWithoutId(RpcError),
+    /// A message over the size limit was discarded.
+    #[error("discarded a message of {len} bytes, over the {limit}-byte limit")]
+    Oversized {
+        /// Its length in bytes.
+        len: u64,
+        /// The limit.
+        limit: usize,
+    },
+}

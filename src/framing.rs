@@ -1,0 +1,343 @@
+//! Newline-delimited message framing for the stdio transport.
+//!
+//! > "Messages are delimited by newlines, and MUST NOT contain embedded newlines."
+//! > — MCP 2025-11-25, Transports § stdio
+//!
+//! [`LineFramer`] turns a byte stream that arrives in arbitrary chunks into lines. It is linear: each
+//! input byte is scanned for a newline exactly once, and a line that lies wholly inside one chunk is
+//! handed out without being copied. Only the incomplete tail of a chunk is buffered.
+//!
+//! Tolerated on input: a UTF-8 byte-order mark at the very start of the stream (even split across
+//! chunks) and a trailing `\r` on each line (CRLF line ends, even with the CR and LF in different
+//! chunks). Blank lines are skipped.
+//!
+//! Bounded memory: the partial-line buffer never holds more than [`LineFramer::limit`] bytes. A line
+//! longer than the limit is not buffered: the framer switches to discarding until the next newline and
+//! then yields [`Frame::Oversized`], which carries the line's length and, when it can be read from the
+//! line's first or last bytes, the JSON-RPC `id` it carries, so the request it answers can fail at once.
+
+/// Default cap on one line: 64 MiB.
+pub const DEFAULT_FRAME_LIMIT: usize = 64 * 1024 * 1024;
+
+/// How many bytes of an oversized line's start and end are kept to look for its `id`.
+const HINT_LEN: usize = 256;
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// One framing result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// A complete line, without its line end (`\n` or `\r\n`). Never empty.
+    Line(&'a [u8]),
+    /// A line longer than the limit was discarded through its newline.
+    Oversized {
+        /// The line's full length in bytes (without the line end).
+        len: u64,
+        /// The JSON-RPC `id` found at the top level of the line's start or end, as raw JSON text
+        /// (`5`, `"abc"`), when one could be read there.
+        id_hint: Option<String>,
+    },
+}
+
+/// Splits a byte stream into newline-delimited lines. See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct LineFramer {
+    limit: usize,
+    /// The incomplete line carried over from earlier chunks (never more than `limit` bytes).
+    partial: Vec<u8>,
+    /// How many bytes of the stream start have been checked against the BOM (0..=3), or
+    /// `usize::MAX` once the check is over.
+    bom_seen: usize,
+    /// Set while discarding an oversized line.
+    discard: Option<Discard>,
+}
+
+#[derive(Debug, Clone)]
+struct Discard {
+    len: u64,
+    head: Vec<u8>,
+    /// The last `HINT_LEN` bytes seen, as a ring: `tail_pos` is where the next byte goes.
+    tail: Vec<u8>,
+    tail_pos: usize,
+}
+
+impl Discard {
+    fn start(bytes: &[u8]) -> Self {
+        let mut d = Discard {
+            len: 0,
+            head: bytes[..bytes.len().min(HINT_LEN)].to_vec(),
+            tail: Vec::with_capacity(HINT_LEN),
+            tail_pos: 0,
+        };
+        d.push(bytes);
+        d
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.len += bytes.len() as u64;
+        // Only the last HINT_LEN bytes of this push can end up in the ring.
+        let bytes = &bytes[bytes.len().saturating_sub(HINT_LEN)..];
+        for &b in bytes {
+            if self.tail.len() < HINT_LEN {
+                self.tail.push(b);
+            } else {
+                self.tail[self.tail_pos] = b;
+            }
+            self.tail_pos = (self.tail_pos + 1) % HINT_LEN;
+        }
+    }
+
+    fn finish(self) -> Frame<'static> {
+        let mut tail = self.tail;
+        if tail.len() == HINT_LEN {
+            tail.rotate_left(self.tail_pos);
+        }
+        // A trailing CR is part of the line end, not of the line.
+        let cr = tail.last() == Some(&b'\r');
+        let tail = strip_cr(&tail);
+        let id_hint = id_from_head(&self.head).or_else(|| id_from_tail(tail));
+        Frame::Oversized {
+            len: self.len - u64::from(cr),
+            id_hint,
+        }
+    }
+}
+
+impl Default for LineFramer {
+    fn default() -> Self {
+        Self::new(DEFAULT_FRAME_LIMIT)
+    }
+}
+
+impl LineFramer {
+    /// A framer whose lines may be at most `limit` bytes (at least 1).
+    pub fn new(limit: usize) -> Self {
+        LineFramer {
+            limit: limit.max(1),
+            partial: Vec::new(),
+            bom_seen: 0,
+            discard: None,
+        }
+    }
+
+    /// The line-length limit in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Bytes currently buffered for an incomplete line (always at most [`limit`](Self::limit)).
+    pub fn buffered_len(&self) -> usize {
+        self.partial.len()
+    }
+
+    /// Whether the framer is discarding the rest of an oversized line.
+    pub fn is_discarding(&self) -> bool {
+        self.discard.is_some()
+    }
+
+    /// Feeds one chunk; `on_frame` is called for each frame it completes, in order.
+    pub fn feed(&mut self, mut data: &[u8], mut on_frame: impl FnMut(Frame<'_>)) {
+        data = self.skip_bom(data);
+        while !data.is_empty() {
+            let newline = data.iter().position(|&b| b == b'\n');
+            let (segment, rest, complete) = match newline {
+                Some(i) => (&data[..i], &data[i + 1..], true),
+                None => (data, &data[data.len()..], false),
+            };
+            data = rest;
+            if let Some(discard) = self.discard.as_mut() {
+                discard.push(segment);
+                if complete {
+                    let discard = self.discard.take().expect("checked above");
+                    on_frame(discard.finish());
+                }
+                continue;
+            }
+            if !complete {
+                if self.partial.len() + segment.len() > self.limit {
+                    self.overflow(segment);
+                } else {
+                    self.partial.extend_from_slice(segment);
+                }
+                continue;
+            }
+            if self.partial.is_empty() {
+                emit_line(segment, self.limit, &mut on_frame);
+            } else if self.partial.len() + segment.len() > self.limit + 1 {
+                // + 1: a trailing CR does not count against the limit.
+                self.overflow(segment);
+                let discard = self.discard.take().expect("overflow sets it");
+                on_frame(discard.finish());
+            } else {
+                self.partial.extend_from_slice(segment);
+                let line = std::mem::take(&mut self.partial);
+                emit_line(&line, self.limit, &mut on_frame);
+                // Keep the allocation for the next partial line unless it is large.
+                if line.capacity() <= 64 * 1024 {
+                    self.partial = line;
+                    self.partial.clear();
+                }
+            }
+        }
+    }
+
+    /// Ends the stream: a final line left without its newline is still delivered.
+    pub fn finish(&mut self, mut on_frame: impl FnMut(Frame<'_>)) {
+        if let Some(discard) = self.discard.take() {
+            on_frame(discard.finish());
+        }
+        let line = std::mem::take(&mut self.partial);
+        emit_line(&line, self.limit, &mut on_frame);
+    }
+
+    fn overflow(&mut self, segment: &[u8]) {
+        let mut discard = Discard::start(&self.partial);
+        discard.push(segment);
+        // `start` counted `partial` once in `len`; make `head` cover the segment if partial was short.
+        if discard.head.len() < HINT_LEN {
+            let room = HINT_LEN - discard.head.len();
+            discard
+                .head
+                .extend_from_slice(&segment[..segment.len().min(room)]);
+        }
+        self.partial = Vec::new();
+        self.discard = Some(discard);
+    }
+
+    /// Strips a UTF-8 BOM at the very start of the stream, even when split across chunks.
+    fn skip_bom<'d>(&mut self, data: &'d [u8]) -> &'d [u8] {
+        if self.bom_seen == usize::MAX || data.is_empty() {
+            return data;
+        }
+        let want = &BOM[self.bom_seen..];
+        let n = want.len().min(data.len());
+        if data[..n] == want[..n] {
+            self.bom_seen += n;
+            if self.bom_seen == BOM.len() {
+                self.bom_seen = usize::MAX;
+            }
+            return &data[n..];
+        }
+        // Not a BOM after all: the bytes matched so far belong to the stream.
+        let matched = self.bom_seen;
+        self.bom_seen = usize::MAX;
+        if matched > 0 {
+            self.partial.extend_from_slice(&BOM[..matched]);
+        }
+        data
+    }
+}
+
+fn strip_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+fn emit_line(line: &[u8], limit: usize, on_frame: &mut impl FnMut(Frame<'_>)) {
+    let line = strip_cr(line);
+    if line.is_empty() {
+        return;
+    }
+    if line.len() > limit {
+        let mut discard = Discard::start(&[]);
+        discard.head = line[..line.len().min(HINT_LEN)].to_vec();
+        discard.push(line);
+        on_frame(discard.finish());
+    } else {
+        on_frame(Frame::Line(line));
+    }
+}
+
+/// Finds `"id": <number or string>` among the top-level members of a JSON object prefix.
+fn id_from_head(head: &[u8]) -> Option<String> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < head.len() {
+        match head[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                let end = string_end(head, i)?;
+                if depth == 1 && &head[i..=end] == b"\"id\"" {
+                    let rest = skip_ws(&head[end + 1..]);
+                    if let Some(rest) = rest.strip_prefix(b":") {
+                        return scalar_prefix(skip_ws(rest));
+                    }
+                }
+                i = end;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Finds `"id": <number or string>` as the last member of a JSON object whose end this is.
+fn id_from_tail(tail: &[u8]) -> Option<String> {
+    let tail = trim_ws_end(tail).strip_suffix(b"}")?;
+    let tail = trim_ws_end(tail);
+    // The value: a string or a number, read backwards.
+    let value_start = if tail.ends_with(b"\"") {
+        let body = &tail[..tail.len() - 1];
+        let open = body.iter().rposition(|&b| b == b'"')?;
+        if body[..open].ends_with(b"\\") {
+            return None;
+        }
+        open
+    } else {
+        tail.iter()
+            .rposition(|b| !(b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E')))
+            .map_or(0, |p| p + 1)
+    };
+    let value = &tail[value_start..];
+    let before = trim_ws_end(&tail[..value_start]).strip_suffix(b":")?;
+    let before = trim_ws_end(before).strip_suffix(b"\"id\"")?;
+    let before = trim_ws_end(before);
+    if !(before.ends_with(b",") || before.ends_with(b"{")) {
+        return None;
+    }
+    scalar_prefix(value).filter(|v| v.len() == value.len())
+}
+
+/// The JSON number or string at the start of `s`, as raw text.
+fn scalar_prefix(s: &[u8]) -> Option<String> {
+    let end = match s.first()? {
+        b'"' => string_end(s, 0)? + 1,
+        b'-' | b'0'..=b'9' => s
+            .iter()
+            .position(|b| !(b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E')))
+            .unwrap_or(s.len()),
+        _ => return None,
+    };
+    let text = std::str::from_utf8(&s[..end]).ok()?;
+    // Only accept what is valid JSON on its own.
+    serde_json::from_str::<serde_json::Value>(text).ok()?;
+    Some(text.to_owned())
+}
+
+/// Index of the quote closing the string that opens at `start`.
+fn string_end(s: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < s.len() {
+        match s[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+fn skip_ws(s: &[u8]) -> &[u8] {
+    let n = s.iter().take_while(|b| b.is_ascii_whitespace()).count();
+    &s[n..]
+}
+
+fn trim_ws_end(s: &[u8]) -> &[u8] {
+    let n = s
+        .iter()
+        .rev()
+        .take_while(|b| b.is_ascii_whitespace())
+        .count();
+    &s[..s.len() - n]
+}

@@ -1,0 +1,177 @@
+//! The JSON-RPC 2.0 envelope: ids, error objects, and the classification of one incoming message.
+//!
+//! > "Requests MUST include a string or integer ID. Unlike base JSON-RPC, the ID MUST NOT be null."
+//! > — MCP 2025-11-25, Basic § Requests
+//!
+//! Incoming messages are read with borrowed [`RawValue`]s, so a tool result is parsed once, straight
+//! into its typed form, and a server's request id is echoed back byte for byte.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::fmt;
+
+/// JSON-RPC error code: invalid JSON was received.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC error code: the JSON sent is not a valid request object.
+pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC error code: the method does not exist or is not available.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC error code: invalid method parameters.
+pub const INVALID_PARAMS: i64 = -32602;
+/// JSON-RPC error code: internal JSON-RPC error.
+pub const INTERNAL_ERROR: i64 = -32603;
+
+/// The id of a request this client sent. Ids are integers, unique within a session, never reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RequestId(pub u64);
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A JSON-RPC error object: `{code, message, data?}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcError {
+    /// The error code (see the constants in this module).
+    pub code: i64,
+    /// A short description.
+    #[serde(default)]
+    pub message: String,
+    /// Additional information, as the server sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl fmt::Display for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)?;
+        if let Some(data) = &self.data {
+            write!(f, ": {data}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One message as read off the wire, before it is classified. Unknown members are ignored.
+#[derive(Debug, Deserialize)]
+pub(crate) struct RawMessage<'a> {
+    #[serde(default, borrow)]
+    pub id: Option<&'a RawValue>,
+    #[serde(default)]
+    pub method: Option<String>,
+    #[serde(default, borrow)]
+    pub result: Option<&'a RawValue>,
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+/// What one incoming message is.
+#[derive(Debug)]
+pub(crate) enum Incoming<'a> {
+    /// A request from the server: it must be answered, with `id` echoed exactly.
+    Request { id: &'a RawValue, method: String },
+    /// A notification from the server.
+    Notification { method: String },
+    /// A successful response.
+    Result {
+        id: &'a RawValue,
+        result: &'a RawValue,
+    },
+    /// An error response.
+    Error {
+        id: Option<&'a RawValue>,
+        error: RpcError,
+    },
+    /// Well-formed JSON that is no JSON-RPC message.
+    Invalid(&'static str),
+}
+
+impl<'a> RawMessage<'a> {
+    pub(crate) fn classify(self) -> Incoming<'a> {
+        let id = self.id.filter(|id| id.get() != "null");
+        match (self.method, id, self.result, self.error) {
+            (Some(method), Some(id), None, None) => Incoming::Request { id, method },
+            (Some(method), None, None, None) => Incoming::Notification { method },
+            (None, Some(id), Some(result), None) => Incoming::Result { id, result },
+            (None, id, None, Some(error)) => match serde_json::from_value::<RpcError>(error) {
+                Ok(error) => Incoming::Error { id, error },
+                Err(_) => Incoming::Invalid("error response whose error is not {code, message}"),
+            },
+            (None, None, Some(_), None) => Incoming::Invalid("response without an id"),
+            (None, _, None, None) => Incoming::Invalid("neither method, result nor error"),
+            _ => Incoming::Invalid("both method and result/error, or both result and error"),
+        }
+    }
+}
+
+/// Reads one of our own ids back from a response: an integer we could have sent.
+pub(crate) fn parse_own_id(raw: &RawValue) -> Option<RequestId> {
+    raw.get().parse::<u64>().ok().map(RequestId)
+}
+
+/// Serializes a request `{jsonrpc, id, method, params?}` compactly.
+pub(crate) fn encode_request(id: RequestId, method: &str, params: Option<&Value>) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Request<'a> {
+        jsonrpc: &'static str,
+        id: RequestId,
+        method: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        params: Option<&'a Value>,
+    }
+    to_vec(&Request {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+}
+
+/// Serializes a notification `{jsonrpc, method, params?}` compactly.
+pub(crate) fn encode_notification(method: &str, params: Option<&Value>) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Notification<'a> {
+        jsonrpc: &'static str,
+        method: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        params: Option<&'a Value>,
+    }
+    to_vec(&Notification {
+        jsonrpc: "2.0",
+        method,
+        params,
+    })
+}
+
+/// Serializes a response to a server request, echoing its raw id.
+pub(crate) fn encode_response(id: &RawValue, outcome: Result<Value, RpcError>) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Response<'a> {
+        jsonrpc: &'static str,
+        id: &'a RawValue,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<RpcError>,
+    }
+    let (result, error) = match outcome {
+        Ok(v) => (Some(v), None),
+        Err(e) => (None, Some(e)),
+    };
+    to_vec(&Response {
+        jsonrpc: "2.0",
+        id,
+        result,
+        error,
+    })
+}
+
+fn to_vec(value: &impl Serialize) -> Vec<u8> {
+    // Serializing these derive-generated structs of strings, integers and `Value`s cannot fail:
+    // serde_json only errors on non-string map keys and on failing `Serialize` impls, and neither occurs.
+    serde_json::to_vec(value).expect("serializing a JSON-RPC envelope cannot fail")
+}

@@ -1,0 +1,34 @@
+//! # mcp-proto: a sans-IO Model Context Protocol client
+//!
+//! The protocol logic of an MCP client with no I/O, no threads and no clock of its own: bytes and
+//! time go in, frames to send and events come out. Drivers (the `mcp-client` crate) move the bytes
+//! over a child process's pipes or HTTP; this crate decides everything else, so all of it can be
+//! tested and fuzzed without processes or sockets.
+//!
+//! The modules read like the protocol's chapters:
+//! - [`framing`]: newline-delimited messages (stdio), bounded and linear
+//! - [`jsonrpc`]: the JSON-RPC 2.0 envelope
+//! - [`types`]: the MCP schema types a tool client uses
+//! - [`session`]: the [`Session`] state machine: handshake, requests, timeouts, cancellation
+//! - [`bridge`]: tools as an agent registers them, results as a model reads them
+//!
+//! See [`Session`] for the driving loop.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod bridge;
+pub mod error;
+pub mod framing;
+pub mod jsonrpc;
+pub mod session;
+pub mod types;
+
+pub use bridge::{tool_output, ToolDefinition, ToolOutput};
+pub use error::{RequestError, SessionError, UsageError, Warning};
+pub use jsonrpc::{RequestId, RpcError};
+pub use session::{
+    Config, Era, Event, Reply, Request, Session, State, Stats, Transmit, TransmitKind,
+};
+pub use types::{
+    CallToolResult, ContentBlock, Implementation, InitializeResult, ListToolsResult, Tool,
+};

@@ -1,0 +1,377 @@
+//! The MCP schema types a tool client reads and writes (schema revision 2025-11-25, read leniently).
+//!
+//! Unknown fields never fail a parse. JSON Schemas stay raw JSON text ([`RawValue`]): a tool's
+//! `inputSchema` goes back out exactly as it came in, `$schema`, `$defs`, `$ref`, `allOf` and
+//! `if`/`then`/`else` included, and is never dereferenced.
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// A protocol revision string, such as `2025-11-25`.
+pub type ProtocolVersion = String;
+
+/// The newest legacy revision this client speaks; it is what `initialize` offers.
+pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// The legacy revisions a server may answer `initialize` with, newest first.
+///
+/// > "If the server supports the requested protocol version, it MUST respond with the same version.
+/// > Otherwise, the server MUST respond with another protocol version it supports."
+/// > — MCP 2025-11-25, Lifecycle § Version Negotiation
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The name and version of an MCP implementation (`clientInfo` / `serverInfo`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Implementation {
+    /// Programmatic name.
+    #[serde(default)]
+    pub name: String,
+    /// Version string.
+    #[serde(default)]
+    pub version: String,
+    /// Human-readable name, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Any other members, kept as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Implementation {
+    /// An implementation with this name and version.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Implementation {
+            name: name.into(),
+            version: version.into(),
+            title: None,
+            extra: Map::new(),
+        }
+    }
+}
+
+/// The `initialize` request's params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    /// The revision the client offers: its latest.
+    pub protocol_version: ProtocolVersion,
+    /// Client capabilities; this client declares none (`{}`).
+    pub capabilities: Value,
+    /// Who the client is.
+    pub client_info: Implementation,
+}
+
+/// The `initialize` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    /// The revision the server chose.
+    pub protocol_version: ProtocolVersion,
+    /// What the server offers (`tools`, `resources`, …), as sent.
+    #[serde(default)]
+    pub capabilities: Value,
+    /// Who the server is.
+    #[serde(default = "unknown_server")]
+    pub server_info: Implementation,
+    /// Usage hints for the model, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+fn unknown_server() -> Implementation {
+    Implementation::new("", "")
+}
+
+/// One tool a server offers, as listed by `tools/list`.
+///
+/// The whole object is kept as the server sent it ([`raw`](Self::raw)), and serializing a `Tool`
+/// writes exactly that text back out.
+#[derive(Debug, Clone)]
+pub struct Tool {
+    /// Unique name of the tool; what `tools/call` takes.
+    pub name: String,
+    /// Human-readable name, when given.
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    pub description: Option<String>,
+    /// The JSON Schema of the arguments, verbatim (`None` if the server left it out).
+    pub input_schema: Option<Box<RawValue>>,
+    /// The JSON Schema of `structuredContent`, verbatim, when given.
+    pub output_schema: Option<Box<RawValue>>,
+    /// Behaviour hints (`readOnlyHint`, …): untrusted, as sent.
+    pub annotations: Option<Value>,
+    /// The `_meta` member, as sent.
+    pub meta: Option<Value>,
+    raw: Box<RawValue>,
+}
+
+impl Tool {
+    /// The tool object exactly as the server sent it.
+    pub fn raw(&self) -> &RawValue {
+        &self.raw
+    }
+
+    /// Parses one tool object from JSON text.
+    pub fn from_json(json: &str) -> Result<Tool, serde_json::Error> {
+        serde_json::from_str(json)
+    }
+}
+
+impl PartialEq for Tool {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw.get() == other.raw.get()
+    }
+}
+
+impl<'de> Deserialize<'de> for Tool {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Fields {
+            name: String,
+            #[serde(default)]
+            title: Option<String>,
+            #[serde(default)]
+            description: Option<String>,
+            #[serde(default)]
+            input_schema: Option<Box<RawValue>>,
+            #[serde(default)]
+            output_schema: Option<Box<RawValue>>,
+            #[serde(default)]
+            annotations: Option<Value>,
+            #[serde(default, rename = "_meta")]
+            meta: Option<Value>,
+        }
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        let f: Fields = serde_json::from_str(raw.get()).map_err(D::Error::custom)?;
+        Ok(Tool {
+            name: f.name,
+            title: f.title,
+            description: f.description,
+            input_schema: f.input_schema.filter(|s| s.get() != "null"),
+            output_schema: f.output_schema.filter(|s| s.get() != "null"),
+            annotations: f.annotations,
+            meta: f.meta,
+            raw,
+        })
+    }
+}
+
+impl Serialize for Tool {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.raw.serialize(serializer)
+    }
+}
+
+/// The `tools/list` result: one page of tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// The tools on this page.
+    pub tools: Vec<Tool>,
+    /// The cursor for the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// The `tools/call` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// Unstructured content, in order.
+    #[serde(default)]
+    pub content: Vec<ContentBlock>,
+    /// Structured content, when the tool returns it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Whether the tool failed; its content then describes the failure for the model.
+    #[serde(
+        default,
+        skip_serializing_if = "std::ops::Not::not",
+        deserialize_with = "null_as_false"
+    )]
+    pub is_error: bool,
+    /// The `_meta` member, as sent.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+fn null_as_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(Option::<bool>::deserialize(d)?.unwrap_or(false))
+}
+
+/// The contents of an embedded resource: text or a base64 blob.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceContents {
+    /// The resource's URI.
+    #[serde(default)]
+    pub uri: String,
+    /// Its MIME type, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Its text, for a text resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Its base64 bytes, for a binary resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+}
+
+/// One block of a tool result's `content`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ContentBlock {
+    /// `{"type":"text","text":…}`.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// `{"type":"image","data":<base64>,"mimeType":…}`.
+    Image {
+        /// Base64-encoded bytes.
+        data: String,
+        /// MIME type, such as `image/png`.
+        mime_type: String,
+    },
+    /// `{"type":"audio","data":<base64>,"mimeType":…}`.
+    Audio {
+        /// Base64-encoded bytes.
+        data: String,
+        /// MIME type, such as `audio/wav`.
+        mime_type: String,
+    },
+    /// `{"type":"resource_link","uri":…,"name":…}`: a pointer to a resource, not its contents.
+    ResourceLink {
+        /// The resource's URI.
+        uri: String,
+        /// Its name.
+        name: String,
+        /// Its MIME type, when given.
+        mime_type: Option<String>,
+        /// Its description, when given.
+        description: Option<String>,
+    },
+    /// `{"type":"resource","resource":{uri, mimeType?, text | blob}}`: an embedded resource.
+    Resource {
+        /// The resource's contents.
+        resource: ResourceContents,
+    },
+    /// A block of a type this client does not know, or a known type with missing members:
+    /// the raw JSON, kept.
+    Unknown(Value),
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(ContentBlock::from_value(Value::deserialize(deserializer)?))
+    }
+}
+
+impl ContentBlock {
+    /// Reads a content block from JSON; anything that is not a well-formed known block becomes
+    /// [`ContentBlock::Unknown`]. Payloads are moved, never copied.
+    pub fn from_value(value: Value) -> ContentBlock {
+        let Value::Object(mut m) = value else {
+            return ContentBlock::Unknown(value);
+        };
+        let ok = |m: &Map<String, Value>, required: &[&str], optional: &[&str]| {
+            required
+                .iter()
+                .all(|k| m.get(*k).is_some_and(Value::is_string))
+                && optional
+                    .iter()
+                    .all(|k| m.get(*k).is_none_or(|v| v.is_string() || v.is_null()))
+        };
+        let kind = m
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        match kind.as_str() {
+            "text" if ok(&m, &["text"], &[]) => ContentBlock::Text {
+                text: take(&mut m, "text").unwrap_or_default(),
+            },
+            "image" | "audio" if ok(&m, &["data"], &["mimeType"]) => {
+                let data = take(&mut m, "data").unwrap_or_default();
+                let mime_type = take(&mut m, "mimeType").unwrap_or_default();
+                if kind == "image" {
+                    ContentBlock::Image { data, mime_type }
+                } else {
+                    ContentBlock::Audio { data, mime_type }
+                }
+            }
+            "resource_link" if ok(&m, &["uri"], &["name", "mimeType", "description"]) => {
+                ContentBlock::ResourceLink {
+                    uri: take(&mut m, "uri").unwrap_or_default(),
+                    name: take(&mut m, "name").unwrap_or_default(),
+                    mime_type: take(&mut m, "mimeType"),
+                    description: take(&mut m, "description"),
+                }
+            }
+            "resource"
+                if m.get("resource")
+                    .and_then(Value::as_object)
+                    .is_some_and(|r| ok(r, &[], &["uri", "mimeType", "text", "blob"])) =>
+            {
+                let Some(Value::Object(mut r)) = m.remove("resource") else {
+                    unreachable!("checked to be an object just above")
+                };
+                ContentBlock::Resource {
+                    resource: ResourceContents {
+                        uri: take(&mut r, "uri").unwrap_or_default(),
+                        mime_type: take(&mut r, "mimeType"),
+                        text: take(&mut r, "text"),
+                        blob: take(&mut r, "blob"),
+                    },
+                }
+            }
+            _ => ContentBlock::Unknown(Value::Object(m)),
+        }
+    }
+}
+
+/// Moves a string member out of an object.
+fn take(m: &mut Map<String, Value>, key: &str) -> Option<String> {
+    match m.remove(key) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+impl Serialize for ContentBlock {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let value = match self {
+            ContentBlock::Text { text } => serde_json::json!({"type": "text", "text": text}),
+            ContentBlock::Image { data, mime_type } => {
+                serde_json::json!({"type": "image", "data": data, "mimeType": mime_type})
+            }
+            ContentBlock::Audio { data, mime_type } => {
+                serde_json::json!({"type": "audio", "data": data, "mimeType": mime_type})
+            }
+            ContentBlock::ResourceLink {
+                uri,
+                name,
+                mime_type,
+                description,
+            } => {
+                let mut v = serde_json::json!({"type": "resource_link", "uri": uri, "name": name});
+                if let Some(m) = mime_type {
+                    v["mimeType"] = Value::from(m.as_str());
+                }
+                if let Some(d) = description {
+                    v["description"] = Value::from(d.as_str());
+                }
+                v
+            }
+            ContentBlock::Resource { resource } => {
+                serde_json::json!({"type": "resource", "resource": resource})
+            }
+            ContentBlock::Unknown(v) => v.clone(),
+        };
+        value.serialize(serializer)
+    }
+}

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Test MCP server built on the official Python SDK (FastMCP; in mcp 2.x it is named MCPServer).
+
+Run with the peers venv (see .ci/install-peers):
+
+    .peers/bin/python tests/peers/fastmcp_server.py --transport stdio
+    .peers/bin/python tests/peers/fastmcp_server.py --transport http [--port N] [--json-response]
+                                                     [--stateless] [--resumable [--retry-ms MS]]
+
+Transports
+  stdio  JSON-RPC lines on stdin/stdout. Logs go to stderr.
+  http   Streamable HTTP on http://127.0.0.1:PORT/mcp (always 127.0.0.1, never a wildcard address).
+         --port 0 (the default) lets the OS pick a free port: the script binds the listening socket
+         itself (no race) and hands it to uvicorn.
+
+Readiness (http): once uvicorn accepts connections the script prints exactly one line to STDOUT and
+flushes it:
+
+    LISTENING http://127.0.0.1:PORT/mcp
+
+Nothing else is written to stdout in http mode (logs go to stderr), so a test reads the first stdout
+line. In stdio mode no such line is printed (stdout is the protocol stream).
+
+Options
+  --json-response  answer POSTed requests with one `application/json` body instead of `text/event-stream`.
+  --stateless      no Mcp-Session-Id; every request is handled on its own.
+  --resumable      keep SSE events in an in-memory event store: every SSE response starts with a
+                   priming event (`id: ...` + empty `data:`) and events carry ids, so a client can
+                   resume with GET + Last-Event-ID. Only for protocol >= 2025-11-25 (SDK rule).
+  --retry-ms MS    with --resumable, add `retry: MS` to priming events.
+
+Tools
+  add(a:int, b:int) -> int       structured result {"result": a+b} plus text content
+  echo(text:str) -> str
+  fail(message:str)              raises; the SDK returns a CallToolResult with isError=true and the
+                                 message as text content
+  image()                        one image content block: a 1x1 PNG, mimeType image/png
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import itertools
+import socket
+import sys
+
+try:  # mcp >= 2
+    from mcp.server.mcpserver import MCPServer as FastMCP
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.utilities.types import Image
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import FastMCP  # type: ignore[no-redef]
+    from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
+    from mcp.server.fastmcp.utilities.types import Image  # type: ignore[no-redef]
+
+# 1x1 opaque red PNG.
+PNG_1X1 = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
+)
+
+mcp = FastMCP("fastmcp-test-server", version="1.0.0")
+
+
+@mcp.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@mcp.tool()
+def echo(text: str) -> str:
+    """Echo the text back."""
+    return text
+
+
+@mcp.tool()
+def fail(message: str) -> str:
+    """Always fails with the given message (the result has isError: true)."""
+    # ToolError: the SDK puts its message in the result; any other exception becomes the generic
+    # text "Error executing tool fail" (and a traceback on stderr).
+    raise ToolError(message)
+
+
+@mcp.tool()
+def image() -> Image:
+    """Return a 1x1 PNG image content block."""
+    return Image(data=PNG_1X1, format="png")
+
+
+def make_event_store():
+    """A minimal in-memory EventStore (the SDK ships only the interface)."""
+    from mcp.server.streamable_http import EventMessage, EventStore
+
+    class MemoryEventStore(EventStore):
+        def __init__(self) -> None:
+            self._events: list[tuple[str, str, object]] = []  # (event_id, stream_id, message|None)
+            self._ids = itertools.count(1)
+
+        async def store_event(self, stream_id, message):
+            event_id = str(next(self._ids))
+            self._events.append((event_id, stream_id, message))
+            return event_id
+
+        async def replay_events_after(self, last_event_id, send_callback):
+            idx = next((i for i, e in enumerate(self._events) if e[0] == last_event_id), None)
+            if idx is None:
+                return None
+            stream_id = self._events[idx][1]
+            for event_id, sid, message in self._events[idx + 1 :]:
+                if sid == stream_id and message is not None:
+                    await send_callback(EventMessage(message, event_id))
+            return stream_id
+
+    return MemoryEventStore()
+
+
+async def serve_http(args: argparse.Namespace) -> None:
+    import uvicorn
+
+    kwargs = dict(json_response=args.json_response, stateless_http=args.stateless)
+    if args.resumable:
+        kwargs["event_store"] = make_event_store()
+        if args.retry_ms is not None:
+            kwargs["retry_interval"] = args.retry_ms
+    app = mcp.streamable_http_app(**kwargs)
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", args.port))
+    sock.listen(128)
+    sock.setblocking(False)
+    port = sock.getsockname()[1]
+
+    config = uvicorn.Config(app, log_level=args.log_level.lower(), lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            await task  # re-raise the startup failure
+            sys.exit(1)
+        await asyncio.sleep(0.01)
+    print(f"LISTENING http://127.0.0.1:{port}/mcp", flush=True)
+    await task
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--port", type=int, default=0, help="http: port on 127.0.0.1 (0 = pick a free one)")
+    p.add_argument("--json-response", action="store_true")
+    p.add_argument("--stateless", action="store_true")
+    p.add_argument("--resumable", action="store_true")
+    p.add_argument("--retry-ms", type=int, default=None)
+    p.add_argument("--log-level", default="WARNING")
+    args = p.parse_args()
+    mcp.settings.log_level = args.log_level.upper()
+    if args.transport == "stdio":
+        mcp.run("stdio")
+    else:
+        try:
+            asyncio.run(serve_http(args))
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
