@@ -50,6 +50,9 @@ pub struct LineFramer {
     bom_seen: usize,
     /// Set while discarding an oversized line.
     discard: Option<Discard>,
+    /// Bytes examined for a newline so far: each input byte exactly once (checked by tests).
+    #[cfg(test)]
+    scanned: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -117,6 +120,8 @@ impl LineFramer {
             partial: Vec::new(),
             bom_seen: 0,
             discard: None,
+            #[cfg(test)]
+            scanned: 0,
         }
     }
 
@@ -145,6 +150,10 @@ impl LineFramer {
                 None => (data, &data[data.len()..], false),
             };
             data = rest;
+            #[cfg(test)]
+            {
+                self.scanned += segment.len() as u64 + u64::from(complete);
+            }
             if let Some(discard) = self.discard.as_mut() {
                 discard.push(segment);
                 if complete {
@@ -340,4 +349,136 @@ fn trim_ws_end(s: &[u8]) -> &[u8] {
         .take_while(|b| b.is_ascii_whitespace())
         .count();
     &s[..s.len() - n]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Owned copy of a frame, for comparisons.
+    #[derive(Debug, Clone, PartialEq)]
+    enum Out {
+        Line(Vec<u8>),
+        Oversized(u64, Option<String>),
+    }
+
+    fn run(framer: &mut LineFramer, chunks: &[&[u8]], finish: bool) -> Vec<Out> {
+        let mut out = Vec::new();
+        let mut push = |f: Frame<'_>| {
+            out.push(match f {
+                Frame::Line(l) => Out::Line(l.to_vec()),
+                Frame::Oversized { len, id_hint } => Out::Oversized(len, id_hint),
+            })
+        };
+        for c in chunks {
+            framer.feed(c, &mut push);
+            assert!(framer.buffered_len() <= framer.limit());
+        }
+        if finish {
+            framer.finish(&mut push);
+        }
+        out
+    }
+
+    fn whole(input: &[u8], limit: usize) -> Vec<Out> {
+        run(&mut LineFramer::new(limit), &[input], true)
+    }
+
+    fn lines(v: &[&str]) -> Vec<Out> {
+        v.iter().map(|l| Out::Line(l.as_bytes().to_vec())).collect()
+    }
+
+    #[test]
+    fn splits_lines_and_skips_blank_ones() {
+        assert_eq!(whole(b"a\nbb\n\n\r\nccc\n", 100), lines(&["a", "bb", "ccc"]));
+    }
+
+    #[test]
+    fn trailing_cr_is_stripped_even_when_split() {
+        let mut f = LineFramer::new(100);
+        assert_eq!(run(&mut f, &[b"abc\r", b"\n", b"d\r\n"], false), lines(&["abc", "d"]));
+    }
+
+    #[test]
+    fn bom_is_skipped_once_even_split() {
+        assert_eq!(run(&mut LineFramer::new(100), &[b"\xEF", b"\xBB", b"\xBFx\n"], false), lines(&["x"]));
+        // Only at the very start.
+        assert_eq!(
+            whole(b"x\n\xEF\xBB\xBFy\n", 100),
+            vec![Out::Line(b"x".to_vec()), Out::Line(b"\xEF\xBB\xBFy".to_vec())]
+        );
+        // A partial match that turns out not to be a BOM keeps its bytes.
+        assert_eq!(run(&mut LineFramer::new(100), &[b"\xEF\xBB", b"z\n"], false), vec![Out::Line(b"\xEF\xBBz".to_vec())]);
+    }
+
+    #[test]
+    fn final_line_without_newline_is_delivered_on_finish() {
+        let mut f = LineFramer::new(100);
+        assert_eq!(run(&mut f, &[b"a\nlast"], false), lines(&["a"]));
+        assert_eq!(f.buffered_len(), 4);
+        assert_eq!(run(&mut f, &[], true), lines(&["last"]));
+        assert_eq!(f.buffered_len(), 0);
+    }
+
+    #[test]
+    fn oversized_line_is_discarded_through_its_newline() {
+        let mut input = vec![b'x'; 50];
+        input.extend_from_slice(b"\nok\n");
+        assert_eq!(whole(&input, 10), vec![Out::Oversized(50, None), Out::Line(b"ok".to_vec())]);
+        // Arriving in small chunks, the buffer never exceeds the limit.
+        let chunks: Vec<&[u8]> = input.chunks(3).collect();
+        assert_eq!(run(&mut LineFramer::new(10), &chunks, true), whole(&input, 10));
+    }
+
+    #[test]
+    fn a_line_exactly_at_the_limit_passes() {
+        assert_eq!(whole(b"0123456789\r\n", 10), lines(&["0123456789"]));
+        assert_eq!(whole(b"0123456789x\n", 10), vec![Out::Oversized(11, None)]);
+    }
+
+    #[test]
+    fn id_hint_from_head_or_tail() {
+        let pad = "p".repeat(1000);
+        let head = format!(r#"{{"jsonrpc":"2.0","id":17,"result":{{"t":"{pad}"}}}}"#);
+        assert_eq!(whole(head.as_bytes(), 100)[0], Out::Oversized(head.len() as u64, Some("17".into())));
+        let tail = format!(r#"{{"result":{{"t":"{pad}"}},"jsonrpc":"2.0","id":"abc"}}"#);
+        assert_eq!(whole(tail.as_bytes(), 100)[0], Out::Oversized(tail.len() as u64, Some("\"abc\"".into())));
+        // A nested "id" is not the message's id.
+        let nested = format!(r#"{{"result":{{"id":5,"t":"{pad}"}}}}"#);
+        assert_eq!(whole(nested.as_bytes(), 100)[0], Out::Oversized(nested.len() as u64, None));
+        let nested_tail = format!(r#"{{"result":{{"t":"{pad}","id":5}}}}"#);
+        assert_eq!(whole(nested_tail.as_bytes(), 100)[0], Out::Oversized(nested_tail.len() as u64, None));
+    }
+
+    #[test]
+    fn chunking_does_not_change_frames() {
+        let input: &[u8] = b"\xEF\xBB\xBF{\"a\":1}\r\nnoise\n\n{\"id\":3,\"b\":\"0123456789012345678901234567890123456789\"}\r\n{\"c\":2}";
+        let expected = whole(input, 32);
+        for split in 0..=input.len() {
+            let (a, b) = input.split_at(split);
+            assert_eq!(run(&mut LineFramer::new(32), &[a, b], true), expected, "split at {split}");
+        }
+        let bytes: Vec<&[u8]> = input.chunks(1).collect();
+        assert_eq!(run(&mut LineFramer::new(32), &bytes, true), expected);
+    }
+
+    #[test]
+    fn framing_is_linear_in_input_size() {
+        // A 50 MiB line in 4 KiB chunks: the partial buffer grows by amortised doubling, and no byte
+        // is rescanned: the total capacity ever allocated stays within a small multiple of n.
+        let chunk = vec![b'a'; 4096];
+        let mut f = LineFramer::new(64 * 1024 * 1024);
+        let n = 50 * 1024 * 1024 / chunk.len();
+        let mut frames = 0;
+        for _ in 0..n {
+            f.feed(&chunk, |_| frames += 1);
+        }
+        assert_eq!(f.buffered_len(), 50 * 1024 * 1024);
+        f.feed(b"\n", |fr| {
+            assert!(matches!(fr, Frame::Line(l) if l.len() == 50 * 1024 * 1024));
+            frames += 1;
+        });
+        assert_eq!(frames, 1);
+        assert_eq!(f.scanned, 50 * 1024 * 1024 + 1, "every byte scanned exactly once");
+    }
 }
