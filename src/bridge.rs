@@ -203,3 +203,10 @@ fn fmt_size(bytes: u64) -> String {
         b => format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0)),
     }
 }
+
+impl CallToolResult {
+    /// The text a model reads from this result; see [`render_text`].
+    pub fn text(&self) -> String {
+        render_text(self)
+    }
+}

@@ -390,25 +390,44 @@ mod tests {
 
     #[test]
     fn splits_lines_and_skips_blank_ones() {
-        assert_eq!(whole(b"a\nbb\n\n\r\nccc\n", 100), lines(&["a", "bb", "ccc"]));
+        assert_eq!(
+            whole(b"a\nbb\n\n\r\nccc\n", 100),
+            lines(&["a", "bb", "ccc"])
+        );
     }
 
     #[test]
     fn trailing_cr_is_stripped_even_when_split() {
         let mut f = LineFramer::new(100);
-        assert_eq!(run(&mut f, &[b"abc\r", b"\n", b"d\r\n"], false), lines(&["abc", "d"]));
+        assert_eq!(
+            run(&mut f, &[b"abc\r", b"\n", b"d\r\n"], false),
+            lines(&["abc", "d"])
+        );
     }
 
     #[test]
     fn bom_is_skipped_once_even_split() {
-        assert_eq!(run(&mut LineFramer::new(100), &[b"\xEF", b"\xBB", b"\xBFx\n"], false), lines(&["x"]));
+        assert_eq!(
+            run(
+                &mut LineFramer::new(100),
+                &[b"\xEF", b"\xBB", b"\xBFx\n"],
+                false
+            ),
+            lines(&["x"])
+        );
         // Only at the very start.
         assert_eq!(
             whole(b"x\n\xEF\xBB\xBFy\n", 100),
-            vec![Out::Line(b"x".to_vec()), Out::Line(b"\xEF\xBB\xBFy".to_vec())]
+            vec![
+                Out::Line(b"x".to_vec()),
+                Out::Line(b"\xEF\xBB\xBFy".to_vec())
+            ]
         );
         // A partial match that turns out not to be a BOM keeps its bytes.
-        assert_eq!(run(&mut LineFramer::new(100), &[b"\xEF\xBB", b"z\n"], false), vec![Out::Line(b"\xEF\xBBz".to_vec())]);
+        assert_eq!(
+            run(&mut LineFramer::new(100), &[b"\xEF\xBB", b"z\n"], false),
+            vec![Out::Line(b"\xEF\xBBz".to_vec())]
+        );
     }
 
     #[test]
@@ -424,10 +443,16 @@ mod tests {
     fn oversized_line_is_discarded_through_its_newline() {
         let mut input = vec![b'x'; 50];
         input.extend_from_slice(b"\nok\n");
-        assert_eq!(whole(&input, 10), vec![Out::Oversized(50, None), Out::Line(b"ok".to_vec())]);
+        assert_eq!(
+            whole(&input, 10),
+            vec![Out::Oversized(50, None), Out::Line(b"ok".to_vec())]
+        );
         // Arriving in small chunks, the buffer never exceeds the limit.
         let chunks: Vec<&[u8]> = input.chunks(3).collect();
-        assert_eq!(run(&mut LineFramer::new(10), &chunks, true), whole(&input, 10));
+        assert_eq!(
+            run(&mut LineFramer::new(10), &chunks, true),
+            whole(&input, 10)
+        );
     }
 
     #[test]
@@ -440,14 +465,26 @@ mod tests {
     fn id_hint_from_head_or_tail() {
         let pad = "p".repeat(1000);
         let head = format!(r#"{{"jsonrpc":"2.0","id":17,"result":{{"t":"{pad}"}}}}"#);
-        assert_eq!(whole(head.as_bytes(), 100)[0], Out::Oversized(head.len() as u64, Some("17".into())));
+        assert_eq!(
+            whole(head.as_bytes(), 100)[0],
+            Out::Oversized(head.len() as u64, Some("17".into()))
+        );
         let tail = format!(r#"{{"result":{{"t":"{pad}"}},"jsonrpc":"2.0","id":"abc"}}"#);
-        assert_eq!(whole(tail.as_bytes(), 100)[0], Out::Oversized(tail.len() as u64, Some("\"abc\"".into())));
+        assert_eq!(
+            whole(tail.as_bytes(), 100)[0],
+            Out::Oversized(tail.len() as u64, Some("\"abc\"".into()))
+        );
         // A nested "id" is not the message's id.
         let nested = format!(r#"{{"result":{{"id":5,"t":"{pad}"}}}}"#);
-        assert_eq!(whole(nested.as_bytes(), 100)[0], Out::Oversized(nested.len() as u64, None));
+        assert_eq!(
+            whole(nested.as_bytes(), 100)[0],
+            Out::Oversized(nested.len() as u64, None)
+        );
         let nested_tail = format!(r#"{{"result":{{"t":"{pad}","id":5}}}}"#);
-        assert_eq!(whole(nested_tail.as_bytes(), 100)[0], Out::Oversized(nested_tail.len() as u64, None));
+        assert_eq!(
+            whole(nested_tail.as_bytes(), 100)[0],
+            Out::Oversized(nested_tail.len() as u64, None)
+        );
     }
 
     #[test]
@@ -456,7 +493,11 @@ mod tests {
         let expected = whole(input, 32);
         for split in 0..=input.len() {
             let (a, b) = input.split_at(split);
-            assert_eq!(run(&mut LineFramer::new(32), &[a, b], true), expected, "split at {split}");
+            assert_eq!(
+                run(&mut LineFramer::new(32), &[a, b], true),
+                expected,
+                "split at {split}"
+            );
         }
         let bytes: Vec<&[u8]> = input.chunks(1).collect();
         assert_eq!(run(&mut LineFramer::new(32), &bytes, true), expected);
@@ -479,6 +520,10 @@ mod tests {
             frames += 1;
         });
         assert_eq!(frames, 1);
-        assert_eq!(f.scanned, 50 * 1024 * 1024 + 1, "every byte scanned exactly once");
+        assert_eq!(
+            f.scanned,
+            50 * 1024 * 1024 + 1,
+            "every byte scanned exactly once"
+        );
     }
 }

@@ -505,6 +505,17 @@ impl Session {
         Ok(())
     }
 
+    /// The transport could not deliver request `id` (an HTTP error status, a refused connection):
+    /// stop waiting for it without telling the server, which never saw it. It ends with
+    /// [`RequestError::Closed`] (for `initialize`, the session fails). Returns whether it was pending.
+    pub fn abort(&mut self, id: RequestId) -> bool {
+        if !self.core.pending.contains_key(&id) {
+            return false;
+        }
+        self.core.complete(id, Err(RequestError::Closed));
+        true
+    }
+
     /// Closes the session: pending requests fail with [`RequestError::Closed`], nothing more is
     /// sent, and [`Event::Closed`] follows. Messages already queued stay queued for the driver to
     /// flush. Closing twice does nothing.

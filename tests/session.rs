@@ -2,8 +2,8 @@
 
 use mcp_proto::error::Warning;
 use mcp_proto::{
-    Config, ContentBlock, Event, Reply, RequestError, RequestId, RpcError, Session, SessionError, State,
-    UsageError,
+    Config, ContentBlock, Event, Reply, RequestError, RequestId, RpcError, Session, SessionError,
+    State, UsageError,
 };
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -65,14 +65,20 @@ fn handshake_sends_initialize_then_initialized() {
     assert_eq!(s.state(), State::Initializing);
 
     line(&mut s, INIT_RESULT, now);
-    assert_eq!(sent(&mut s), vec![json!({"jsonrpc":"2.0","method":"notifications/initialized"})]);
+    assert_eq!(
+        sent(&mut s),
+        vec![json!({"jsonrpc":"2.0","method":"notifications/initialized"})]
+    );
     assert_eq!(events(&mut s), vec![Event::Ready]);
     assert!(s.is_ready());
     assert_eq!(s.protocol_version(), Some("2025-11-25"));
     assert_eq!(s.server_info().unwrap().name, "srv");
     assert_eq!(s.server_info().unwrap().version, "1.2.3");
     assert_eq!(s.instructions(), Some("be nice"));
-    assert_eq!(s.server_capabilities().unwrap()["tools"]["listChanged"], true);
+    assert_eq!(
+        s.server_capabilities().unwrap()["tools"]["listChanged"],
+        true
+    );
 }
 
 #[test]
@@ -93,16 +99,28 @@ fn version_refused() {
     let mut s = Session::new(Config::default());
     s.initialize(now).unwrap();
     sent(&mut s);
-    line(&mut s, &INIT_RESULT.replace("2025-11-25", "2099-01-01"), now);
+    line(
+        &mut s,
+        &INIT_RESULT.replace("2025-11-25", "2099-01-01"),
+        now,
+    );
     let ev = events(&mut s);
     let [Event::Failed(err)] = ev.as_slice() else {
         panic!("{ev:?}")
     };
-    assert!(matches!(err, SessionError::UnsupportedVersion { offered, .. } if offered == "2099-01-01"));
+    assert!(
+        matches!(err, SessionError::UnsupportedVersion { offered, .. } if offered == "2099-01-01")
+    );
     let msg = err.to_string();
-    assert!(msg.contains("2099-01-01") && msg.contains("2025-11-25") && msg.contains("2024-11-05"), "{msg}");
+    assert!(
+        msg.contains("2099-01-01") && msg.contains("2025-11-25") && msg.contains("2024-11-05"),
+        "{msg}"
+    );
     assert_eq!(s.state(), State::Closed);
-    assert!(sent(&mut s).is_empty(), "no initialized notification after a refusal");
+    assert!(
+        sent(&mut s).is_empty(),
+        "no initialized notification after a refusal"
+    );
     assert_eq!(s.call_tool("x", json!({}), now), Err(UsageError::Closed));
 }
 
@@ -111,7 +129,11 @@ fn initialize_error_fails_the_session() {
     let now = Instant::now();
     let mut s = Session::new(Config::default());
     s.initialize(now).unwrap();
-    line(&mut s, r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"bad version"}}"#, now);
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"bad version"}}"#,
+        now,
+    );
     let ev = events(&mut s);
     assert!(
         matches!(&ev[..], [Event::Failed(SessionError::Initialize(RequestError::Rpc(e)))] if e.code == -32602),
@@ -124,9 +146,15 @@ fn command_before_initialize_is_a_usage_error() {
     let now = Instant::now();
     let mut s = Session::new(Config::default());
     assert_eq!(s.list_tools(None, now), Err(UsageError::NotReady));
-    assert_eq!(UsageError::NotReady.to_string(), "initialize first: the session is not ready");
+    assert_eq!(
+        UsageError::NotReady.to_string(),
+        "initialize first: the session is not ready"
+    );
     s.initialize(now).unwrap();
-    assert_eq!(s.call_tool("echo", json!({}), now), Err(UsageError::NotReady));
+    assert_eq!(
+        s.call_tool("echo", json!({}), now),
+        Err(UsageError::NotReady)
+    );
     assert_eq!(s.initialize(now), Err(UsageError::AlreadyInitialized));
 }
 
@@ -138,14 +166,25 @@ fn initialize_is_never_cancelled() {
         ..Config::default()
     });
     let id = s.initialize(now).unwrap();
-    assert_eq!(s.cancel(id, "bored"), Err(UsageError::CannotCancelInitialize));
+    assert_eq!(
+        s.cancel(id, "bored"),
+        Err(UsageError::CannotCancelInitialize)
+    );
     sent(&mut s);
     assert_eq!(s.poll_timeout(), Some(now + Duration::from_secs(5)));
     s.handle_timeout(now + Duration::from_secs(5));
-    assert!(sent(&mut s).is_empty(), "no notifications/cancelled for initialize");
+    assert!(
+        sent(&mut s).is_empty(),
+        "no notifications/cancelled for initialize"
+    );
     let ev = events(&mut s);
     assert!(
-        matches!(&ev[..], [Event::Failed(SessionError::Initialize(RequestError::Timeout(_)))]),
+        matches!(
+            &ev[..],
+            [Event::Failed(SessionError::Initialize(
+                RequestError::Timeout(_)
+            ))]
+        ),
         "{ev:?}"
     );
 }
@@ -156,7 +195,11 @@ fn ping_mid_call_is_answered_with_the_id_echoed() {
     let call = s.call_tool("slow", json!({}), now).unwrap();
     sent(&mut s);
     line(&mut s, r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#, now);
-    line(&mut s, r#"{"jsonrpc":"2.0","id":"p-1","method":"ping","params":{}}"#, now);
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","id":"p-1","method":"ping","params":{}}"#,
+        now,
+    );
     let out: Vec<String> = std::iter::from_fn(|| s.poll_transmit())
         .map(|t| String::from_utf8(t.payload).unwrap())
         .collect();
@@ -169,9 +212,17 @@ fn ping_mid_call_is_answered_with_the_id_echoed() {
     );
     assert!(s.is_pending(call));
     assert_eq!(s.stats().pings_answered, 2);
-    let answer = format!(r#"{{"jsonrpc":"2.0","id":{call},"result":{{"content":[{{"type":"text","text":"done"}}]}}}}"#);
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{call},"result":{{"content":[{{"type":"text","text":"done"}}]}}}}"#
+    );
     line(&mut s, &answer, now);
-    assert_eq!(events(&mut s), vec![Event::Response { id: call, result: Ok(call_result("done")) }]);
+    assert_eq!(
+        events(&mut s),
+        vec![Event::Response {
+            id: call,
+            result: Ok(call_result("done"))
+        }]
+    );
 }
 
 #[test]
@@ -179,8 +230,16 @@ fn unknown_server_request_gets_method_not_found() {
     let (mut s, now) = ready();
     s.call_tool("t", json!({}), now).unwrap();
     sent(&mut s);
-    line(&mut s, r#"{"jsonrpc":"2.0","id":42,"method":"sampling/createMessage","params":{}}"#, now);
-    line(&mut s, r#"{"jsonrpc":"2.0","id":"r1","method":"roots/list"}"#, now);
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","id":42,"method":"sampling/createMessage","params":{}}"#,
+        now,
+    );
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","id":"r1","method":"roots/list"}"#,
+        now,
+    );
     let out = sent(&mut s);
     assert_eq!(out[0]["id"], 42);
     assert_eq!(out[0]["error"]["code"], -32601);
@@ -194,9 +253,21 @@ fn unknown_server_request_gets_method_not_found() {
 #[test]
 fn notifications_are_dropped_but_list_changed_is_an_event() {
     let (mut s, now) = ready();
-    line(&mut s, r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}"#, now);
-    line(&mut s, r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#, now);
-    line(&mut s, r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#, now);
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}"#,
+        now,
+    );
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#,
+        now,
+    );
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+        now,
+    );
     assert_eq!(events(&mut s), vec![Event::ToolsListChanged]);
     assert_eq!(s.stats().notifications_dropped, 2);
     assert!(sent(&mut s).is_empty());
@@ -206,8 +277,16 @@ fn notifications_are_dropped_but_list_changed_is_an_event() {
 fn response_with_wrong_id_is_ignored_with_a_warning() {
     let (mut s, now) = ready();
     let id = s.call_tool("t", json!({}), now).unwrap();
-    line(&mut s, r#"{"jsonrpc":"2.0","id":999,"result":{"content":[]}}"#, now);
-    line(&mut s, r#"{"jsonrpc":"2.0","id":"1","result":{"content":[]}}"#, now);
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","id":999,"result":{"content":[]}}"#,
+        now,
+    );
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","id":"1","result":{"content":[]}}"#,
+        now,
+    );
     let ev = events(&mut s);
     assert_eq!(
         ev,
@@ -223,18 +302,27 @@ fn response_with_wrong_id_is_ignored_with_a_warning() {
 fn junk_lines_on_stdout_are_skipped() {
     let (mut s, now) = ready();
     let id = s.call_tool("t", json!({}), now).unwrap();
-    let mut text = b"Server listening on stdio...\n\x00\x01garbage\xff\n42\n{\"jsonrpc\":\"2.0\"}\n".to_vec();
+    let mut text =
+        b"Server listening on stdio...\n\x00\x01garbage\xff\n42\n{\"jsonrpc\":\"2.0\"}\n".to_vec();
     text.extend_from_slice(
         format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"ok\"}}]}}}}\n").as_bytes(),
     );
     s.handle_bytes(&text, now);
     let ev = events(&mut s);
     assert_eq!(ev.len(), 5, "{ev:?}");
-    assert!(matches!(&ev[0], Event::Warning(Warning::NotJson { excerpt, .. }) if excerpt.starts_with("Server listening")));
+    assert!(
+        matches!(&ev[0], Event::Warning(Warning::NotJson { excerpt, .. }) if excerpt.starts_with("Server listening"))
+    );
     assert!(matches!(&ev[1], Event::Warning(Warning::NotJson { .. })));
     assert!(matches!(&ev[2], Event::Warning(Warning::NotJsonRpc(_))));
     assert!(matches!(&ev[3], Event::Warning(Warning::NotJsonRpc(_))));
-    assert_eq!(ev[4], Event::Response { id, result: Ok(call_result("ok")) });
+    assert_eq!(
+        ev[4],
+        Event::Response {
+            id,
+            result: Ok(call_result("ok"))
+        }
+    );
     assert_eq!(s.stats().messages_ignored, 4);
 }
 
@@ -264,7 +352,9 @@ fn crlf_line_ends_are_tolerated_even_split() {
 fn batch_is_handled_element_by_element() {
     let (mut s, now) = ready();
     let a = s.call_tool("a", json!({}), now).unwrap();
-    let b = s.send(mcp_proto::Request::new("resources/list", None), now).unwrap();
+    let b = s
+        .send(mcp_proto::Request::new("resources/list", None), now)
+        .unwrap();
     sent(&mut s);
     let batch = format!(
         r#"[{{"jsonrpc":"2.0","id":{a},"result":{{"content":[{{"type":"text","text":"A"}}]}}}},{{"jsonrpc":"2.0","id":5,"method":"ping"}},{{"jsonrpc":"2.0","method":"notifications/message"}},{{"jsonrpc":"2.0","id":{b},"error":{{"code":-32601,"message":"nope"}}}}]"#
@@ -273,14 +363,24 @@ fn batch_is_handled_element_by_element() {
     assert_eq!(
         events(&mut s),
         vec![
-            Event::Response { id: a, result: Ok(call_result("A")) },
+            Event::Response {
+                id: a,
+                result: Ok(call_result("A"))
+            },
             Event::Response {
                 id: b,
-                result: Err(RequestError::Rpc(RpcError { code: -32601, message: "nope".into(), data: None }))
+                result: Err(RequestError::Rpc(RpcError {
+                    code: -32601,
+                    message: "nope".into(),
+                    data: None
+                }))
             },
         ]
     );
-    assert_eq!(sent(&mut s), vec![json!({"jsonrpc":"2.0","id":5,"result":{}})]);
+    assert_eq!(
+        sent(&mut s),
+        vec![json!({"jsonrpc":"2.0","id":5,"result":{}})]
+    );
 }
 
 #[test]
@@ -289,18 +389,33 @@ fn rpc_error_keeps_code_message_and_data() {
     let id = s.call_tool("nope", json!({}), now).unwrap();
     line(
         &mut s,
-        &format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32602,"message":"Unknown tool: nope","data":{{"x":1}}}}}}"#),
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32602,"message":"Unknown tool: nope","data":{{"x":1}}}}}}"#
+        ),
         now,
     );
-    let expected = RpcError { code: -32602, message: "Unknown tool: nope".into(), data: Some(json!({"x":1})) };
-    assert_eq!(events(&mut s), vec![Event::Response { id, result: Err(RequestError::Rpc(expected)) }]);
+    let expected = RpcError {
+        code: -32602,
+        message: "Unknown tool: nope".into(),
+        data: Some(json!({"x":1})),
+    };
+    assert_eq!(
+        events(&mut s),
+        vec![Event::Response {
+            id,
+            result: Err(RequestError::Rpc(expected))
+        }]
+    );
 }
 
 #[test]
 fn timeout_fails_the_request_and_sends_cancelled() {
     let (mut s, now) = ready();
     let slow = s
-        .send(mcp_proto::Request::call_tool("slow", json!({})).timeout(Duration::from_secs(2)), now)
+        .send(
+            mcp_proto::Request::call_tool("slow", json!({})).timeout(Duration::from_secs(2)),
+            now,
+        )
         .unwrap();
     let other = s.call_tool("other", json!({}), now).unwrap();
     sent(&mut s);
@@ -310,20 +425,33 @@ fn timeout_fails_the_request_and_sends_cancelled() {
     s.handle_timeout(now + Duration::from_secs(2));
     assert_eq!(
         events(&mut s),
-        vec![Event::Response { id: slow, result: Err(RequestError::Timeout(Duration::from_secs(2))) }]
+        vec![Event::Response {
+            id: slow,
+            result: Err(RequestError::Timeout(Duration::from_secs(2)))
+        }]
     );
     assert_eq!(
         sent(&mut s),
-        vec![json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId": slow.0, "reason":"timed out after 2s"}})]
+        vec![
+            json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId": slow.0, "reason":"timed out after 2s"}})
+        ]
     );
     assert!(s.is_pending(other));
-    assert_eq!(s.poll_timeout(), Some(now + Duration::from_secs(60)), "the default timeout");
+    assert_eq!(
+        s.poll_timeout(),
+        Some(now + Duration::from_secs(60)),
+        "the default timeout"
+    );
 }
 
 #[test]
 fn no_timeout_means_no_deadline() {
     let (mut s, now) = ready();
-    s.send(mcp_proto::Request::call_tool("forever", json!({})).no_timeout(), now).unwrap();
+    s.send(
+        mcp_proto::Request::call_tool("forever", json!({})).no_timeout(),
+        now,
+    )
+    .unwrap();
     assert_eq!(s.poll_timeout(), None);
 }
 
@@ -335,11 +463,16 @@ fn explicit_cancel_sends_cancelled() {
     s.cancel(id, "user gave up").unwrap();
     assert_eq!(
         sent(&mut s),
-        vec![json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId": id.0, "reason":"user gave up"}})]
+        vec![
+            json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId": id.0, "reason":"user gave up"}})
+        ]
     );
     assert_eq!(
         events(&mut s),
-        vec![Event::Response { id, result: Err(RequestError::Cancelled("user gave up".into())) }]
+        vec![Event::Response {
+            id,
+            result: Err(RequestError::Cancelled("user gave up".into()))
+        }]
     );
     assert_eq!(s.cancel(id, "again"), Err(UsageError::UnknownRequest(id)));
 }
@@ -347,11 +480,20 @@ fn explicit_cancel_sends_cancelled() {
 #[test]
 fn late_response_is_dropped_silently() {
     let (mut s, now) = ready();
-    let id = s.send(mcp_proto::Request::call_tool("slow", json!({})).timeout(Duration::from_secs(1)), now).unwrap();
+    let id = s
+        .send(
+            mcp_proto::Request::call_tool("slow", json!({})).timeout(Duration::from_secs(1)),
+            now,
+        )
+        .unwrap();
     s.handle_timeout(now + Duration::from_secs(1));
     events(&mut s);
     sent(&mut s);
-    line(&mut s, &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#), now);
+    line(
+        &mut s,
+        &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#),
+        now,
+    );
     assert!(events(&mut s).is_empty(), "no event, not even a warning");
     assert!(sent(&mut s).is_empty());
     assert_eq!(s.stats().late_responses, 1);
@@ -366,8 +508,14 @@ fn eof_fails_every_pending_request() {
     assert_eq!(
         events(&mut s),
         vec![
-            Event::Response { id: a, result: Err(RequestError::Closed) },
-            Event::Response { id: b, result: Err(RequestError::Closed) },
+            Event::Response {
+                id: a,
+                result: Err(RequestError::Closed)
+            },
+            Event::Response {
+                id: b,
+                result: Err(RequestError::Closed)
+            },
             Event::Closed,
         ]
     );
@@ -395,15 +543,30 @@ fn final_message_without_newline_is_delivered_at_eof() {
     );
     assert!(events(&mut s).is_empty());
     s.handle_eof(now);
-    assert_eq!(events(&mut s), vec![Event::Response { id, result: Ok(call_result("last")) }, Event::Closed]);
+    assert_eq!(
+        events(&mut s),
+        vec![
+            Event::Response {
+                id,
+                result: Ok(call_result("last"))
+            },
+            Event::Closed
+        ]
+    );
 }
 
 #[test]
 fn oversized_line_fails_the_only_pending_request_at_once() {
-    let (mut s, now) = ready_with(Config { frame_limit: 1024, ..Config::default() });
+    let (mut s, now) = ready_with(Config {
+        frame_limit: 1024,
+        ..Config::default()
+    });
     let id = s.call_tool("big", json!({}), now).unwrap();
     // The id sits past the kept head and the line is cut into chunks: the lone pending request fails.
-    let big = format!(r#"{{"result":{{"content":[{{"type":"text","text":"{}"}}]}},"jsonrpc":"2.0","x":{id}}}"#, "a".repeat(10_000));
+    let big = format!(
+        r#"{{"result":{{"content":[{{"type":"text","text":"{}"}}]}},"jsonrpc":"2.0","x":{id}}}"#,
+        "a".repeat(10_000)
+    );
     for chunk in big.as_bytes().chunks(100) {
         s.handle_bytes(chunk, now);
         assert!(s.buffered_len() <= 1024);
@@ -415,7 +578,10 @@ fn oversized_line_fails_the_only_pending_request_at_once() {
         events(&mut s),
         vec![
             Event::Warning(Warning::Oversized { len, limit: 1024 }),
-            Event::Response { id, result: Err(RequestError::TooLarge { len, limit: 1024 }) },
+            Event::Response {
+                id,
+                result: Err(RequestError::TooLarge { len, limit: 1024 })
+            },
         ]
     );
     assert_eq!(
@@ -424,36 +590,70 @@ fn oversized_line_fails_the_only_pending_request_at_once() {
     );
     // The stream goes on after the discarded line.
     let next = s.call_tool("small", json!({}), now).unwrap();
-    line(&mut s, &format!(r#"{{"jsonrpc":"2.0","id":{next},"result":{{"content":[{{"type":"text","text":"ok"}}]}}}}"#), now);
-    assert_eq!(events(&mut s), vec![Event::Response { id: next, result: Ok(call_result("ok")) }]);
+    line(
+        &mut s,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":{next},"result":{{"content":[{{"type":"text","text":"ok"}}]}}}}"#
+        ),
+        now,
+    );
+    assert_eq!(
+        events(&mut s),
+        vec![Event::Response {
+            id: next,
+            result: Ok(call_result("ok"))
+        }]
+    );
 }
 
 #[test]
 fn oversized_line_fails_the_request_its_id_names() {
-    let (mut s, now) = ready_with(Config { frame_limit: 1024, ..Config::default() });
+    let (mut s, now) = ready_with(Config {
+        frame_limit: 1024,
+        ..Config::default()
+    });
     let a = s.call_tool("a", json!({}), now).unwrap();
     let b = s.call_tool("b", json!({}), now).unwrap();
     let pad = "x".repeat(5000);
     // TypeScript SDK order: the id comes last.
-    let ts = format!(r#"{{"result":{{"content":[{{"type":"text","text":"{pad}"}}]}},"jsonrpc":"2.0","id":{b}}}"#);
+    let ts = format!(
+        r#"{{"result":{{"content":[{{"type":"text","text":"{pad}"}}]}},"jsonrpc":"2.0","id":{b}}}"#
+    );
     line(&mut s, &ts, now);
     let ev = events(&mut s);
-    assert!(matches!(&ev[1], Event::Response { id, result: Err(RequestError::TooLarge { .. }) } if *id == b), "{ev:?}");
+    assert!(
+        matches!(&ev[1], Event::Response { id, result: Err(RequestError::TooLarge { .. }) } if *id == b),
+        "{ev:?}"
+    );
     assert!(s.is_pending(a));
     // Python SDK order: the id comes first.
-    let py = format!(r#"{{"jsonrpc":"2.0","id":{a},"result":{{"content":[{{"type":"text","text":"{pad}"}}]}}}}"#);
+    let py = format!(
+        r#"{{"jsonrpc":"2.0","id":{a},"result":{{"content":[{{"type":"text","text":"{pad}"}}]}}}}"#
+    );
     line(&mut s, &py, now);
     let ev = events(&mut s);
-    assert!(matches!(&ev[1], Event::Response { id, result: Err(RequestError::TooLarge { .. }) } if *id == a), "{ev:?}");
+    assert!(
+        matches!(&ev[1], Event::Response { id, result: Err(RequestError::TooLarge { .. }) } if *id == a),
+        "{ev:?}"
+    );
 }
 
 #[test]
 fn oversized_line_with_several_pending_and_no_id_only_warns() {
-    let (mut s, now) = ready_with(Config { frame_limit: 256, ..Config::default() });
+    let (mut s, now) = ready_with(Config {
+        frame_limit: 256,
+        ..Config::default()
+    });
     let a = s.call_tool("a", json!({}), now).unwrap();
     let b = s.call_tool("b", json!({}), now).unwrap();
     line(&mut s, &"z".repeat(1000), now);
-    assert_eq!(events(&mut s), vec![Event::Warning(Warning::Oversized { len: 1000, limit: 256 })]);
+    assert_eq!(
+        events(&mut s),
+        vec![Event::Warning(Warning::Oversized {
+            len: 1000,
+            limit: 256
+        })]
+    );
     assert!(s.is_pending(a) && s.is_pending(b));
 }
 
@@ -462,33 +662,59 @@ fn pagination_cursor_is_passed_through() {
     let (mut s, now) = ready();
     let first = s.list_tools(None, now).unwrap();
     let out = sent(&mut s);
-    assert!(out[0].get("params").is_none(), "first page without a cursor: {}", out[0]);
+    assert!(
+        out[0].get("params").is_none(),
+        "first page without a cursor: {}",
+        out[0]
+    );
     line(
         &mut s,
-        &format!(r#"{{"jsonrpc":"2.0","id":{first},"result":{{"tools":[{{"name":"a","inputSchema":{{"type":"object"}}}}],"nextCursor":"page/2=="}}}}"#),
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":{first},"result":{{"tools":[{{"name":"a","inputSchema":{{"type":"object"}}}}],"nextCursor":"page/2=="}}}}"#
+        ),
         now,
     );
     let ev = events(&mut s);
-    let [Event::Response { result: Ok(Reply::Tools(page)), .. }] = ev.as_slice() else { panic!("{ev:?}") };
+    let [Event::Response {
+        result: Ok(Reply::Tools(page)),
+        ..
+    }] = ev.as_slice()
+    else {
+        panic!("{ev:?}")
+    };
     assert_eq!(page.tools[0].name, "a");
     assert_eq!(page.next_cursor.as_deref(), Some("page/2=="));
     let second = s.list_tools(page.next_cursor.as_deref(), now).unwrap();
     let out = sent(&mut s);
     assert_eq!(out[0]["params"], json!({"cursor":"page/2=="}));
-    line(&mut s, &format!(r#"{{"jsonrpc":"2.0","id":{second},"result":{{"tools":[]}}}}"#), now);
+    line(
+        &mut s,
+        &format!(r#"{{"jsonrpc":"2.0","id":{second},"result":{{"tools":[]}}}}"#),
+        now,
+    );
     let ev = events(&mut s);
-    let [Event::Response { result: Ok(Reply::Tools(page)), .. }] = ev.as_slice() else { panic!("{ev:?}") };
+    let [Event::Response {
+        result: Ok(Reply::Tools(page)),
+        ..
+    }] = ev.as_slice()
+    else {
+        panic!("{ev:?}")
+    };
     assert_eq!(page.next_cursor, None);
 }
 
 #[test]
 fn call_tool_sends_raw_arguments_and_empty_object_for_null() {
     let (mut s, now) = ready();
-    s.call_tool("echo", json!({"message": "hi", "n": [1, 2]}), now).unwrap();
+    s.call_tool("echo", json!({"message": "hi", "n": [1, 2]}), now)
+        .unwrap();
     s.call_tool("noargs", Value::Null, now).unwrap();
     let out = sent(&mut s);
     assert_eq!(out[0]["method"], "tools/call");
-    assert_eq!(out[0]["params"], json!({"name":"echo","arguments":{"message":"hi","n":[1,2]}}));
+    assert_eq!(
+        out[0]["params"],
+        json!({"name":"echo","arguments":{"message":"hi","n":[1,2]}})
+    );
     assert_eq!(out[1]["params"], json!({"name":"noargs","arguments":{}}));
 }
 
@@ -496,7 +722,11 @@ fn call_tool_sends_raw_arguments_and_empty_object_for_null() {
 fn invalid_result_shape_is_a_typed_error() {
     let (mut s, now) = ready();
     let id = s.list_tools(None, now).unwrap();
-    line(&mut s, &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":"no"}}}}"#), now);
+    line(
+        &mut s,
+        &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":"no"}}}}"#),
+        now,
+    );
     let ev = events(&mut s);
     assert!(
         matches!(&ev[..], [Event::Response { result: Err(RequestError::InvalidResult { method, .. }), .. }] if method == "tools/list"),
@@ -510,7 +740,16 @@ fn close_fails_pending_and_stops_sending() {
     let id = s.call_tool("a", json!({}), now).unwrap();
     sent(&mut s);
     s.close();
-    assert_eq!(events(&mut s), vec![Event::Response { id, result: Err(RequestError::Closed) }, Event::Closed]);
+    assert_eq!(
+        events(&mut s),
+        vec![
+            Event::Response {
+                id,
+                result: Err(RequestError::Closed)
+            },
+            Event::Closed
+        ]
+    );
     line(&mut s, r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, now);
     assert!(sent(&mut s).is_empty(), "a closed session answers nothing");
     s.close();
@@ -520,7 +759,9 @@ fn close_fails_pending_and_stops_sending() {
 #[test]
 fn request_ids_are_unique_and_increasing() {
     let (mut s, now) = ready();
-    let ids: Vec<RequestId> = (0..5).map(|_| s.call_tool("t", json!({}), now).unwrap()).collect();
+    let ids: Vec<RequestId> = (0..5)
+        .map(|_| s.call_tool("t", json!({}), now).unwrap())
+        .collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
     assert!(!ids.contains(&RequestId(0)), "0 was initialize");
 }

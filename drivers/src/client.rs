@@ -1,0 +1,361 @@
+//! The async client: a [`Session`] driven over any [`Transport`].
+//!
+//! One background task (the driver) owns the reading side: it feeds what the transport receives
+//! into the session, sends what the session queues (ping answers, -32601 rejections, cancellations)
+//! at once, fires the session's timer, and wakes the callers whose answers arrived. Callers issue
+//! commands under a short lock and await their answer. The driver holds no protocol decision.
+
+use crate::transport::{Inbound, Transport};
+use crate::Error;
+use mcp_proto::{
+    CallToolResult, Config, Event, Implementation, InitializeResult, ListToolsResult, Reply,
+    Request, RequestError, RequestId, Session, Stats, Tool,
+};
+use serde_json::Value;
+use smol::channel::{self, Receiver, Sender};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+/// Client settings.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// The session's settings: client identity, message size limit, default request timeout.
+    pub session: Config,
+    /// The most `tools/list` pages [`Client::list_tools`] follows before failing (default 1000).
+    pub max_tool_pages: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            session: Config {
+                client_info: Implementation::new("mcp-client", env!("CARGO_PKG_VERSION")),
+                ..Config::default()
+            },
+            max_tool_pages: 1000,
+        }
+    }
+}
+
+/// An MCP client over a transport. Share it (`Arc<Client<T>>`) between tasks and tools: requests
+/// may be in flight concurrently, and each has its own timeout.
+///
+/// Dropping a request's future gives up on it: the server is sent `notifications/cancelled` and
+/// the client stays usable.
+pub struct Client<T: Transport> {
+    shared: Arc<Shared<T>>,
+    max_tool_pages: usize,
+    _driver: smol::Task<()>,
+}
+
+struct Shared<T> {
+    transport: T,
+    state: Mutex<State>,
+    kick: Sender<()>,
+}
+
+struct State {
+    session: Session,
+    waiters: BTreeMap<RequestId, Sender<Result<Reply, Error>>>,
+    init_waiter: Option<Sender<Result<(), Error>>>,
+    /// Why the connection ended, when the transport said.
+    close_reason: Option<Error>,
+    tools_changed: u64,
+}
+
+impl State {
+    fn closed_error(&self) -> Error {
+        self.close_reason.clone().unwrap_or(Error::Closed)
+    }
+
+    /// Sends what the session queued and hands its events to whoever waits for them.
+    fn flush(&mut self, transport: &impl Transport) {
+        while let Some(t) = self.session.poll_transmit() {
+            // A failed send means the transport is closing; its reader reports why.
+            let _ = transport.send(t);
+        }
+        while let Some(event) = self.session.poll_event() {
+            match event {
+                Event::Ready => {
+                    if let Some(w) = self.init_waiter.take() {
+                        let _ = w.try_send(Ok(()));
+                    }
+                }
+                Event::Failed(e) => {
+                    let error = match (e, &self.close_reason) {
+                        (mcp_proto::SessionError::Closed, Some(reason)) => reason.clone(),
+                        (e, _) => Error::Session(e),
+                    };
+                    if let Some(w) = self.init_waiter.take() {
+                        let _ = w.try_send(Err(error));
+                    }
+                }
+                Event::Response { id, result } => {
+                    if let Some(w) = self.waiters.remove(&id) {
+                        let result = result.map_err(|e| match e {
+                            RequestError::Closed => self.closed_error(),
+                            e => Error::from(e),
+                        });
+                        let _ = w.try_send(result);
+                    }
+                }
+                Event::ToolsListChanged => self.tools_changed += 1,
+                Event::Closed => {
+                    let error = self.closed_error();
+                    for (_, w) in std::mem::take(&mut self.waiters) {
+                        let _ = w.try_send(Err(error.clone()));
+                    }
+                    if let Some(w) = self.init_waiter.take() {
+                        let _ = w.try_send(Err(error));
+                    }
+                }
+                // Tolerated peer misbehaviour; counted in the session's stats.
+                Event::Warning(_) => {}
+                _ => {}
+            }
+        }
+    }
+}
+
+impl<T: Transport> Client<T> {
+    /// A client over `transport` with default settings. Call [`initialize`](Self::initialize) first.
+    pub fn new(transport: T) -> Self {
+        Self::with_config(transport, ClientConfig::default())
+    }
+
+    /// A client with these settings.
+    pub fn with_config(transport: T, config: ClientConfig) -> Self {
+        let (kick, kicked) = channel::bounded(1);
+        let shared = Arc::new(Shared {
+            transport,
+            state: Mutex::new(State {
+                session: Session::new(config.session),
+                waiters: BTreeMap::new(),
+                init_waiter: None,
+                close_reason: None,
+                tools_changed: 0,
+            }),
+            kick,
+        });
+        let driver = smol::spawn(drive(shared.clone(), kicked));
+        Client {
+            shared,
+            max_tool_pages: config.max_tool_pages,
+            _driver: driver,
+        }
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> &T {
+        &self.shared.transport
+    }
+
+    /// Performs the handshake. Must come before any other request.
+    pub async fn initialize(&self) -> Result<InitializeResult, Error> {
+        let rx = {
+            let mut st = self.lock();
+            st.session.initialize(Instant::now())?;
+            let (tx, rx) = channel::bounded(1);
+            st.init_waiter = Some(tx);
+            st.flush(&self.shared.transport);
+            rx
+        };
+        self.kick();
+        rx.recv().await.unwrap_or(Err(Error::Closed))?;
+        self.initialize_result().ok_or(Error::Closed)
+    }
+
+    /// The server's `initialize` answer, once the handshake completed.
+    pub fn initialize_result(&self) -> Option<InitializeResult> {
+        self.lock().session.initialize_result().cloned()
+    }
+
+    /// The server's identity, once the handshake completed.
+    pub fn server_info(&self) -> Option<Implementation> {
+        self.lock().session.server_info().cloned()
+    }
+
+    /// Counters of what the session handled on its own (pings answered, messages ignored, …).
+    pub fn stats(&self) -> Stats {
+        self.lock().session.stats()
+    }
+
+    /// How many times the server announced that its tool list changed.
+    pub fn tools_changed(&self) -> u64 {
+        self.lock().tools_changed
+    }
+
+    /// Sends any request and waits for its answer (or its timeout, set on the [`Request`]).
+    pub async fn request(&self, request: Request) -> Result<Reply, Error> {
+        let (id, rx) = {
+            let mut st = self.lock();
+            let id = st.session.send(request, Instant::now())?;
+            let (tx, rx) = channel::bounded(1);
+            st.waiters.insert(id, tx);
+            st.flush(&self.shared.transport);
+            (id, rx)
+        };
+        self.kick();
+        let mut guard = CancelOnDrop {
+            shared: &self.shared,
+            id,
+            armed: true,
+        };
+        let result = rx.recv().await.unwrap_or(Err(Error::Closed));
+        guard.armed = false;
+        result
+    }
+
+    /// One page of tools.
+    pub async fn list_tools_page(&self, cursor: Option<&str>) -> Result<ListToolsResult, Error> {
+        match self.request(Request::list_tools(cursor)).await? {
+            Reply::Tools(page) => Ok(page),
+            other => unreachable!("tools/list decodes as Reply::Tools, got {other:?}"),
+        }
+    }
+
+    /// All tools, following `nextCursor` across pages.
+    ///
+    /// > "Cursors are opaque" — a server that repeats a cursor, or sends more than
+    /// > [`ClientConfig::max_tool_pages`] pages, ends the listing with [`Error::Pagination`].
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
+        let mut tools = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..self.max_tool_pages {
+            let page = self.list_tools_page(cursor.as_deref()).await?;
+            tools.extend(page.tools);
+            match page.next_cursor {
+                None => return Ok(tools),
+                Some(next) => {
+                    if !seen.insert(next.clone()) {
+                        return Err(Error::Pagination(format!(
+                            "the server repeated cursor {next:?}"
+                        )));
+                    }
+                    cursor = Some(next);
+                }
+            }
+        }
+        Err(Error::Pagination(format!(
+            "more than {} pages of tools",
+            self.max_tool_pages
+        )))
+    }
+
+    /// Calls a tool with the model's raw arguments (`null` becomes `{}`). A result with
+    /// `isError: true` is still `Ok`: see [`CallToolResult::is_error`] and [`CallToolResult::text`].
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
+        self.call(Request::call_tool(name, arguments)).await
+    }
+
+    /// Calls a tool with a request built by [`Request::call_tool`], for its own timeout.
+    pub async fn call(&self, request: Request) -> Result<CallToolResult, Error> {
+        match self.request(request).await? {
+            Reply::ToolCall(result) => Ok(result),
+            other => unreachable!("tools/call decodes as Reply::ToolCall, got {other:?}"),
+        }
+    }
+
+    /// Closes the session and the transport (for a child process: ends it and reaps it). Pending
+    /// requests fail with [`Error::Closed`].
+    pub async fn close(&self) -> Result<(), Error> {
+        {
+            let mut st = self.lock();
+            st.session.close();
+            st.flush(&self.shared.transport);
+        }
+        self.shared.transport.close().await
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.shared.state)
+    }
+
+    fn kick(&self) {
+        let _ = self.shared.kick.try_send(());
+    }
+}
+
+/// Cancels request `id` if the future waiting for it is dropped before its answer.
+struct CancelOnDrop<'a, T: Transport> {
+    shared: &'a Shared<T>,
+    id: RequestId,
+    armed: bool,
+}
+
+impl<T: Transport> Drop for CancelOnDrop<'_, T> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let mut st = lock(&self.shared.state);
+        st.waiters.remove(&self.id);
+        if st.session.is_pending(self.id) {
+            let _ = st.session.cancel(self.id, "the client stopped waiting");
+            st.flush(&self.shared.transport);
+        }
+    }
+}
+
+enum Wake {
+    Inbound(Inbound),
+    Timer,
+    Kick,
+}
+
+/// The driver loop: feed inputs, drain outputs, arm one timer, wait for whichever comes first.
+async fn drive<T: Transport>(shared: Arc<Shared<T>>, kicked: Receiver<()>) {
+    loop {
+        let deadline = lock(&shared.state).session.poll_timeout();
+        let inbound = async { Wake::Inbound(shared.transport.recv().await) };
+        let timer = async {
+            match deadline {
+                Some(at) => smol::Timer::at(at).await,
+                None => smol::Timer::never().await,
+            };
+            Wake::Timer
+        };
+        let kick = async {
+            let _ = kicked.recv().await;
+            Wake::Kick
+        };
+        let wake = smol::future::or(inbound, smol::future::or(timer, kick)).await;
+        let now = Instant::now();
+        let mut st = lock(&shared.state);
+        let mut done = false;
+        match wake {
+            Wake::Inbound(Inbound::Bytes(bytes)) => st.session.handle_bytes(&bytes, now),
+            Wake::Inbound(Inbound::Message(message)) => st.session.handle_message(&message, now),
+            Wake::Inbound(Inbound::Failed { id, error }) => {
+                if let Some(w) = st.waiters.remove(&id) {
+                    let _ = w.try_send(Err(error.clone()));
+                }
+                if st.init_waiter.is_some() && !st.session.is_ready() {
+                    if let Some(w) = st.init_waiter.take() {
+                        let _ = w.try_send(Err(error.clone()));
+                    }
+                }
+                st.session.abort(id);
+            }
+            Wake::Inbound(Inbound::Closed(reason)) => {
+                if st.close_reason.is_none() {
+                    st.close_reason = reason;
+                }
+                st.session.handle_eof(now);
+                done = true;
+            }
+            Wake::Timer => st.session.handle_timeout(now),
+            Wake::Kick => {}
+        }
+        st.flush(&shared.transport);
+        if done {
+            return;
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,94 @@
+//! The driver's one error type.
+
+use mcp_proto::{RequestError, RpcError, SessionError, UsageError};
+use std::process::ExitStatus;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Everything that can go wrong when talking to an MCP server. Protocol errors, transport
+/// failures, timeouts, cancellation and the server's exit stay distinct variants; a wrapped cause
+/// is reachable through [`std::error::Error::source`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server answered with a JSON-RPC error.
+    #[error("server error {}: {}", .0.code, .0.message)]
+    Protocol(RpcError),
+    /// The request got no answer within its timeout (the server was sent `notifications/cancelled`).
+    #[error("request timed out after {0:?}")]
+    Timeout(Duration),
+    /// The request was cancelled.
+    #[error("request cancelled: {0}")]
+    Cancelled(String),
+    /// The server process ended (or closed its stdout); `stderr` holds the last lines it wrote.
+    #[error("server exited{}{}", status.map(|s| format!(" ({s})")).unwrap_or_default(), stderr_suffix(stderr))]
+    ServerExited {
+        /// Its exit status, when it had exited.
+        status: Option<ExitStatus>,
+        /// The tail of its stderr.
+        stderr: String,
+    },
+    /// The connection is closed: [`close`](crate::Client::close) was called or the peer went away.
+    #[error("connection closed")]
+    Closed,
+    /// Reading or writing the transport failed.
+    #[error("transport error: {context}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The cause.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// An HTTP request was answered with an unexpected status.
+    #[error("HTTP {status} from {url}{}", if body.is_empty() { String::new() } else { format!(": {body}") })]
+    Http {
+        /// The status code.
+        status: u16,
+        /// The URL requested.
+        url: String,
+        /// The start of the response body.
+        body: String,
+    },
+    /// The handshake failed (version refused, `initialize` error, connection lost).
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// A request failed in a way the protocol core reports (oversized or malformed answer, …).
+    #[error(transparent)]
+    Request(RequestError),
+    /// The client was used wrongly (for instance, a call before `initialize`).
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+    /// `tools/list` pagination went wrong: a repeated cursor, or more pages than the cap.
+    #[error("tools/list pagination: {0}")]
+    Pagination(String),
+}
+
+fn stderr_suffix(stderr: &str) -> String {
+    if stderr.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; stderr: {}", stderr.trim_end())
+    }
+}
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source: Arc::new(source),
+        }
+    }
+}
+
+impl From<RequestError> for Error {
+    fn from(e: RequestError) -> Self {
+        match e {
+            RequestError::Rpc(rpc) => Error::Protocol(rpc),
+            RequestError::Timeout(d) => Error::Timeout(d),
+            RequestError::Cancelled(reason) => Error::Cancelled(reason),
+            RequestError::Closed => Error::Closed,
+            other => Error::Request(other),
+        }
+    }
+}

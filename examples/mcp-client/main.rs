@@ -1,0 +1,291 @@
+//! `mcp-client`: the offline demo and a practical command-line MCP client.
+//!
+//! ```text
+//! mcp-client                                  offline demo: spawns itself as a minimal stdio MCP server, lists and calls its tools
+//! mcp-client --serve [--behave B]             act as that minimal stdio MCP server
+//! mcp-client [OPTIONS] -- COMMAND [ARG...]    connect to a stdio server started as COMMAND ARG... (no shell)
+//! mcp-client [OPTIONS] --url URL              connect to a Streamable HTTP endpoint
+//! OPTIONS
+//!   --call NAME       call tool NAME (without --call: list the tools)
+//!   --args JSON       arguments for --call, a JSON object (default {})
+//!   --repeat N        make the call N times in a row in one session; last line on stderr: "calls/s: R"
+//!   --timeout SECS    per-request timeout (default 60)
+//!   --header 'K: V'   extra HTTP header on every request, repeatable (with --url)
+//!   --json            list: the tools as a JSON array, each tool object exactly as the server sent it;
+//!                     call: one JSON object {"text": <bridged text>, "isError": bool, "structuredContent": <value|null>}
+//! EXIT
+//!   0 success; 2 the tool reported isError (its text on stdout); 1 any other failure, one-line cause on stderr
+//! ```
+//!
+//! `--behave` makes the serve mode misbehave on purpose, for the driver's tests: `crash-on-call`,
+//! `hang`, `stderr-flood`, `junk`, `ping-first`, `exit-before-handshake`.
+
+mod serve;
+
+use mcp_client::proto::{Config, Implementation};
+use mcp_client::{
+    Client, ClientConfig, Error, Request, StderrMode, StdioConfig, StdioTransport, Transport,
+};
+use serde_json::Value;
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+const USAGE: &str = "usage: mcp-client [--serve] [--call NAME [--args JSON] [--repeat N]] [--timeout SECS] [--json] [--header 'K: V']... (-- COMMAND [ARG...] | --url URL)";
+
+#[derive(Debug, Default)]
+struct Options {
+    call: Option<String>,
+    args: Option<String>,
+    repeat: u64,
+    timeout: Option<f64>,
+    headers: Vec<String>,
+    json: bool,
+    url: Option<String>,
+    command: Vec<OsString>,
+}
+
+fn parse(mut argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
+    let mut o = Options {
+        repeat: 1,
+        ..Options::default()
+    };
+    let value = |argv: &mut dyn Iterator<Item = OsString>, flag: &str| {
+        argv.next()
+            .and_then(|v| v.into_string().ok())
+            .ok_or_else(|| format!("{flag} needs a value"))
+    };
+    while let Some(arg) = argv.next() {
+        match arg.to_str() {
+            Some("--call") => o.call = Some(value(&mut argv, "--call")?),
+            Some("--args") => o.args = Some(value(&mut argv, "--args")?),
+            Some("--repeat") => {
+                o.repeat = value(&mut argv, "--repeat")?
+                    .parse()
+                    .map_err(|_| "--repeat needs a count")?
+            }
+            Some("--timeout") => {
+                let secs: f64 = value(&mut argv, "--timeout")?
+                    .parse()
+                    .map_err(|_| "--timeout needs seconds")?;
+                if !(secs.is_finite() && secs > 0.0) {
+                    return Err("--timeout needs a positive number of seconds".into());
+                }
+                o.timeout = Some(secs);
+            }
+            Some("--header") => o.headers.push(value(&mut argv, "--header")?),
+            Some("--json") => o.json = true,
+            Some("--url") => o.url = Some(value(&mut argv, "--url")?),
+            Some("--") => {
+                o.command = argv.collect();
+                break;
+            }
+            Some("-h" | "--help") => return Err(USAGE.into()),
+            _ => return Err(format!("unexpected argument {arg:?}\n{USAGE}")),
+        }
+    }
+    if o.args.is_some() && o.call.is_none() {
+        return Err("--args needs --call".into());
+    }
+    if o.url.is_some() == !o.command.is_empty() {
+        return Err(format!("give either -- COMMAND or --url URL\n{USAGE}"));
+    }
+    if !o.headers.is_empty() && o.url.is_none() {
+        return Err("--header needs --url".into());
+    }
+    Ok(o)
+}
+
+fn main() -> ExitCode {
+    let mut argv = std::env::args_os().skip(1).peekable();
+    match argv.peek().and_then(|a| a.to_str()) {
+        Some("--serve") => return serve::main(argv.skip(1).collect()),
+        None => return demo(),
+        _ => {}
+    }
+    let options = match parse(argv) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("mcp-client: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match smol::block_on(run(options)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("mcp-client: {}", one_line(&e));
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn client_config(options: &Options) -> ClientConfig {
+    ClientConfig {
+        session: Config {
+            client_info: Implementation::new("mcp-client", env!("CARGO_PKG_VERSION")),
+            default_timeout: Some(
+                options
+                    .timeout
+                    .map_or(Duration::from_secs(60), Duration::from_secs_f64),
+            ),
+            ..Config::default()
+        },
+        ..ClientConfig::default()
+    }
+}
+
+async fn run(options: Options) -> Result<ExitCode, String> {
+    if let Some(url) = &options.url {
+        return Err(format!(
+            "--url {url}: the Streamable HTTP transport is not built yet"
+        ));
+    }
+    let mut command = options.command.iter().cloned();
+    let program = command.next().expect("parse checked a command is given");
+    let transport = StdioTransport::spawn(
+        StdioConfig::new(program)
+            .args(command)
+            .stderr(StderrMode::Forward),
+    )
+    .map_err(|e| e.to_string())?;
+    let client = Client::with_config(transport, client_config(&options));
+    let outcome = session(&client, &options).await;
+    let closed = client.close().await.map_err(|e| e.to_string());
+    let code = outcome?;
+    closed?;
+    Ok(code)
+}
+
+/// Lists or calls, as the options say, on an open client.
+async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<ExitCode, String> {
+    let arguments: Value = match options.args.as_deref() {
+        None => Value::Object(Default::default()),
+        Some(text) => match serde_json::from_str(text) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => return Err("--args must be a JSON object".into()),
+            Err(e) => return Err(format!("--args is not JSON: {e}")),
+        },
+    };
+    let fail = |e: Error| e.to_string();
+    client.initialize().await.map_err(fail)?;
+    let mut out = std::io::stdout().lock();
+    let Some(name) = &options.call else {
+        let tools = client.list_tools().await.map_err(fail)?;
+        if options.json {
+            let raw: Vec<&serde_json::value::RawValue> = tools.iter().map(|t| t.raw()).collect();
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string(&raw).expect("raw JSON serializes")
+            );
+        } else {
+            for tool in &tools {
+                let first = tool
+                    .description
+                    .as_deref()
+                    .unwrap_or("")
+                    .lines()
+                    .next()
+                    .unwrap_or("");
+                let _ = writeln!(out, "{}\t{}", tool.name, first);
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let started = Instant::now();
+    let mut result = None;
+    for _ in 0..options.repeat.max(1) {
+        result = Some(
+            client
+                .call(Request::call_tool(name, arguments.clone()))
+                .await
+                .map_err(fail)?,
+        );
+    }
+    let elapsed = started.elapsed();
+    let result = result.expect("at least one call was made");
+    let text = result.text();
+    if options.json {
+        let object = serde_json::json!({
+            "text": text,
+            "isError": result.is_error,
+            "structuredContent": result.structured_content,
+        });
+        let _ = writeln!(out, "{object}");
+    } else {
+        let _ = writeln!(out, "{text}");
+    }
+    if options.repeat > 1 {
+        eprintln!(
+            "calls/s: {:.1}",
+            options.repeat as f64 / elapsed.as_secs_f64()
+        );
+    }
+    Ok(if result.is_error {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The offline demo: this very binary, started with `--serve`, as the server.
+fn demo() -> ExitCode {
+    let result = smol::block_on(async {
+        let me = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
+        let transport = StdioTransport::spawn(StdioConfig::new(me).args(["--serve"]))
+            .map_err(|e| e.to_string())?;
+        let client = std::sync::Arc::new(Client::new(transport));
+        let init = client.initialize().await.map_err(|e| e.to_string())?;
+        println!(
+            "connected to {} {} (protocol {})",
+            init.server_info.name, init.server_info.version, init.protocol_version
+        );
+        let tools = mcp_client::as_tools(&client)
+            .await
+            .map_err(|e| e.to_string())?;
+        println!("{} tools:", tools.len());
+        for tool in &tools {
+            use mcp_client::AgentTool;
+            println!(
+                "  {}\t{}\n    schema: {}",
+                tool.name(),
+                tool.description(),
+                tool.input_schema()
+            );
+        }
+        for (name, args) in [
+            ("echo", serde_json::json!({"text": "hello from the demo"})),
+            ("add", serde_json::json!({"a": 2, "b": 40})),
+            (
+                "fail",
+                serde_json::json!({"message": "this tool always fails"}),
+            ),
+            ("image", serde_json::json!({})),
+        ] {
+            let tool = tools
+                .iter()
+                .find(|t| t.definition().name == name)
+                .expect("the demo server has it");
+            match mcp_client::AgentTool::call(tool, args.clone()).await {
+                Ok(text) => println!("call {name} {args} -> {text}"),
+                Err(mcp_client::ToolError::Retry(msg)) => {
+                    println!("call {name} {args} -> correctable error: {msg}")
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        client.close().await.map_err(|e| e.to_string())
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcp-client: {}", one_line(&e));
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! `mcp-client --serve`: a minimal MCP server over stdio, std only, for the offline demo, the
+//! benchmarks and the driver's tests. `--behave B[,B…]` makes it misbehave on purpose.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+#[derive(Default)]
+struct Behaviour {
+    crash_on_call: bool,
+    hang: bool,
+    stderr_flood: usize,
+    junk: bool,
+    ping_first: bool,
+}
+
+pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
+    let mut b = Behaviour::default();
+    let mut args = args.into_iter().map(|a| a.to_string_lossy().into_owned());
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--behave" => {
+                for name in args.next().unwrap_or_default().split(',') {
+                    match name {
+                        "crash-on-call" => b.crash_on_call = true,
+                        "hang" => b.hang = true,
+                        "stderr-flood" => b.stderr_flood = 20 * 1024 * 1024,
+                        "junk" => b.junk = true,
+                        "ping-first" => b.ping_first = true,
+                        "exit-before-handshake" => {
+                            eprintln!("serve: exiting before the handshake, on purpose");
+                            return ExitCode::from(4);
+                        }
+                        other => {
+                            eprintln!("serve: unknown behaviour {other:?}");
+                            return ExitCode::from(1);
+                        }
+                    }
+                }
+            }
+            other => {
+                eprintln!("serve: unexpected argument {other:?}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match input.read_line(&mut line) {
+            Ok(0) | Err(_) => return ExitCode::SUCCESS,
+            Ok(_) => {}
+        }
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            eprintln!("serve: ignoring a line that is not JSON");
+            continue;
+        };
+        let method = msg["method"].as_str().unwrap_or_default();
+        let id = msg.get("id").cloned();
+        let Some(id) = id else {
+            if method == "notifications/cancelled" {
+                eprintln!("serve: cancelled {}", msg["params"]["requestId"]);
+            }
+            continue;
+        };
+        let reply = match method {
+            "initialize" => {
+                let asked = msg["params"]["protocolVersion"]
+                    .as_str()
+                    .unwrap_or("2025-11-25");
+                let version =
+                    if ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"].contains(&asked) {
+                        asked
+                    } else {
+                        "2025-11-25"
+                    };
+                Ok(json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "mcp-client-serve", "version": env!("CARGO_PKG_VERSION")}
+                }))
+            }
+            "ping" => Ok(json!({})),
+            "tools/list" => Ok(json!({"tools": tools()})),
+            "tools/call" => {
+                if b.crash_on_call {
+                    eprintln!("serve: crashing mid-call, on purpose");
+                    std::process::exit(3);
+                }
+                if b.hang {
+                    eprintln!("serve: not answering call {id}, on purpose");
+                    continue;
+                }
+                if b.stderr_flood > 0 {
+                    let chunk = "flood flood flood flood flood flood flood flood flood flood\n"
+                        .repeat(1024);
+                    let mut err = std::io::stderr().lock();
+                    let mut written = 0;
+                    while written < b.stderr_flood {
+                        if err.write_all(chunk.as_bytes()).is_err() {
+                            break;
+                        }
+                        written += chunk.len();
+                    }
+                    let _ = writeln!(err, "serve: flooded {written} bytes");
+                }
+                if b.junk {
+                    let _ = out.write_all(
+                        b"this is not JSON\n\x1b[31mnor this\x1b[0m\n[1,2\n{\"hello\":\"world\"}\n",
+                    );
+                }
+                let mut extra = String::new();
+                if b.ping_first {
+                    extra = ask_client(&mut input, &mut out);
+                }
+                call(&msg["params"], &extra)
+            }
+            other => Err(json!({"code": -32601, "message": format!("Method not found: {other}")})),
+        };
+        let response = match reply {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+        };
+        if serde_json::to_writer(&mut out, &response).is_err()
+            || out.write_all(b"\n").is_err()
+            || out.flush().is_err()
+        {
+            return ExitCode::SUCCESS;
+        }
+    }
+}
+
+/// Sends the client a ping and a request it does not implement; returns what it answered.
+fn ask_client(input: &mut impl BufRead, out: &mut impl Write) -> String {
+    let _ = out.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"srv-ping\",\"method\":\"ping\"}\n");
+    let _ = out.write_all(
+        b"{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"sampling/createMessage\",\"params\":{}}\n",
+    );
+    let _ = out.flush();
+    let mut answers = Vec::new();
+    let mut line = String::new();
+    while answers.len() < 2 {
+        line.clear();
+        if input.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(&line) {
+            if v.get("method").is_none() {
+                answers.push(v.to_string());
+            }
+        }
+    }
+    answers.join("\n")
+}
+
+fn tools() -> Value {
+    let object = |props: Value, required: Value| json!({"type": "object", "properties": props, "required": required});
+    json!([
+        {"name": "echo", "description": "Echoes its text back.\nSecond line of the description.",
+         "inputSchema": object(json!({"text": {"type": "string"}}), json!(["text"]))},
+        {"name": "add", "title": "Add", "description": "Adds two integers; returns text and structured content.",
+         "inputSchema": object(json!({"a": {"type": "integer"}, "b": {"type": "integer"}}), json!(["a", "b"])),
+         "outputSchema": object(json!({"sum": {"type": "integer"}}), json!(["sum"]))},
+        {"name": "fail", "description": "Always fails with isError: true.",
+         "inputSchema": object(json!({"message": {"type": "string"}}), json!([]))},
+        {"name": "image", "description": "Returns a 1x1 PNG image.", "inputSchema": {"type": "object"}},
+        {"name": "big", "description": "Returns a text of the given size in bytes.",
+         "inputSchema": object(json!({"bytes": {"type": "integer", "minimum": 0}}), json!(["bytes"]))},
+        {"name": "slow", "description": "Answers after the given delay in milliseconds.",
+         "inputSchema": object(json!({"ms": {"type": "integer", "minimum": 0}}), json!(["ms"]))}
+    ])
+}
+
+fn text(t: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": t.into()}]})
+}
+
+fn call(params: &Value, extra: &str) -> Result<Value, Value> {
+    let args = &params["arguments"];
+    let with_extra = |t: String| {
+        if extra.is_empty() {
+            t
+        } else {
+            format!("{t}\n{extra}")
+        }
+    };
+    match params["name"].as_str().unwrap_or_default() {
+        "echo" => Ok(text(with_extra(
+            args["text"].as_str().unwrap_or_default().to_owned(),
+        ))),
+        "add" => match (args["a"].as_i64(), args["b"].as_i64()) {
+            (Some(a), Some(b)) => {
+                let sum = a.wrapping_add(b);
+                Ok(
+                    json!({"content": [{"type": "text", "text": with_extra(sum.to_string())}], "structuredContent": {"sum": sum}}),
+                )
+            }
+            _ => Ok(
+                json!({"content": [{"type": "text", "text": "a and b must be integers"}], "isError": true}),
+            ),
+        },
+        "fail" => {
+            let message = args["message"].as_str().unwrap_or("");
+            Ok(json!({"content": [{"type": "text", "text": message}], "isError": true}))
+        }
+        "image" => {
+            Ok(json!({"content": [{"type": "image", "data": TINY_PNG, "mimeType": "image/png"}]}))
+        }
+        "big" => Ok(text(
+            "x".repeat(args["bytes"].as_u64().unwrap_or(0).min(1 << 30) as usize),
+        )),
+        "slow" => {
+            std::thread::sleep(std::time::Duration::from_millis(
+                args["ms"].as_u64().unwrap_or(0),
+            ));
+            Ok(text("done"))
+        }
+        other => Err(json!({"code": -32602, "message": format!("Unknown tool: {other}")})),
+    }
+}
