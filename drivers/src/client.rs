@@ -190,7 +190,12 @@ impl<T: Transport> Client<T> {
     pub async fn request(&self, request: Request) -> Result<Reply, Error> {
         let (id, rx) = {
             let mut st = self.lock();
-            let id = st.session.send(request, Instant::now())?;
+            let id = match st.session.send(request, Instant::now()) {
+                Ok(id) => id,
+                // Once the peer is gone, say why rather than "closed".
+                Err(mcp_proto::UsageError::Closed) => return Err(st.closed_error()),
+                Err(e) => return Err(e.into()),
+            };
             let (tx, rx) = channel::bounded(1);
             st.waiters.insert(id, tx);
             st.flush(&self.shared.transport);

@@ -14,6 +14,7 @@ struct Behaviour {
     stderr_flood: usize,
     junk: bool,
     ping_first: bool,
+    ignore_eof: bool,
 }
 
 pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
@@ -29,6 +30,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "stderr-flood" => b.stderr_flood = 20 * 1024 * 1024,
                         "junk" => b.junk = true,
                         "ping-first" => b.ping_first = true,
+                        "ignore-eof" => b.ignore_eof = true,
                         "exit-before-handshake" => {
                             eprintln!("serve: exiting before the handshake, on purpose");
                             return ExitCode::from(4);
@@ -53,6 +55,9 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     loop {
         line.clear();
         match input.read_line(&mut line) {
+            Ok(0) | Err(_) if b.ignore_eof => loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            },
             Ok(0) | Err(_) => return ExitCode::SUCCESS,
             Ok(_) => {}
         }
