@@ -10,6 +10,7 @@
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope
 //! - [`types`]: the MCP schema types a tool client uses
 //! - [`session`]: the [`Session`] state machine: handshake, requests, timeouts, cancellation
+//! - [`sse`]: the server-sent events decoder (Streamable HTTP responses)
 //! - [`bridge`]: tools as an agent registers them, results as a model reads them
 //!
 //! See [`Session`] for the driving loop.
@@ -21,6 +22,7 @@ pub mod error;
 pub mod framing;
 pub mod jsonrpc;
 pub mod session;
+pub mod sse;
 pub mod types;
 
 pub use bridge::{tool_output, ToolDefinition, ToolOutput};

@@ -1,0 +1,468 @@
+//! Invariant checks shared by the fuzz targets (`fuzz/fuzz_targets/*.rs`) and the seed replay tests
+//! (`tests/fuzz_seeds.rs`). Both include this file with `#[path = ...] mod checks;`, so a seed and a
+//! fuzz input are checked by exactly the same code. Every check panics on a violation.
+//!
+//! Input layouts (a fixed header, then the body that is fed to the code under test):
+//! - framer: `[limit_lo, limit_hi, c0, c1, c2, c3, body..]`: limit = 64 + u16 % 4033 (64..=4096);
+//!   chunk lengths cycle through `chunk_len(c0..c3)`.
+//! - session: `[flags, c0, c1, c2, c3, t0, t1, t2, t3, body..]`: see [`flags`]; chunk lengths as
+//!   above; before chunk `i` time advances by `advance(t[i % 4])`, and `handle_timeout` runs after
+//!   that chunk when the byte's top bit is set.
+//!
+//! A missing header byte reads as 0.
+#![allow(dead_code)]
+
+use mcp_proto::framing::{Frame, LineFramer};
+use mcp_proto::{Config, Event, RequestId, Session, State, Transmit, TransmitKind};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// Length of the framer input header.
+pub const FRAMER_HEADER: usize = 6;
+/// Length of the session input header.
+pub const SESSION_HEADER: usize = 9;
+/// The session's frame limit in the session checks.
+pub const SESSION_FRAME_LIMIT: usize = 4096;
+
+/// Bits of the session header's first byte.
+pub mod flags {
+    /// Feed a valid `initialize` result (id 0) before the body.
+    pub const INIT: u8 = 1 << 0;
+    /// Issue `tools/list` (the first request after initialize: id 1).
+    pub const LIST_TOOLS: u8 = 1 << 1;
+    /// Issue `tools/call echo` with the default timeout (60 s).
+    pub const CALL: u8 = 1 << 2;
+    /// Issue `tools/call slow` with a 1 s timeout.
+    pub const CALL_SHORT: u8 = 1 << 3;
+    /// End with `handle_eof`.
+    pub const EOF: u8 = 1 << 4;
+    /// Cancel the first issued request (after the first chunk in the timed run; before the body in
+    /// the chunk-invariance run).
+    pub const CANCEL: u8 = 1 << 5;
+    /// Timed run only: issue the commands when `Event::Ready` shows up mid-stream.
+    pub const ON_READY: u8 = 1 << 6;
+}
+
+/// A valid `initialize` answer to request 0.
+pub const INIT_RESULT: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"fuzz","version":"0"}}}"#;
+
+/// Splits off a fixed-size header (missing bytes read as 0) from the body.
+pub fn header<const N: usize>(data: &[u8]) -> ([u8; N], &[u8]) {
+    let mut h = [0u8; N];
+    let n = data.len().min(N);
+    h[..n].copy_from_slice(&data[..n]);
+    (h, &data[n..])
+}
+
+/// One chunk length from a spec byte: 0..=7, 1..=64, 1..=1072 or 1..=16192 by the top two bits.
+pub fn chunk_len(b: u8) -> usize {
+    let v = (b & 0x3f) as usize;
+    match b >> 6 {
+        0 => v % 8,
+        1 => 1 + v,
+        2 => 1 + v * 17,
+        _ => 1 + v * 257,
+    }
+}
+
+/// Splits `body` into chunks whose lengths cycle through `spec` (empty chunks included).
+pub fn chunks<'a>(body: &'a [u8], spec: &[u8]) -> Vec<&'a [u8]> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    let mut i = 0;
+    let mut zeros = 0;
+    while !rest.is_empty() {
+        let mut n = if spec.is_empty() {
+            rest.len()
+        } else {
+            chunk_len(spec[i % spec.len()])
+        };
+        i += 1;
+        if n == 0 {
+            zeros += 1;
+            if zeros > spec.len() {
+                // An all-zero spec: take the rest at once.
+                n = rest.len();
+            }
+        } else {
+            zeros = 0;
+        }
+        let (a, b) = rest.split_at(n.min(rest.len()));
+        out.push(a);
+        rest = b;
+    }
+    out
+}
+
+/// How far time moves before a chunk: up to ~34 minutes, small values in milliseconds.
+pub fn advance(b: u8) -> Duration {
+    Duration::from_millis(u64::from(b & 0x7f).pow(3))
+}
+
+// ---- framer ------------------------------------------------------------------------------------
+
+/// An owned copy of a [`Frame`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnedFrame {
+    /// A line.
+    Line(Vec<u8>),
+    /// An oversized line.
+    Oversized {
+        /// Its length.
+        len: u64,
+        /// Its id hint.
+        id_hint: Option<String>,
+    },
+}
+
+impl From<Frame<'_>> for OwnedFrame {
+    fn from(f: Frame<'_>) -> Self {
+        match f {
+            Frame::Line(l) => OwnedFrame::Line(l.to_vec()),
+            Frame::Oversized { len, id_hint } => OwnedFrame::Oversized { len, id_hint },
+        }
+    }
+}
+
+/// What the framer must yield, ignoring `id_hint`: split on `\n`, one leading BOM dropped, one
+/// trailing `\r` per line dropped, blank lines skipped, lines over `limit` reported by length.
+pub fn framer_model(body: &[u8], limit: usize) -> Vec<OwnedFrame> {
+    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
+    body.split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            if l.len() <= limit {
+                OwnedFrame::Line(l.to_vec())
+            } else {
+                OwnedFrame::Oversized {
+                    len: l.len() as u64,
+                    id_hint: None,
+                }
+            }
+        })
+        .collect()
+}
+
+fn without_hints(frames: &[OwnedFrame]) -> Vec<OwnedFrame> {
+    frames
+        .iter()
+        .map(|f| match f {
+            OwnedFrame::Oversized { len, .. } => OwnedFrame::Oversized {
+                len: *len,
+                id_hint: None,
+            },
+            line => line.clone(),
+        })
+        .collect()
+}
+
+fn check_frame(f: &OwnedFrame, limit: usize) {
+    match f {
+        OwnedFrame::Line(l) => {
+            assert!(!l.is_empty(), "a Line is never empty");
+            assert!(l.len() <= limit, "a Line of {} bytes over limit {limit}", l.len());
+            assert!(!l.contains(&b'\n'), "a Line contains a newline");
+        }
+        OwnedFrame::Oversized { len, id_hint } => {
+            assert!(*len > limit as u64, "Oversized len {len} is not over limit {limit}");
+            if let Some(id) = id_hint {
+                serde_json::from_str::<Value>(id).expect("an id_hint is valid JSON");
+            }
+        }
+    }
+}
+
+/// Feeds `body` to a framer in `chunks` and returns the frames before and after `finish`, checking
+/// the buffer bound after every call.
+pub fn run_framer(limit: usize, chunks: &[&[u8]]) -> (Vec<OwnedFrame>, Vec<OwnedFrame>) {
+    let mut f = LineFramer::new(limit);
+    assert_eq!(f.limit(), limit);
+    let mut out = Vec::new();
+    for c in chunks {
+        f.feed(c, |fr| out.push(OwnedFrame::from(fr)));
+        assert!(
+            f.buffered_len() <= f.limit(),
+            "buffered {} > limit {}",
+            f.buffered_len(),
+            f.limit()
+        );
+    }
+    let before_finish = out.clone();
+    f.finish(|fr| out.push(OwnedFrame::from(fr)));
+    assert_eq!(f.buffered_len(), 0, "finish leaves nothing buffered");
+    assert!(!f.is_discarding(), "finish ends discarding");
+    (before_finish, out)
+}
+
+/// The framer target: bounded buffer, chunk invariance (before and after `finish`), and agreement
+/// with [`framer_model`].
+pub fn check_framer(data: &[u8]) {
+    let (h, body) = header::<FRAMER_HEADER>(data);
+    let limit = 64 + usize::from(u16::from_le_bytes([h[0], h[1]])) % 4033;
+    let (whole_before, whole) = run_framer(limit, &[body]);
+    let split = chunks(body, &h[2..6]);
+    let (chunked_before, chunked) = run_framer(limit, &split);
+    for f in &whole {
+        check_frame(f, limit);
+    }
+    assert_eq!(
+        chunked_before, whole_before,
+        "frames before finish depend on chunking (limit {limit}, chunk lengths {:?})",
+        split.iter().map(|c| c.len()).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        chunked,
+        whole,
+        "frames depend on chunking (limit {limit}, chunk lengths {:?})",
+        split.iter().map(|c| c.len()).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        without_hints(&whole),
+        framer_model(body, limit),
+        "frames differ from the model (limit {limit})"
+    );
+}
+
+// ---- session -----------------------------------------------------------------------------------
+
+/// Tracks what a session said and checks it as it is drained.
+pub struct Checker {
+    /// Ids returned by commands (initialize included).
+    pub issued: BTreeSet<RequestId>,
+    /// The initialize request's id.
+    pub init_id: Option<RequestId>,
+    /// Ids that got their `Event::Response`.
+    pub answered: BTreeSet<RequestId>,
+    /// Set once `Event::Closed` or `Event::Failed` was drained.
+    pub ended: bool,
+    ready: bool,
+    /// Everything drained, in order.
+    pub transmits: Vec<Transmit>,
+    /// Everything drained, in order.
+    pub events: Vec<Event>,
+}
+
+impl Checker {
+    fn new() -> Self {
+        Checker {
+            issued: BTreeSet::new(),
+            init_id: None,
+            answered: BTreeSet::new(),
+            ended: false,
+            ready: false,
+            transmits: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    /// Drains the session's outputs, checks them, and returns how many events came out.
+    pub fn drain(&mut self, s: &mut Session) -> usize {
+        assert!(
+            s.buffered_len() <= SESSION_FRAME_LIMIT,
+            "buffered {} > frame limit",
+            s.buffered_len()
+        );
+        let ended_before = self.ended;
+        while let Some(t) = s.poll_transmit() {
+            assert!(!ended_before, "a transmit after the session ended: {t:?}");
+            assert!(!t.payload.contains(&b'\n'), "a payload contains a newline");
+            let v: Value = serde_json::from_slice(&t.payload).expect("every payload is JSON");
+            assert_eq!(v["jsonrpc"], "2.0");
+            match &t.kind {
+                TransmitKind::Request { id, method } => {
+                    assert!(self.issued.contains(id), "a request {id} no command issued");
+                    assert_eq!(v["id"], json!(id.0));
+                    assert_eq!(v["method"], json!(method));
+                }
+                TransmitKind::Notification { method } => {
+                    assert_eq!(v["method"], json!(method));
+                    assert!(v.get("id").is_none(), "a notification with an id");
+                }
+                TransmitKind::Response => {
+                    assert!(v.get("id").is_some(), "a response without an id");
+                    assert!(
+                        v.get("result").is_some() != v.get("error").is_some(),
+                        "a response needs exactly one of result and error"
+                    );
+                }
+                _ => {}
+            }
+            self.transmits.push(t);
+        }
+        let mut n = 0;
+        while let Some(e) = s.poll_event() {
+            n += 1;
+            match &e {
+                Event::Response { id, .. } => {
+                    assert!(!ended_before, "a response after the session ended: {e:?}");
+                    assert!(self.issued.contains(id), "a response for unissued id {id}");
+                    assert_ne!(Some(*id), self.init_id, "initialize ends in Ready/Failed");
+                    assert!(self.answered.insert(*id), "a second response for id {id}");
+                }
+                Event::Ready => {
+                    assert!(!self.ready, "Ready twice");
+                    assert!(!self.ended, "Ready after the end");
+                    self.ready = true;
+                }
+                Event::Closed | Event::Failed(_) => {
+                    assert!(!self.ended, "the session ended twice: {e:?}");
+                    self.ended = true;
+                }
+                _ => {}
+            }
+            self.events.push(e);
+        }
+        n
+    }
+
+    fn issue(&mut self, id: Result<RequestId, mcp_proto::UsageError>) {
+        if let Ok(id) = id {
+            assert!(self.issued.insert(id), "id {id} reused");
+        }
+    }
+
+    /// After `handle_eof`: closed, nothing pending, every request answered exactly once.
+    fn check_after_eof(&mut self, s: &mut Session) {
+        self.drain(s);
+        assert_eq!(s.state(), State::Closed);
+        assert_eq!(s.pending_requests(), 0);
+        assert!(self.ended, "no Closed/Failed after EOF");
+        for id in &self.issued {
+            if Some(*id) != self.init_id {
+                assert!(self.answered.contains(id), "request {id} never got its response");
+            }
+        }
+    }
+}
+
+fn new_session(flags: u8, now: Instant, c: &mut Checker) -> Session {
+    let mut s = Session::new(Config {
+        frame_limit: SESSION_FRAME_LIMIT,
+        ..Config::default()
+    });
+    let id = s.initialize(now).expect("initialize on a new session");
+    c.init_id = Some(id);
+    c.issue(Ok(id));
+    c.drain(&mut s);
+    if flags & self::flags::INIT != 0 {
+        s.handle_bytes(format!("{INIT_RESULT}\n").as_bytes(), now);
+        c.drain(&mut s);
+        assert!(s.is_ready());
+    }
+    s
+}
+
+fn commands(s: &mut Session, flags: u8, now: Instant, c: &mut Checker) {
+    if flags & self::flags::LIST_TOOLS != 0 {
+        c.issue(s.list_tools(None, now));
+    }
+    if flags & self::flags::CALL != 0 {
+        c.issue(s.call_tool("echo", json!({"message": "hi"}), now));
+    }
+    if flags & self::flags::CALL_SHORT != 0 {
+        let r = mcp_proto::Request::call_tool("slow", Value::Null).timeout(Duration::from_secs(1));
+        c.issue(s.send(r, now));
+    }
+    c.drain(s);
+}
+
+fn cancel_first(s: &mut Session, c: &mut Checker) {
+    let first = c.issued.iter().copied().find(|id| Some(*id) != c.init_id);
+    if let Some(id) = first {
+        let pending = s.is_pending(id);
+        assert_eq!(s.cancel(id, "fuzz").is_ok(), pending);
+        c.drain(s);
+    }
+}
+
+/// The timed session run: chunks, advancing time, timeouts, a cancel, commands on Ready, EOF.
+pub fn check_session_timed(data: &[u8]) {
+    let (h, body) = header::<SESSION_HEADER>(data);
+    let fl = h[0];
+    let start = Instant::now();
+    let mut now = start;
+    let mut c = Checker::new();
+    let mut s = new_session(fl, now, &mut c);
+    commands(&mut s, fl, now, &mut c);
+    let mut commanded = s.is_ready();
+    for (i, chunk) in chunks(body, &h[1..5]).into_iter().enumerate() {
+        let t = h[5 + i % 4];
+        now += advance(t);
+        s.handle_bytes(chunk, now);
+        c.drain(&mut s);
+        if t & 0x80 != 0 {
+            let due = s.poll_timeout().is_some_and(|d| d <= now);
+            s.handle_timeout(now);
+            c.drain(&mut s);
+            if due {
+                assert!(s.poll_timeout().is_none_or(|d| d > now), "a due deadline survived");
+            }
+        }
+        if !commanded && s.is_ready() && fl & flags::ON_READY != 0 {
+            commanded = true;
+            commands(&mut s, fl, now, &mut c);
+        }
+        if i == 0 && fl & flags::CANCEL != 0 {
+            cancel_first(&mut s, &mut c);
+        }
+    }
+    s.handle_timeout(now);
+    c.drain(&mut s);
+    assert!(s.poll_timeout().is_none_or(|d| d > now), "a due deadline survived");
+    if fl & flags::EOF != 0 {
+        s.handle_eof(now);
+        c.check_after_eof(&mut s);
+    }
+}
+
+/// The untimed run: the body fed in chunks and whole must give the same transmits, events, stats
+/// and state, before and after EOF.
+pub fn check_session_chunking(data: &[u8]) {
+    let (h, body) = header::<SESSION_HEADER>(data);
+    let fl = h[0];
+    let now = Instant::now();
+    let run = |split: &[&[u8]]| {
+        let mut c = Checker::new();
+        let mut s = new_session(fl, now, &mut c);
+        commands(&mut s, fl, now, &mut c);
+        if fl & flags::CANCEL != 0 {
+            cancel_first(&mut s, &mut c);
+        }
+        for chunk in split {
+            s.handle_bytes(chunk, now);
+            c.drain(&mut s);
+        }
+        let mid = (
+            c.transmits.len(),
+            c.events.len(),
+            s.stats(),
+            s.state(),
+            s.pending_requests(),
+            s.buffered_len(),
+        );
+        if fl & flags::EOF != 0 {
+            s.handle_eof(now);
+            c.check_after_eof(&mut s);
+        }
+        (c, mid, s.stats())
+    };
+    let (whole, whole_mid, whole_stats) = run(&[body]);
+    let split = chunks(body, &h[1..5]);
+    let (chunked, chunked_mid, chunked_stats) = run(&split);
+    let lens: Vec<usize> = split.iter().map(|c| c.len()).collect();
+    assert_eq!(chunked_mid, whole_mid, "state depends on chunking {lens:?}");
+    assert_eq!(chunked.events, whole.events, "events depend on chunking {lens:?}");
+    assert_eq!(
+        chunked.transmits, whole.transmits,
+        "transmits depend on chunking {lens:?}"
+    );
+    assert_eq!(chunked_stats, whole_stats);
+}
+
+/// The session target: both runs.
+pub fn check_session(data: &[u8]) {
+    check_session_timed(data);
+    check_session_chunking(data);
+}
