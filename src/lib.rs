@@ -11,6 +11,7 @@
 //! - [`types`]: the MCP schema types a tool client uses
 //! - [`session`]: the [`Session`] state machine: handshake, requests, timeouts, cancellation
 //! - [`sse`]: the server-sent events decoder (Streamable HTTP responses)
+//! - [`http`]: the Streamable HTTP transport's rules: requests, responses, sessions, resumption
 //! - [`bridge`]: tools as an agent registers them, results as a model reads them
 //!
 //! See [`Session`] for the driving loop.
@@ -20,6 +21,7 @@
 pub mod bridge;
 pub mod error;
 pub mod framing;
+pub mod http;
 pub mod jsonrpc;
 pub mod session;
 pub mod sse;

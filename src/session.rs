@@ -197,6 +197,12 @@ pub enum TransmitKind {
         /// Its method.
         method: String,
     },
+    /// `notifications/cancelled` for request `id`: a transport may also abort that request's
+    /// exchange (over HTTP, its response stream).
+    Cancellation {
+        /// The request given up on.
+        id: RequestId,
+    },
     /// An answer to a server request (a ping reply, a -32601 rejection).
     Response,
 }
@@ -228,6 +234,8 @@ pub struct Stats {
 #[derive(Debug)]
 struct Pending {
     method: String,
+    /// The request as sent, kept to resend it after [`Session::restart`].
+    payload: Vec<u8>,
     expect: Expect,
     deadline: Option<Instant>,
     timeout: Option<Duration>,
@@ -441,6 +449,10 @@ impl Session {
             State::Closed => return Err(UsageError::Closed),
             State::Initializing | State::Ready => return Err(UsageError::AlreadyInitialized),
         }
+        Ok(self.initialize_inner(now))
+    }
+
+    fn initialize_inner(&mut self, now: Instant) -> RequestId {
         let params = InitializeParams {
             protocol_version: LATEST_PROTOCOL_VERSION.to_owned(),
             capabilities: json!({}),
@@ -454,7 +466,7 @@ impl Session {
         let id = self.core.enqueue(request, now);
         self.core.init_id = Some(id);
         self.core.state = State::Initializing;
-        Ok(id)
+        id
     }
 
     /// Sends a request. Fails with [`UsageError::NotReady`] before the handshake completed.
@@ -516,6 +528,26 @@ impl Session {
         true
     }
 
+    /// The transport's session is gone (over HTTP: a 404 to a request that carried a session id),
+    /// so start a new one: a fresh `initialize` is queued, and once it completes, every request
+    /// still pending is sent again, with its id, deadline and waiter unchanged.
+    ///
+    /// > "When a client receives HTTP 404 in response to a request containing an `Mcp-Session-Id`,
+    /// > it MUST start a new session by sending a new `InitializeRequest` without a session ID
+    /// > attached." — MCP 2025-11-25, Transports § Session Management
+    ///
+    /// Calling it while a restart is already under way does nothing.
+    pub fn restart(&mut self, now: Instant) -> Result<(), UsageError> {
+        match self.core.state {
+            State::Ready => {}
+            State::Initializing if self.core.init.is_some() => return Ok(()),
+            State::Initializing | State::New => return Err(UsageError::NotReady),
+            State::Closed => return Err(UsageError::Closed),
+        }
+        self.initialize_inner(now);
+        Ok(())
+    }
+
     /// Closes the session: pending requests fail with [`RequestError::Closed`], nothing more is
     /// sent, and [`Event::Closed`] follows. Messages already queued stay queued for the driver to
     /// flush. Closing twice does nothing.
@@ -553,7 +585,7 @@ impl Core {
         };
         let payload = jsonrpc::encode_request(id, &request.method, request.params.as_ref());
         self.transmits.push_back(Transmit {
-            payload,
+            payload: payload.clone(),
             kind: TransmitKind::Request {
                 id,
                 method: request.method.clone(),
@@ -562,6 +594,7 @@ impl Core {
         self.pending.insert(
             id,
             Pending {
+                payload,
                 method: request.method,
                 expect: request.expect,
                 deadline: timeout.and_then(|t| now.checked_add(t)),
@@ -592,10 +625,11 @@ impl Core {
             return;
         }
         if self.state != State::Closed {
-            self.notify(
-                "notifications/cancelled",
-                Some(json!({ "requestId": id, "reason": reason })),
-            );
+            let params = json!({ "requestId": id, "reason": reason });
+            self.transmits.push_back(Transmit {
+                payload: jsonrpc::encode_notification("notifications/cancelled", Some(&params)),
+                kind: TransmitKind::Cancellation { id },
+            });
         }
         self.events.push_back(Event::Response {
             id,
@@ -630,8 +664,16 @@ impl Core {
     /// The handshake failed: the session closes with `error`.
     fn fail(&mut self, error: SessionError) {
         self.state = State::Closed;
-        self.pending.clear();
         self.events.push_back(Event::Failed(error));
+        // Requests kept across a restart end with the session.
+        for (id, _) in std::mem::take(&mut self.pending) {
+            if Some(id) != self.init_id {
+                self.events.push_back(Event::Response {
+                    id,
+                    result: Err(RequestError::Closed),
+                });
+            }
+        }
     }
 
     fn handle_frame(&mut self, frame: Frame<'_>, now: Instant) {
@@ -825,11 +867,25 @@ impl Core {
                     .collect(),
             });
         }
+        let restarted = self.init.is_some();
         self.init = Some(init);
         self.state = State::Ready;
         // > "After successful initialization, the client MUST send an initialized notification"
         self.notify("notifications/initialized", None);
-        self.events.push_back(Event::Ready);
+        if restarted {
+            // A new session after the old one expired: what was pending is sent again.
+            for (id, p) in &self.pending {
+                self.transmits.push_back(Transmit {
+                    payload: p.payload.clone(),
+                    kind: TransmitKind::Request {
+                        id: *id,
+                        method: p.method.clone(),
+                    },
+                });
+            }
+        } else {
+            self.events.push_back(Event::Ready);
+        }
     }
 
     fn not_json(&mut self, message: &[u8], error: &serde_json::Error) {

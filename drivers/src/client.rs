@@ -87,6 +87,8 @@ impl State {
                         (mcp_proto::SessionError::Closed, Some(reason)) => reason.clone(),
                         (e, _) => Error::Session(e),
                     };
+                    // Requests kept across a failed restart end with the same cause.
+                    self.close_reason.get_or_insert(error.clone());
                     if let Some(w) = self.init_waiter.take() {
                         let _ = w.try_send(Err(error));
                     }
@@ -343,6 +345,14 @@ async fn drive<T: Transport>(shared: Arc<Shared<T>>, kicked: Receiver<()>) {
                     }
                 }
                 st.session.abort(id);
+            }
+            Wake::Inbound(Inbound::SessionExpired { id, error }) => {
+                if st.session.restart(now).is_err() {
+                    if let Some(w) = st.waiters.remove(&id) {
+                        let _ = w.try_send(Err(error));
+                    }
+                    st.session.abort(id);
+                }
             }
             Wake::Inbound(Inbound::Closed(reason)) => {
                 if st.close_reason.is_none() {

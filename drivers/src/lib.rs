@@ -1,7 +1,7 @@
 //! # mcp-client: MCP servers' tools for Rust agents
 //!
-//! Connects to a Model Context Protocol server — a child process over stdio, or (soon) a Streamable
-//! HTTP endpoint — discovers its tools and hands each back as an ordinary tool value.
+//! Connects to a Model Context Protocol server — a child process over stdio, or a Streamable HTTP
+//! endpoint — discovers its tools and hands each back as an ordinary tool value.
 //!
 //! This crate only moves bytes, with [smol](https://docs.rs/smol): the protocol lives in the sans-IO
 //! core, [`mcp_proto`], re-exported here as [`proto`].
@@ -28,12 +28,14 @@
 
 pub mod client;
 pub mod error;
+pub mod http;
 pub mod stdio;
 pub mod tools;
 pub mod transport;
 
 pub use client::{Client, ClientConfig};
 pub use error::Error;
+pub use http::{HttpTransport, HttpTransportConfig};
 pub use mcp_proto as proto;
 pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput};
 pub use stdio::{StderrMode, StdioConfig, StdioTransport};

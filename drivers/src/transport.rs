@@ -19,6 +19,15 @@ pub enum Inbound {
     /// The peer is gone; nothing more will arrive. The error says why, when known (for instance
     /// [`Error::ServerExited`] with the exit status and the stderr tail).
     Closed(Option<Error>),
+    /// The transport's session ended (HTTP 404 to a request carrying its id): the client restarts
+    /// the session ([`mcp_proto::Session::restart`]) and the pending requests are sent again; if it
+    /// cannot, request `id` fails with `error`.
+    SessionExpired {
+        /// The request that met the expired session.
+        id: mcp_proto::RequestId,
+        /// The error to report if the session cannot be restarted.
+        error: Error,
+    },
     /// Sending a request failed at the transport level (an HTTP status, a refused connection):
     /// that request fails with `error`.
     Failed {

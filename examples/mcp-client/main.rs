@@ -21,6 +21,8 @@
 //! `hang`, `stderr-flood`, `junk`, `ping-first`, `ignore-eof`, `exit-before-handshake`.
 
 mod serve;
+#[path = "../common/tools.rs"]
+mod tools;
 
 use mcp_client::proto::{Config, Implementation};
 use mcp_client::{

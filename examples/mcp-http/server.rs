@@ -1,0 +1,460 @@
+//! A small Streamable HTTP MCP server, std only, on 127.0.0.1: the offline endpoint of the
+//! `mcp-http` example, and — with [`Behaviour`] switches — the misbehaving servers of the HTTP
+//! tests, which run it in-process to inspect every request it received.
+#![allow(dead_code)]
+
+use crate::tools;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// How the server behaves. The default is a well-behaved stateful server answering in SSE.
+#[derive(Debug, Clone, Default)]
+pub struct Behaviour {
+    /// Answer requests with `application/json` instead of an event stream.
+    pub json: bool,
+    /// With `json`: say `application/json; charset=utf-8`.
+    pub json_charset: bool,
+    /// Event streams use CRLF line ends, comments, and split each message over several `data:` lines.
+    pub crlf: bool,
+    /// Event streams are written one byte per chunk.
+    pub byte_at_a_time: bool,
+    /// A `tools/call` stream first sends the client a `ping`, waits for its answer (a separate
+    /// POST), and reports it in the result.
+    pub ping_in_stream: bool,
+    /// After this many `tools/call`s, the session is forgotten once (404 for its id).
+    pub expire_after: Option<usize>,
+    /// After this many `tools/call`s, every `tools/call` gets 404.
+    pub always_404_after: Option<usize>,
+    /// `tools/call` answers 500 with an HTML page.
+    pub html_500: bool,
+    /// Every request must carry this `Authorization` value (else 401).
+    pub auth: Option<String>,
+    /// Every request is redirected (307) to this URL.
+    pub redirect: Option<String>,
+    /// A `tools/call` stream sends only a priming event (`retry: 300`) and ends; the answer comes
+    /// on the `GET` that resumes it with `Last-Event-ID`.
+    pub cut_stream: bool,
+    /// No sessions at all.
+    pub stateless: bool,
+}
+
+/// One request the server received.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    /// `POST`, `GET`, `DELETE`.
+    pub method: String,
+    /// Request headers, names lowercased.
+    pub headers: Vec<(String, String)>,
+    /// The body, as text.
+    pub body: String,
+    /// The peer's port: requests on one keep-alive connection share it.
+    pub peer_port: u16,
+}
+
+impl Logged {
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC method of the body, if any.
+    pub fn rpc_method(&self) -> Option<String> {
+        serde_json::from_str::<Value>(&self.body)
+            .ok()?
+            .get("method")?
+            .as_str()
+            .map(str::to_owned)
+    }
+}
+
+#[derive(Default)]
+struct State {
+    log: Vec<Logged>,
+    sessions: HashSet<String>,
+    next_session: u64,
+    calls: usize,
+    expired_once: bool,
+    /// Answers the client POSTed to our requests, by id.
+    answers: HashMap<String, Value>,
+    /// Results held back for a resumed stream, by the last event id the client will send.
+    held: HashMap<String, Value>,
+}
+
+/// A running server.
+pub struct Server {
+    /// The endpoint URL (`http://127.0.0.1:PORT/mcp`).
+    pub url: String,
+    shared: Arc<(Mutex<State>, Condvar)>,
+}
+
+impl Server {
+    /// Every request received so far.
+    pub fn log(&self) -> Vec<Logged> {
+        self.shared.0.lock().unwrap().log.clone()
+    }
+}
+
+/// Starts a server on 127.0.0.1 with a free port; it runs until the process ends.
+pub fn start(behaviour: Behaviour) -> std::io::Result<Server> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    let shared = Arc::new((Mutex::new(State::default()), Condvar::new()));
+    let shared2 = shared.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let shared = shared2.clone();
+            let behaviour = behaviour.clone();
+            std::thread::spawn(move || {
+                let _ = serve_connection(stream, &behaviour, &shared);
+            });
+        }
+    });
+    Ok(Server { url, shared })
+}
+
+type Shared = (Mutex<State>, Condvar);
+
+struct Request {
+    method: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Request>> {
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    let method = line.split_whitespace().next().unwrap_or("").to_owned();
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+        }
+    }
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body)?;
+    Ok(Some(Request {
+        method,
+        headers,
+        body,
+    }))
+}
+
+fn respond(
+    out: &mut TcpStream,
+    status: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<()> {
+    let mut head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    out.write_all(head.as_bytes())?;
+    out.write_all(body)?;
+    out.flush()
+}
+
+/// An event stream in chunked encoding.
+struct Sse<'a> {
+    out: &'a mut TcpStream,
+    behaviour: &'a Behaviour,
+}
+
+impl<'a> Sse<'a> {
+    fn open(
+        out: &'a mut TcpStream,
+        behaviour: &'a Behaviour,
+        session: Option<&str>,
+    ) -> std::io::Result<Self> {
+        let mut head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n".to_owned();
+        if let Some(s) = session {
+            head.push_str(&format!("Mcp-Session-Id: {s}\r\n"));
+        }
+        head.push_str("\r\n");
+        out.write_all(head.as_bytes())?;
+        out.flush()?;
+        Ok(Sse { out, behaviour })
+    }
+
+    fn raw(&mut self, text: &str) -> std::io::Result<()> {
+        let mut write_chunk = |bytes: &[u8]| -> std::io::Result<()> {
+            self.out
+                .write_all(format!("{:x}\r\n", bytes.len()).as_bytes())?;
+            self.out.write_all(bytes)?;
+            self.out.write_all(b"\r\n")?;
+            self.out.flush()
+        };
+        if self.behaviour.byte_at_a_time {
+            for b in text.as_bytes() {
+                write_chunk(std::slice::from_ref(b))?;
+            }
+            Ok(())
+        } else {
+            write_chunk(text.as_bytes())
+        }
+    }
+
+    fn message(&mut self, message: &Value, id: Option<&str>) -> std::io::Result<()> {
+        let text = if self.behaviour.crlf {
+            let mut t = ": a comment the client must ignore\r\nevent: message\r\n".to_owned();
+            if let Some(id) = id {
+                t.push_str(&format!("id: {id}\r\n"));
+            }
+            let pretty = serde_json::to_string_pretty(message).expect("JSON");
+            for line in pretty.lines() {
+                t.push_str(&format!("data: {line}\r\n"));
+            }
+            t.push_str("\r\n");
+            t
+        } else {
+            let id = id.map(|id| format!("id: {id}\n")).unwrap_or_default();
+            format!("event: message\n{id}data: {message}\n\n")
+        };
+        self.raw(&text)
+    }
+
+    fn end(self) -> std::io::Result<()> {
+        self.out.write_all(b"0\r\n\r\n")?;
+        self.out.flush()
+    }
+}
+
+fn serve_connection(stream: TcpStream, b: &Behaviour, shared: &Shared) -> std::io::Result<()> {
+    let peer_port = stream.peer_addr()?.port();
+    let mut out = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    while let Some(req) = read_request(&mut reader)? {
+        {
+            let mut st = shared.0.lock().unwrap();
+            st.log.push(Logged {
+                method: req.method.clone(),
+                headers: req.headers.clone(),
+                body: String::from_utf8_lossy(&req.body).into_owned(),
+                peer_port,
+            });
+        }
+        if let Some(to) = &b.redirect {
+            respond(&mut out, "307 Temporary Redirect", &[("Location", to)], b"")?;
+            continue;
+        }
+        if let Some(auth) = &b.auth {
+            if req.header("authorization") != Some(auth.as_str()) {
+                respond(
+                    &mut out,
+                    "401 Unauthorized",
+                    &[("WWW-Authenticate", "Bearer")],
+                    b"",
+                )?;
+                continue;
+            }
+        }
+        match req.method.as_str() {
+            "POST" => handle_post(&mut out, &req, b, shared)?,
+            "GET" => handle_get(&mut out, &req, b, shared)?,
+            "DELETE" => {
+                if let Some(id) = req.header("mcp-session-id") {
+                    shared.0.lock().unwrap().sessions.remove(id);
+                }
+                respond(&mut out, "200 OK", &[], b"")?;
+            }
+            _ => respond(&mut out, "405 Method Not Allowed", &[], b"")?,
+        }
+    }
+    Ok(())
+}
+
+fn handle_get(
+    out: &mut TcpStream,
+    req: &Request,
+    b: &Behaviour,
+    shared: &Shared,
+) -> std::io::Result<()> {
+    let held = req
+        .header("last-event-id")
+        .and_then(|id| shared.0.lock().unwrap().held.remove(id));
+    match held {
+        Some(result) => {
+            let mut sse = Sse::open(out, b, None)?;
+            sse.message(&result, Some("e2"))?;
+            sse.end()
+        }
+        None => respond(out, "405 Method Not Allowed", &[], b""),
+    }
+}
+
+fn handle_post(
+    out: &mut TcpStream,
+    req: &Request,
+    b: &Behaviour,
+    shared: &Shared,
+) -> std::io::Result<()> {
+    let Ok(msg) = serde_json::from_slice::<Value>(&req.body) else {
+        let err = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}});
+        return respond(
+            out,
+            "400 Bad Request",
+            &[("Content-Type", "application/json")],
+            err.to_string().as_bytes(),
+        );
+    };
+    let method = msg["method"].as_str().unwrap_or("").to_owned();
+    let session = req.header("mcp-session-id").map(str::to_owned);
+    let mut new_session = None;
+    if method == "initialize" {
+        if !b.stateless {
+            let mut st = shared.0.lock().unwrap();
+            st.next_session += 1;
+            let id = format!("session-{}", st.next_session);
+            st.sessions.insert(id.clone());
+            new_session = Some(id);
+        }
+    } else if !b.stateless {
+        let known = session
+            .as_ref()
+            .is_some_and(|s| shared.0.lock().unwrap().sessions.contains(s));
+        if !known {
+            let status = if session.is_some() {
+                "404 Not Found"
+            } else {
+                "400 Bad Request"
+            };
+            return respond(out, status, &[], b"");
+        }
+    }
+    let Some(id) = msg.get("id").cloned() else {
+        return respond(out, "202 Accepted", &[], b"");
+    };
+    if method.is_empty() {
+        // An answer to one of our requests.
+        let key = id.to_string();
+        let (lock, cvar) = shared;
+        lock.lock().unwrap().answers.insert(key, msg.clone());
+        cvar.notify_all();
+        return respond(out, "202 Accepted", &[], b"");
+    }
+    let result = match method.as_str() {
+        "initialize" => Ok(json!({
+            "protocolVersion": msg["params"]["protocolVersion"].as_str().unwrap_or("2025-11-25"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "mcp-http-demo", "version": "1.0.0"}
+        })),
+        "ping" => Ok(json!({})),
+        "tools/list" => Ok(json!({"tools": tools::list()})),
+        "tools/call" => {
+            let calls = {
+                let mut st = shared.0.lock().unwrap();
+                st.calls += 1;
+                st.calls
+            };
+            if b.always_404_after.is_some_and(|n| calls > n) {
+                return respond(out, "404 Not Found", &[], b"");
+            }
+            if b.expire_after.is_some_and(|n| calls > n) {
+                let mut st = shared.0.lock().unwrap();
+                if !st.expired_once {
+                    st.expired_once = true;
+                    st.sessions.clear();
+                    drop(st);
+                    return respond(out, "404 Not Found", &[("Content-Type", "application/json")], b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"Session not found\"}}");
+                }
+            }
+            if b.html_500 {
+                return respond(
+                    out,
+                    "500 Internal Server Error",
+                    &[("Content-Type", "text/html")],
+                    b"<html>\n<body><h1>Internal Server Error</h1>\n<p>upstream exploded</p></body></html>\n",
+                );
+            }
+            if b.cut_stream {
+                let answer = json!({"jsonrpc": "2.0", "id": id, "result": tools::call(&msg["params"], "").unwrap_or_else(|e| json!({"error": e}))});
+                shared.0.lock().unwrap().held.insert("e1".into(), answer);
+                let mut sse = Sse::open(out, b, None)?;
+                sse.raw("id: e1\nretry: 300\ndata: \n\n")?;
+                return sse.end();
+            }
+            if b.ping_in_stream {
+                let mut sse = Sse::open(out, b, None)?;
+                sse.message(
+                    &json!({"jsonrpc": "2.0", "id": "p1", "method": "ping"}),
+                    None,
+                )?;
+                let (lock, cvar) = shared;
+                let st = lock.lock().unwrap();
+                let (mut st, _) = cvar
+                    .wait_timeout_while(st, Duration::from_secs(5), |st| {
+                        !st.answers.contains_key("\"p1\"")
+                    })
+                    .unwrap();
+                let pong = st
+                    .answers
+                    .remove("\"p1\"")
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "none".into());
+                drop(st);
+                let result = tools::call(&msg["params"], &format!("pong: {pong}"));
+                let answer = match result {
+                    Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
+                    Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e}),
+                };
+                sse.message(&answer, None)?;
+                return sse.end();
+            }
+            tools::call(&msg["params"], "")
+        }
+        other => Err(json!({"code": -32601, "message": format!("Method not found: {other}")})),
+    };
+    let answer = match result {
+        Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
+        Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e}),
+    };
+    if b.json {
+        let ct = if b.json_charset {
+            "application/json; charset=utf-8"
+        } else {
+            "application/json"
+        };
+        let mut headers = vec![("Content-Type", ct)];
+        if let Some(s) = &new_session {
+            headers.push(("Mcp-Session-Id", s.as_str()));
+        }
+        respond(out, "200 OK", &headers, answer.to_string().as_bytes())
+    } else {
+        let mut sse = Sse::open(out, b, new_session.as_deref())?;
+        sse.message(&answer, None)?;
+        sse.end()
+    }
+}
