@@ -1,0 +1,404 @@
+//! The Streamable HTTP driver against real local HTTP servers (the `mcp-http` example's server, run
+//! in-process so the tests can read every request it received), well-behaved and hostile.
+
+#[path = "../examples/mcp-http/server.rs"]
+mod server;
+#[path = "../examples/common/tools.rs"]
+mod tools;
+
+use mcp_client::proto::Config;
+use mcp_client::{Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, Request};
+use serde_json::json;
+use server::Behaviour;
+use std::time::{Duration, Instant};
+
+fn start(b: Behaviour) -> server::Server {
+    server::start(b).expect("listen on 127.0.0.1")
+}
+
+fn client(url: &str) -> Client<HttpTransport> {
+    Client::new(HttpTransport::new(HttpTransportConfig::new(url)).unwrap())
+}
+
+async fn connect(url: &str) -> Client<HttpTransport> {
+    let c = client(url);
+    c.initialize().await.expect("initialize");
+    c
+}
+
+#[test]
+fn sse_with_crlf_comments_and_multiline_data() {
+    let srv = start(Behaviour {
+        crlf: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = connect(&srv.url).await;
+        assert_eq!(c.list_tools().await.unwrap().len(), 6);
+        let r = c.call_tool("add", json!({"a": 1, "b": 2})).await.unwrap();
+        assert_eq!(r.text(), "3");
+        assert_eq!(r.structured_content, Some(json!({"sum": 3})));
+        c.close().await.unwrap();
+    });
+}
+
+#[test]
+fn sse_written_one_byte_at_a_time() {
+    let srv = start(Behaviour {
+        crlf: true,
+        byte_at_a_time: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = connect(&srv.url).await;
+        let r = c
+            .call_tool("echo", json!({"text": "slowly, byte by byte"}))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "slowly, byte by byte");
+        c.close().await.unwrap();
+    });
+}
+
+#[test]
+fn json_answers_with_a_charset() {
+    let srv = start(Behaviour {
+        json: true,
+        json_charset: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = connect(&srv.url).await;
+        let r = c.call_tool("echo", json!({"text": "json"})).await.unwrap();
+        assert_eq!(r.text(), "json");
+        c.close().await.unwrap();
+    });
+}
+
+#[test]
+fn a_ping_inside_the_stream_is_answered_by_its_own_post() {
+    let srv = start(Behaviour {
+        ping_in_stream: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = connect(&srv.url).await;
+        let r = c.call_tool("echo", json!({"text": "x"})).await.unwrap();
+        assert_eq!(
+            r.text(),
+            "x\npong: {\"id\":\"p1\",\"jsonrpc\":\"2.0\",\"result\":{}}"
+        );
+        c.close().await.unwrap();
+    });
+}
+
+#[test]
+fn request_headers_session_and_delete() {
+    let srv = start(Behaviour::default());
+    smol::block_on(async {
+        let c = connect(&srv.url).await;
+        assert_eq!(c.transport().session_id().as_deref(), Some("session-1"));
+        c.call_tool("echo", json!({"text": "x"})).await.unwrap();
+        c.close().await.unwrap();
+    });
+    let log = srv.log();
+    let methods: Vec<(String, Option<String>)> = log
+        .iter()
+        .map(|l| (l.method.clone(), l.rpc_method()))
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            ("POST".into(), Some("initialize".into())),
+            ("POST".into(), Some("notifications/initialized".into())),
+            ("POST".into(), Some("tools/call".into())),
+            ("DELETE".into(), None),
+        ]
+    );
+    let init = &log[0];
+    assert_eq!(init.header("content-type"), Some("application/json"));
+    assert_eq!(
+        init.header("accept"),
+        Some("application/json, text/event-stream")
+    );
+    assert_eq!(init.header("mcp-session-id"), None);
+    assert_eq!(init.header("mcp-protocol-version"), None);
+    for later in &log[1..] {
+        assert_eq!(
+            later.header("mcp-session-id"),
+            Some("session-1"),
+            "{later:?}"
+        );
+        assert_eq!(
+            later.header("mcp-protocol-version"),
+            Some("2025-11-25"),
+            "{later:?}"
+        );
+    }
+    // One keep-alive connection carries the exchanges, not one connection per request.
+    let ports: std::collections::HashSet<u16> = log.iter().map(|l| l.peer_port).collect();
+    assert!(ports.len() < log.len(), "connections are reused: {ports:?}");
+}
+
+#[test]
+fn an_expired_session_is_renewed_once_transparently() {
+    let srv = start(Behaviour {
+        expire_after: Some(2),
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = connect(&srv.url).await;
+        for i in 0..4 {
+            let text = format!("call {i}");
+            assert_eq!(
+                c.call_tool("echo", json!({ "text": text }))
+                    .await
+                    .unwrap()
+                    .text(),
+                text
+            );
+        }
+        assert_eq!(c.transport().session_id().as_deref(), Some("session-2"));
+        c.close().await.unwrap();
+    });
+    let log = srv.log();
+    let inits: Vec<_> = log
+        .iter()
+        .filter(|l| l.rpc_method().as_deref() == Some("initialize"))
+        .collect();
+    assert_eq!(inits.len(), 2);
+    assert_eq!(
+        inits[1].header("mcp-session-id"),
+        None,
+        "a new session starts without the old id"
+    );
+    let calls: Vec<_> = log
+        .iter()
+        .filter(|l| l.rpc_method().as_deref() == Some("tools/call"))
+        .collect();
+    assert_eq!(calls.len(), 5, "the third call was sent twice");
+    assert_eq!(calls[2].body, calls[3].body, "resent as it was");
+    assert_eq!(calls[3].header("mcp-session-id"), Some("session-2"));
+}
+
+#[test]
+fn a_session_that_keeps_expiring_surfaces_the_404() {
+    let srv = start(Behaviour {
+        always_404_after: Some(1),
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = connect(&srv.url).await;
+        c.call_tool("echo", json!({"text": "ok"})).await.unwrap();
+        let err = c
+            .call_tool("echo", json!({"text": "gone"}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Http { status: 404, url, .. } if *url == srv.url),
+            "{err:?}"
+        );
+        c.close().await.unwrap();
+    });
+    let inits = srv
+        .log()
+        .iter()
+        .filter(|l| l.rpc_method().as_deref() == Some("initialize"))
+        .count();
+    assert_eq!(inits, 2, "renewed exactly once");
+}
+
+#[test]
+fn an_html_500_is_a_typed_error_and_the_client_goes_on() {
+    let srv = start(Behaviour {
+        html_500: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = connect(&srv.url).await;
+        let err = c.call_tool("echo", json!({"text": "x"})).await.unwrap_err();
+        let Error::Http { status, url, body } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!((*status, url.as_str()), (500, srv.url.as_str()));
+        assert!(body.contains("Internal Server Error"), "{body}");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("HTTP 500 from {}", srv.url)),
+            "{err}"
+        );
+        assert_eq!(c.list_tools().await.unwrap().len(), 6);
+        c.close().await.unwrap();
+    });
+}
+
+#[test]
+fn a_required_authorization_header_goes_on_every_request() {
+    let srv = start(Behaviour {
+        auth: Some("Bearer s3cret".into()),
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let refused = client(&srv.url).initialize().await.unwrap_err();
+        assert!(
+            matches!(refused, Error::Http { status: 401, .. }),
+            "{refused:?}"
+        );
+        let config =
+            HttpTransportConfig::new(srv.url.as_str()).header("Authorization", "Bearer s3cret");
+        let c = Client::new(HttpTransport::new(config).unwrap());
+        c.initialize().await.unwrap();
+        assert_eq!(
+            c.call_tool("echo", json!({"text": "authorized"}))
+                .await
+                .unwrap()
+                .text(),
+            "authorized"
+        );
+        c.close().await.unwrap();
+    });
+    let log = srv.log();
+    assert!(log.len() >= 5);
+    assert!(
+        log[1..]
+            .iter()
+            .all(|l| l.header("authorization") == Some("Bearer s3cret")),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn a_redirect_to_another_origin_is_not_followed() {
+    let elsewhere = start(Behaviour::default());
+    let srv = start(Behaviour {
+        redirect: Some(elsewhere.url.clone()),
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let config =
+            HttpTransportConfig::new(srv.url.as_str()).header("Authorization", "Bearer s3cret");
+        let c = Client::new(HttpTransport::new(config).unwrap());
+        let err = c.initialize().await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Http { status: 307, url, .. } if *url == srv.url),
+            "{err:?}"
+        );
+    });
+    assert!(
+        elsewhere.log().is_empty(),
+        "credentials never reached the other origin"
+    );
+}
+
+#[test]
+fn a_stream_cut_before_the_response_is_resumed_after_retry() {
+    let srv = start(Behaviour {
+        cut_stream: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = connect(&srv.url).await;
+        let started = Instant::now();
+        let r = c
+            .call_tool("echo", json!({"text": "resumed"}))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "resumed");
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "waited the server's retry"
+        );
+        c.close().await.unwrap();
+    });
+    let log = srv.log();
+    let get = log
+        .iter()
+        .find(|l| l.method == "GET")
+        .expect("a resumption GET");
+    assert_eq!(get.header("last-event-id"), Some("e1"));
+    assert_eq!(get.header("accept"), Some("text/event-stream"));
+    assert_eq!(get.header("mcp-session-id"), Some("session-1"));
+}
+
+#[test]
+fn a_timeout_cancels_and_aborts_the_exchange() {
+    let srv = start(Behaviour::default());
+    smol::block_on(async {
+        let c = connect(&srv.url).await;
+        let started = Instant::now();
+        let err = c
+            .request(
+                Request::call_tool("slow", json!({"ms": 3000})).timeout(Duration::from_millis(200)),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout(_)), "{err:?}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(
+            c.call_tool("echo", json!({"text": "after"}))
+                .await
+                .unwrap()
+                .text(),
+            "after"
+        );
+        c.close().await.unwrap();
+    });
+    let cancelled = srv
+        .log()
+        .iter()
+        .filter(|l| l.rpc_method().as_deref() == Some("notifications/cancelled"))
+        .count();
+    assert_eq!(cancelled, 1);
+}
+
+#[test]
+fn a_refused_connection_is_a_transport_error() {
+    // Bind and drop a listener to get a port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    smol::block_on(async {
+        let config = ClientConfig {
+            session: Config {
+                default_timeout: Some(Duration::from_secs(10)),
+                ..Config::default()
+            },
+            ..ClientConfig::default()
+        };
+        let c = Client::with_config(
+            HttpTransport::new(HttpTransportConfig::new(url.as_str())).unwrap(),
+            config,
+        );
+        let err = c.initialize().await.unwrap_err();
+        assert!(matches!(&err, Error::Io { .. }), "{err:?}");
+        assert!(std::error::Error::source(&err).is_some());
+    });
+}
+
+#[test]
+fn stateless_server_without_session_ids() {
+    let srv = start(Behaviour {
+        stateless: true,
+        json: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = connect(&srv.url).await;
+        assert_eq!(c.transport().session_id(), None);
+        assert_eq!(
+            c.call_tool("add", json!({"a": 5, "b": 6}))
+                .await
+                .unwrap()
+                .text(),
+            "11"
+        );
+        c.close().await.unwrap();
+    });
+    assert!(
+        srv.log().iter().all(|l| l.method == "POST"),
+        "no DELETE without a session"
+    );
+}
