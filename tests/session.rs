@@ -765,3 +765,107 @@ fn request_ids_are_unique_and_increasing() {
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
     assert!(!ids.contains(&RequestId(0)), "0 was initialize");
 }
+
+#[test]
+fn restart_renews_the_handshake_and_resends_pending_requests() {
+    let (mut s, now) = ready();
+    let call = s.call_tool("echo", json!({"text": "again"}), now).unwrap();
+    let first = sent(&mut s);
+    s.restart(now).unwrap();
+    s.restart(now).unwrap(); // a second expiry during the restart changes nothing
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0]["method"], "initialize");
+    let init_id = out[0]["id"].as_u64().unwrap();
+    assert!(s.is_pending(call));
+    assert_eq!(
+        s.list_tools(None, now),
+        Err(UsageError::NotReady),
+        "new requests wait for the new session"
+    );
+    line(
+        &mut s,
+        &INIT_RESULT.replace("\"id\":0", &format!("\"id\":{init_id}")),
+        now,
+    );
+    let out = sent(&mut s);
+    assert_eq!(
+        out[0],
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"})
+    );
+    assert_eq!(
+        out[1], first[0],
+        "the pending call is sent again, unchanged"
+    );
+    assert!(events(&mut s).is_empty(), "no second Ready");
+    line(
+        &mut s,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":{call},"result":{{"content":[{{"type":"text","text":"again"}}]}}}}"#
+        ),
+        now,
+    );
+    assert_eq!(
+        events(&mut s),
+        vec![Event::Response {
+            id: call,
+            result: Ok(call_result("again"))
+        }]
+    );
+}
+
+#[test]
+fn a_failed_restart_fails_the_requests_it_kept() {
+    let (mut s, now) = ready();
+    let call = s.call_tool("echo", json!({}), now).unwrap();
+    s.restart(now).unwrap();
+    sent(&mut s);
+    s.handle_eof(now);
+    assert_eq!(
+        events(&mut s),
+        vec![
+            Event::Failed(SessionError::Closed),
+            Event::Response {
+                id: call,
+                result: Err(RequestError::Closed)
+            }
+        ]
+    );
+}
+
+#[test]
+fn restart_before_the_handshake_is_a_usage_error() {
+    let now = Instant::now();
+    let mut s = Session::new(Config::default());
+    assert_eq!(s.restart(now), Err(UsageError::NotReady));
+}
+
+#[test]
+fn abort_stops_waiting_without_telling_the_server() {
+    let (mut s, now) = ready();
+    let id = s.call_tool("echo", json!({}), now).unwrap();
+    sent(&mut s);
+    assert!(s.abort(id));
+    assert!(
+        sent(&mut s).is_empty(),
+        "no notifications/cancelled for a request the server never got"
+    );
+    assert_eq!(
+        events(&mut s),
+        vec![Event::Response {
+            id,
+            result: Err(RequestError::Closed)
+        }]
+    );
+    assert!(!s.abort(id));
+}
+
+#[test]
+fn cancellation_transmits_name_the_request() {
+    let (mut s, now) = ready();
+    let id = s.call_tool("echo", json!({}), now).unwrap();
+    s.poll_transmit();
+    s.cancel(id, "bye").unwrap();
+    let t = s.poll_transmit().unwrap();
+    assert_eq!(t.kind, mcp_proto::TransmitKind::Cancellation { id });
+}

@@ -41,3 +41,8 @@ pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput};
 pub use stdio::{StderrMode, StdioConfig, StdioTransport};
 pub use tools::{as_tools, AgentTool, McpTool, ToolError};
 pub use transport::{BoxFuture, Inbound, Transport};
+
+/// The README's examples, compiled as doctests so that they stay true.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
