@@ -784,6 +784,7 @@ impl Core {
 
     /// > "The receiver MUST promptly respond with an empty response" to `ping`
     /// > — MCP 2025-11-25, Utilities § Ping.
+    ///
     /// Any other request gets -32601, as this client declares no capabilities.
     fn handle_server_request(&mut self, id: &RawValue, method: &str) {
         let outcome = if method == "ping" {

@@ -281,11 +281,8 @@ async fn read_stream(
     loop {
         let mut answered = false;
         loop {
-            let n = match response.body_mut().read(&mut buf).await {
-                Ok(n) => n,
-                // A broken stream is resumed like an ended one.
-                Err(_) => 0,
-            };
+            // A broken stream is resumed like an ended one.
+            let n: usize = response.body_mut().read(&mut buf).await.unwrap_or_default();
             if n == 0 {
                 break;
             }

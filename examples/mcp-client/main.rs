@@ -90,7 +90,7 @@ fn parse(mut argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
     if o.args.is_some() && o.call.is_none() {
         return Err("--args needs --call".into());
     }
-    if o.url.is_some() == !o.command.is_empty() {
+    if o.url.is_some() != o.command.is_empty() {
         return Err(format!("give either -- COMMAND or --url URL\n{USAGE}"));
     }
     if !o.headers.is_empty() && o.url.is_none() {
