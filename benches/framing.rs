@@ -94,8 +94,8 @@ fn main() {
         let runs = (0..p.big_reps).map(|_| big_run(&line, size)).collect();
         let t = median(runs);
         println!(
-            "    {:3} MiB text ({} B line): {:8.1} MB/s  ({:.1} ms, {:.3} ns/byte)",
-            size / MIB,
+            "    {:5.1} MiB text ({} B line): {:8.1} MB/s  ({:.1} ms, {:.3} ns/byte)",
+            size as f64 / MIB as f64,
             line.len(),
             mb_per_s(line.len(), t),
             ms(t),
@@ -190,8 +190,27 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "the", "tool", "returned", "result", "file", "src/main.rs", "line", "error:", "warning", "fn",
-    "let", "struct", "é", "→", "\"quoted\"", "path\\to", "\t", "42", "ok", "données", "✓",
+    "the",
+    "tool",
+    "returned",
+    "result",
+    "file",
+    "src/main.rs",
+    "line",
+    "error:",
+    "warning",
+    "fn",
+    "let",
+    "struct",
+    "é",
+    "→",
+    "\"quoted\"",
+    "path\\to",
+    "\t",
+    "42",
+    "ok",
+    "données",
+    "✓",
 ];
 
 /// Prose-like text with escapes and non-ASCII, about `len` bytes.
@@ -285,7 +304,8 @@ fn traffic(target: usize) -> (&'static [u8], Vec<&'static [u8]>, usize) {
 
 /// One `tools/call` response (id 1) whose text is `size` bytes, with its newline.
 fn big_response(size: usize) -> Vec<u8> {
-    let mut line = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":""#.to_vec();
+    let mut line =
+        br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":""#.to_vec();
     let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     line.extend((0..size).map(|i| alphabet[(i * 7 + i / 64) % 64]));
     line.extend_from_slice(br#""}]}}"#);

@@ -162,11 +162,18 @@ fn check_frame(f: &OwnedFrame, limit: usize) {
     match f {
         OwnedFrame::Line(l) => {
             assert!(!l.is_empty(), "a Line is never empty");
-            assert!(l.len() <= limit, "a Line of {} bytes over limit {limit}", l.len());
+            assert!(
+                l.len() <= limit,
+                "a Line of {} bytes over limit {limit}",
+                l.len()
+            );
             assert!(!l.contains(&b'\n'), "a Line contains a newline");
         }
         OwnedFrame::Oversized { len, id_hint } => {
-            assert!(*len > limit as u64, "Oversized len {len} is not over limit {limit}");
+            assert!(
+                *len > limit as u64,
+                "Oversized len {len} is not over limit {limit}"
+            );
             if let Some(id) = id_hint {
                 serde_json::from_str::<Value>(id).expect("an id_hint is valid JSON");
             }
@@ -208,7 +215,8 @@ pub fn check_framer(data: &[u8]) {
         check_frame(f, limit);
     }
     assert_eq!(
-        chunked_before, whole_before,
+        chunked_before,
+        whole_before,
         "frames before finish depend on chunking (limit {limit}, chunk lengths {:?})",
         split.iter().map(|c| c.len()).collect::<Vec<_>>()
     );
@@ -331,7 +339,10 @@ impl Checker {
         assert!(self.ended, "no Closed/Failed after EOF");
         for id in &self.issued {
             if Some(*id) != self.init_id {
-                assert!(self.answered.contains(id), "request {id} never got its response");
+                assert!(
+                    self.answered.contains(id),
+                    "request {id} never got its response"
+                );
             }
         }
     }
@@ -397,7 +408,10 @@ pub fn check_session_timed(data: &[u8]) {
             s.handle_timeout(now);
             c.drain(&mut s);
             if due {
-                assert!(s.poll_timeout().is_none_or(|d| d > now), "a due deadline survived");
+                assert!(
+                    s.poll_timeout().is_none_or(|d| d > now),
+                    "a due deadline survived"
+                );
             }
         }
         if !commanded && s.is_ready() && fl & flags::ON_READY != 0 {
@@ -410,7 +424,10 @@ pub fn check_session_timed(data: &[u8]) {
     }
     s.handle_timeout(now);
     c.drain(&mut s);
-    assert!(s.poll_timeout().is_none_or(|d| d > now), "a due deadline survived");
+    assert!(
+        s.poll_timeout().is_none_or(|d| d > now),
+        "a due deadline survived"
+    );
     if fl & flags::EOF != 0 {
         s.handle_eof(now);
         c.check_after_eof(&mut s);
@@ -453,7 +470,10 @@ pub fn check_session_chunking(data: &[u8]) {
     let (chunked, chunked_mid, chunked_stats) = run(&split);
     let lens: Vec<usize> = split.iter().map(|c| c.len()).collect();
     assert_eq!(chunked_mid, whole_mid, "state depends on chunking {lens:?}");
-    assert_eq!(chunked.events, whole.events, "events depend on chunking {lens:?}");
+    assert_eq!(
+        chunked.events, whole.events,
+        "events depend on chunking {lens:?}"
+    );
     assert_eq!(
         chunked.transmits, whole.transmits,
         "transmits depend on chunking {lens:?}"

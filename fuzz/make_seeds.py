@@ -56,6 +56,15 @@ F = {
     # Known bug (fuzzing, first run): a line of exactly `limit` bytes whose CR arrives in a chunk
     # without its LF is reported Oversized{len: limit}; fed whole it is a Line.
     "crash-cr-split-at-limit": framer(64, [0x40 | 63, ONE], b"a" * 64 + b"\r\n"),
+    # Same root cause, no chunking needed: an unterminated final line of `limit` bytes plus a CR.
+    "crash-cr-at-limit-unterminated": framer(64, [WHOLE], b"a" * 64 + b"\r"),
+    # Known bug: with limit < 256 (HINT_LEN), a line that overflows across chunks keeps only the
+    # bytes seen at overflow time as its head, so the id_hint depends on chunking.
+    "crash-hint-head-truncated": framer(64, [ONE], b'{"jsonrpc":"2.0","method":"x","pad":"' + b"p" * 40
+        + b'","id":7,"result":{"t":"' + b"p" * 300 + b'"}}\n'),
+    # Known bug: an oversized line fed whole loses one CR too many: "x"*100 + "\r\r\n" is a line
+    # of 101 bytes, reported as Oversized{len: 100} (fed byte-wise: 101).
+    "crash-oversized-double-cr": framer(64, [ONE], b"x" * 100 + b"\r\r\n"),
     "transcript": framer(4096, [BIG, MID, SMALL, 0xC4], transcript),
     "no-final-newline": framer(64, [SMALL], b"first\nlast-without-newline"),
 }

@@ -50,6 +50,9 @@ pub struct LineFramer {
     bom_seen: usize,
     /// Set while discarding an oversized line.
     discard: Option<Discard>,
+    /// `partial` holds a line of exactly `limit` bytes followed by a CR not yet known to be the
+    /// start of a CRLF line end.
+    cr_pending: bool,
     /// Bytes examined for a newline so far: each input byte exactly once (checked by tests).
     #[cfg(test)]
     scanned: u64,
@@ -68,7 +71,7 @@ impl Discard {
     fn start(bytes: &[u8]) -> Self {
         let mut d = Discard {
             len: 0,
-            head: bytes[..bytes.len().min(HINT_LEN)].to_vec(),
+            head: Vec::with_capacity(HINT_LEN),
             tail: Vec::with_capacity(HINT_LEN),
             tail_pos: 0,
         };
@@ -78,6 +81,9 @@ impl Discard {
 
     fn push(&mut self, bytes: &[u8]) {
         self.len += bytes.len() as u64;
+        // The line's first HINT_LEN bytes, however it arrives.
+        let room = HINT_LEN - self.head.len();
+        self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
         // Only the last HINT_LEN bytes of this push can end up in the ring.
         let bytes = &bytes[bytes.len().saturating_sub(HINT_LEN)..];
         for &b in bytes {
@@ -120,6 +126,7 @@ impl LineFramer {
             partial: Vec::new(),
             bom_seen: 0,
             discard: None,
+            cr_pending: false,
             #[cfg(test)]
             scanned: 0,
         }
@@ -154,6 +161,16 @@ impl LineFramer {
             {
                 self.scanned += segment.len() as u64 + u64::from(complete);
             }
+            if std::mem::take(&mut self.cr_pending) {
+                if complete && segment.is_empty() {
+                    // The held-back CR was the line end: the line is exactly at the limit.
+                    let line = std::mem::take(&mut self.partial);
+                    emit_line(&line, self.limit, &mut on_frame);
+                    continue;
+                }
+                // The CR was inside the line, which is therefore over the limit.
+                self.overflow(&[b"\r"]);
+            }
             if let Some(discard) = self.discard.as_mut() {
                 discard.push(segment);
                 if complete {
@@ -163,10 +180,17 @@ impl LineFramer {
                 continue;
             }
             if !complete {
-                if self.partial.len() + segment.len() > self.limit {
-                    self.overflow(segment);
-                } else {
+                let total = self.partial.len() + segment.len();
+                if total <= self.limit {
                     self.partial.extend_from_slice(segment);
+                } else if total == self.limit + 1 && segment.ends_with(b"\r") {
+                    // A line exactly at the limit whose CR came without its LF: hold the CR back
+                    // (as a flag) so the buffer stays within the limit.
+                    self.partial
+                        .extend_from_slice(&segment[..segment.len() - 1]);
+                    self.cr_pending = true;
+                } else {
+                    self.overflow(&[segment]);
                 }
                 continue;
             }
@@ -174,7 +198,7 @@ impl LineFramer {
                 emit_line(segment, self.limit, &mut on_frame);
             } else if self.partial.len() + segment.len() > self.limit + 1 {
                 // + 1: a trailing CR does not count against the limit.
-                self.overflow(segment);
+                self.overflow(&[segment]);
                 let discard = self.discard.take().expect("overflow sets it");
                 on_frame(discard.finish());
             } else {
@@ -192,6 +216,8 @@ impl LineFramer {
 
     /// Ends the stream: a final line left without its newline is still delivered.
     pub fn finish(&mut self, mut on_frame: impl FnMut(Frame<'_>)) {
+        // A held-back CR at the end of the stream ends the line like a line end would.
+        self.cr_pending = false;
         if let Some(discard) = self.discard.take() {
             on_frame(discard.finish());
         }
@@ -199,15 +225,11 @@ impl LineFramer {
         emit_line(&line, self.limit, &mut on_frame);
     }
 
-    fn overflow(&mut self, segment: &[u8]) {
+    /// The line in `partial` plus `more` is over the limit: discard it from here on.
+    fn overflow(&mut self, more: &[&[u8]]) {
         let mut discard = Discard::start(&self.partial);
-        discard.push(segment);
-        // `start` counted `partial` once in `len`; make `head` cover the segment if partial was short.
-        if discard.head.len() < HINT_LEN {
-            let room = HINT_LEN - discard.head.len();
-            discard
-                .head
-                .extend_from_slice(&segment[..segment.len().min(room)]);
+        for bytes in more {
+            discard.push(bytes);
         }
         self.partial = Vec::new();
         self.discard = Some(discard);
@@ -242,17 +264,15 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 }
 
 fn emit_line(line: &[u8], limit: usize, on_frame: &mut impl FnMut(Frame<'_>)) {
-    let line = strip_cr(line);
-    if line.is_empty() {
+    let stripped = strip_cr(line);
+    if stripped.is_empty() {
         return;
     }
-    if line.len() > limit {
-        let mut discard = Discard::start(&[]);
-        discard.head = line[..line.len().min(HINT_LEN)].to_vec();
-        discard.push(line);
-        on_frame(discard.finish());
+    if stripped.len() > limit {
+        // `finish` strips the line's CR itself.
+        on_frame(Discard::start(line).finish());
     } else {
-        on_frame(Frame::Line(line));
+        on_frame(Frame::Line(stripped));
     }
 }
 
