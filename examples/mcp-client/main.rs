@@ -26,7 +26,8 @@ mod tools;
 
 use mcp_client::proto::{Config, Implementation};
 use mcp_client::{
-    Client, ClientConfig, Error, Request, StderrMode, StdioConfig, StdioTransport, Transport,
+    Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, Request, StderrMode,
+    StdioConfig, StdioTransport, Transport,
 };
 use serde_json::Value;
 use std::ffi::OsString;
@@ -122,6 +123,20 @@ fn main() -> ExitCode {
     }
 }
 
+/// An error and its causes, on one line.
+fn describe(e: impl std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -141,30 +156,57 @@ fn client_config(options: &Options) -> ClientConfig {
     }
 }
 
+/// What a session did: its exit code, and the call rate with `--repeat`.
+struct Outcome {
+    code: ExitCode,
+    calls_per_second: Option<f64>,
+}
+
 async fn run(options: Options) -> Result<ExitCode, String> {
-    if let Some(url) = &options.url {
-        return Err(format!(
-            "--url {url}: the Streamable HTTP transport is not built yet"
-        ));
-    }
-    let mut command = options.command.iter().cloned();
-    let program = command.next().expect("parse checked a command is given");
-    let transport = StdioTransport::spawn(
-        StdioConfig::new(program)
+    let config = client_config(&options);
+    let outcome = if let Some(url) = &options.url {
+        let mut http = HttpTransportConfig::new(url.as_str());
+        for header in &options.headers {
+            let Some((name, value)) = header.split_once(':') else {
+                return Err(format!("--header {header:?} is not 'Name: value'"));
+            };
+            http = http.header(name.trim(), value.trim());
+        }
+        let transport = HttpTransport::new(http).map_err(describe)?;
+        let client = Client::with_config(transport, config);
+        let outcome = session(&client, &options).await;
+        close(&client, outcome).await?
+    } else {
+        let mut command = options.command.iter().cloned();
+        let program = command.next().expect("parse checked a command is given");
+        let stdio = StdioConfig::new(program)
             .args(command)
-            .stderr(StderrMode::Forward),
-    )
-    .map_err(|e| e.to_string())?;
-    let client = Client::with_config(transport, client_config(&options));
-    let outcome = session(&client, &options).await;
-    let closed = client.close().await.map_err(|e| e.to_string());
-    let code = outcome?;
+            .stderr(StderrMode::Forward);
+        let transport = StdioTransport::spawn(stdio).map_err(describe)?;
+        let client = Client::with_config(transport, config);
+        let outcome = session(&client, &options).await;
+        close(&client, outcome).await?
+    };
+    // Last, after the server's own stderr lines (forwarded) have stopped.
+    if let Some(rate) = outcome.calls_per_second {
+        eprintln!("calls/s: {rate:.1}");
+    }
+    Ok(outcome.code)
+}
+
+/// Closes the client whatever the session's outcome; the session's error comes first.
+async fn close<T: Transport>(
+    client: &Client<T>,
+    outcome: Result<Outcome, String>,
+) -> Result<Outcome, String> {
+    let closed = client.close().await.map_err(describe);
+    let outcome = outcome?;
     closed?;
-    Ok(code)
+    Ok(outcome)
 }
 
 /// Lists or calls, as the options say, on an open client.
-async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<ExitCode, String> {
+async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<Outcome, String> {
     let arguments: Value = match options.args.as_deref() {
         None => Value::Object(Default::default()),
         Some(text) => match serde_json::from_str(text) {
@@ -173,7 +215,7 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
             Err(e) => return Err(format!("--args is not JSON: {e}")),
         },
     };
-    let fail = |e: Error| e.to_string();
+    let fail = |e: Error| describe(e);
     client.initialize().await.map_err(fail)?;
     let mut out = std::io::stdout().lock();
     let Some(name) = &options.call else {
@@ -197,7 +239,10 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
                 let _ = writeln!(out, "{}\t{}", tool.name, first);
             }
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Outcome {
+            code: ExitCode::SUCCESS,
+            calls_per_second: None,
+        });
     };
     let started = Instant::now();
     let mut result = None;
@@ -222,16 +267,14 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
     } else {
         let _ = writeln!(out, "{text}");
     }
-    if options.repeat > 1 {
-        eprintln!(
-            "calls/s: {:.1}",
-            options.repeat as f64 / elapsed.as_secs_f64()
-        );
-    }
-    Ok(if result.is_error {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
+    Ok(Outcome {
+        code: if result.is_error {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        },
+        calls_per_second: (options.repeat > 1)
+            .then(|| options.repeat as f64 / elapsed.as_secs_f64()),
     })
 }
 
@@ -239,17 +282,15 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
 fn demo() -> ExitCode {
     let result = smol::block_on(async {
         let me = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
-        let transport = StdioTransport::spawn(StdioConfig::new(me).args(["--serve"]))
-            .map_err(|e| e.to_string())?;
+        let transport =
+            StdioTransport::spawn(StdioConfig::new(me).args(["--serve"])).map_err(describe)?;
         let client = std::sync::Arc::new(Client::new(transport));
-        let init = client.initialize().await.map_err(|e| e.to_string())?;
+        let init = client.initialize().await.map_err(describe)?;
         println!(
             "connected to {} {} (protocol {})",
             init.server_info.name, init.server_info.version, init.protocol_version
         );
-        let tools = mcp_client::as_tools(&client)
-            .await
-            .map_err(|e| e.to_string())?;
+        let tools = mcp_client::as_tools(&client).await.map_err(describe)?;
         println!("{} tools:", tools.len());
         for tool in &tools {
             use mcp_client::AgentTool;
@@ -278,10 +319,10 @@ fn demo() -> ExitCode {
                 Err(mcp_client::ToolError::Retry(msg)) => {
                     println!("call {name} {args} -> correctable error: {msg}")
                 }
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(describe(e)),
             }
         }
-        client.close().await.map_err(|e| e.to_string())
+        client.close().await.map_err(describe)
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -253,6 +253,9 @@ impl<'a> Sse<'a> {
 }
 
 fn serve_connection(stream: TcpStream, b: &Behaviour, shared: &Shared) -> std::io::Result<()> {
+    // Responses go out in several writes (head, chunks): without this, Nagle's algorithm and the
+    // peer's delayed ACK hold each exchange back by tens of milliseconds.
+    stream.set_nodelay(true)?;
     let peer_port = stream.peer_addr()?.port();
     let mut out = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
