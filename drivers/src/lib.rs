@@ -37,7 +37,7 @@ pub use client::{Client, ClientConfig};
 pub use error::Error;
 pub use http::{HttpTransport, HttpTransportConfig};
 pub use mcp_proto as proto;
-pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput};
+pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput, Transmit};
 pub use stdio::{StderrMode, StdioConfig, StdioTransport};
 pub use tools::{as_tools, AgentTool, McpTool, ToolError};
 pub use transport::{BoxFuture, Inbound, Transport};

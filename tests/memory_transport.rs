@@ -1,0 +1,183 @@
+//! The `Transport` trait implemented by a test double: an in-memory pair whose far end is a
+//! scripted server function. It shows what a user's own transport needs, and drives the client
+//! through situations real servers rarely produce on demand (pagination loops, page floods).
+
+use mcp_client::proto::TransmitKind;
+use mcp_client::{BoxFuture, Client, ClientConfig, Error, Inbound, Transmit, Transport};
+use serde_json::{json, Value};
+use smol::channel::{unbounded, Receiver, Sender};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// What the scripted server answers to one request: `Some(result)`, or `None` for no answer.
+type Script = dyn Fn(&str, &Value) -> Option<Value> + Send + Sync;
+
+struct MemoryTransport {
+    to_client: Sender<Inbound>,
+    from_server: Receiver<Inbound>,
+    script: Arc<Script>,
+    requests: Arc<AtomicUsize>,
+}
+
+impl MemoryTransport {
+    fn new(script: impl Fn(&str, &Value) -> Option<Value> + Send + Sync + 'static) -> Self {
+        let (tx, rx) = unbounded();
+        MemoryTransport {
+            to_client: tx,
+            from_server: rx,
+            script: Arc::new(script),
+            requests: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+}
+
+impl Transport for MemoryTransport {
+    fn send(&self, message: Transmit) -> Result<(), Error> {
+        let TransmitKind::Request { .. } = message.kind else {
+            return Ok(());
+        };
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        let request: Value = serde_json::from_slice(&message.payload).unwrap();
+        let method = request["method"].as_str().unwrap_or_default();
+        let result = match method {
+            "initialize" => Some(json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "memory", "version": "0"}
+            })),
+            _ => (self.script)(method, &request["params"]),
+        };
+        if let Some(result) = result {
+            let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
+            // Half the answers as stream bytes, half as whole messages: both paths are the client's.
+            let bytes = format!("{answer}\n").into_bytes();
+            let item = if request["id"].as_u64().unwrap_or(0) % 2 == 0 {
+                Inbound::Bytes(bytes)
+            } else {
+                Inbound::Message(answer.to_string().into_bytes())
+            };
+            self.to_client.try_send(item).map_err(|_| Error::Closed)?;
+        }
+        Ok(())
+    }
+
+    fn recv(&self) -> BoxFuture<'_, Inbound> {
+        Box::pin(async move {
+            self.from_server
+                .recv()
+                .await
+                .unwrap_or(Inbound::Closed(None))
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async move {
+            let _ = self.to_client.try_send(Inbound::Closed(None));
+            Ok(())
+        })
+    }
+}
+
+fn tool(name: &str) -> Value {
+    json!({"name": name, "inputSchema": {"type": "object"}})
+}
+
+#[test]
+fn all_pages_are_followed() {
+    let transport = MemoryTransport::new(|method, params| {
+        assert_eq!(method, "tools/list");
+        Some(match params.get("cursor").and_then(Value::as_str) {
+            None => json!({"tools": [tool("a"), tool("b")], "nextCursor": "2"}),
+            Some("2") => json!({"tools": [tool("c")], "nextCursor": ""}),
+            // > "an empty string is a valid cursor, not the end"
+            Some("") => json!({"tools": [tool("d")]}),
+            Some(other) => panic!("unexpected cursor {other}"),
+        })
+    });
+    smol::block_on(async {
+        let client = Client::new(transport);
+        client.initialize().await.unwrap();
+        let names: Vec<String> = client
+            .list_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(names, ["a", "b", "c", "d"]);
+        client.close().await.unwrap();
+    });
+}
+
+#[test]
+fn a_repeated_cursor_stops_the_listing() {
+    let transport = MemoryTransport::new(|_, params| {
+        let cursor = params
+            .get("cursor")
+            .and_then(Value::as_str)
+            .unwrap_or("start");
+        let next = if cursor == "start" { "x" } else { "y" };
+        let next = if cursor == "y" { "x" } else { next };
+        Some(json!({"tools": [tool(cursor)], "nextCursor": next}))
+    });
+    let requests = transport.requests.clone();
+    smol::block_on(async {
+        let client = Client::new(transport);
+        client.initialize().await.unwrap();
+        let err = client.list_tools().await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Pagination(m) if m.contains("repeated cursor \"x\"")),
+            "{err:?}"
+        );
+        assert_eq!(
+            requests.load(Ordering::SeqCst),
+            1 + 3,
+            "initialize and three pages"
+        );
+    });
+}
+
+#[test]
+fn a_page_flood_stops_at_the_cap() {
+    let transport = MemoryTransport::new(|_, params| {
+        let n: u64 = params
+            .get("cursor")
+            .and_then(Value::as_str)
+            .map_or(0, |c| c.parse().unwrap());
+        Some(json!({"tools": [], "nextCursor": (n + 1).to_string()}))
+    });
+    smol::block_on(async {
+        let config = ClientConfig {
+            max_tool_pages: 25,
+            ..ClientConfig::default()
+        };
+        let client = Client::with_config(transport, config);
+        client.initialize().await.unwrap();
+        let err = client.list_tools().await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Pagination(m) if m == "more than 25 pages of tools"),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "tools/list pagination: more than 25 pages of tools"
+        );
+    });
+}
+
+#[test]
+fn closing_the_transport_fails_waiting_calls() {
+    let transport = MemoryTransport::new(|_, _| None); // never answers
+    smol::block_on(async {
+        let client = Arc::new(Client::new(transport));
+        client.initialize().await.unwrap();
+        let waiting = {
+            let client = client.clone();
+            smol::spawn(async move { client.call_tool("never", json!({})).await })
+        };
+        smol::Timer::after(std::time::Duration::from_millis(50)).await;
+        client.close().await.unwrap();
+        let err = waiting.await.unwrap_err();
+        assert!(matches!(err, Error::Closed), "{err:?}");
+    });
+}
