@@ -218,6 +218,11 @@ impl LineFramer {
     pub fn finish(&mut self, mut on_frame: impl FnMut(Frame<'_>)) {
         // A held-back CR at the end of the stream ends the line like a line end would.
         self.cr_pending = false;
+        // The stream ended inside what looked like a BOM: those bytes were content after all.
+        if self.bom_seen != usize::MAX {
+            self.partial.extend_from_slice(&BOM[..self.bom_seen]);
+            self.bom_seen = usize::MAX;
+        }
         if let Some(discard) = self.discard.take() {
             on_frame(discard.finish());
         }
@@ -505,6 +510,64 @@ mod tests {
             whole(nested_tail.as_bytes(), 100)[0],
             Out::Oversized(nested_tail.len() as u64, None)
         );
+    }
+
+    // Regressions found by the framer fuzz target (their inputs are seeds in fuzz/seeds/framer/).
+
+    #[test]
+    fn fuzz_line_at_the_limit_with_its_cr_in_another_chunk() {
+        let line = [b'a'; 64];
+        let mut f = LineFramer::new(64);
+        assert_eq!(
+            run(&mut f, &[&line, b"\r", b"\n"], false),
+            vec![Out::Line(line.to_vec())]
+        );
+        let mut f = LineFramer::new(64);
+        assert_eq!(
+            run(&mut f, &[&line, b"\r"], true),
+            vec![Out::Line(line.to_vec())]
+        );
+        // A CR that is not a line end makes the line too long.
+        let mut f = LineFramer::new(64);
+        assert_eq!(
+            run(&mut f, &[&line, b"\r", b"b\n"], false),
+            vec![Out::Oversized(66, None)]
+        );
+    }
+
+    #[test]
+    fn fuzz_id_hint_does_not_depend_on_chunking() {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","method":"x","pad":"{}","id":7,"result":{{"t":"{}"}}}}"#,
+            "p".repeat(40),
+            "p".repeat(300)
+        );
+        let bytes: Vec<&[u8]> = line.as_bytes().chunks(1).collect();
+        let expected = vec![Out::Oversized(line.len() as u64, Some("7".into()))];
+        assert_eq!(run(&mut LineFramer::new(64), &bytes, true), expected);
+        assert_eq!(whole(line.as_bytes(), 64), expected);
+    }
+
+    #[test]
+    fn fuzz_oversized_line_ending_in_two_crs() {
+        let mut input = vec![b'x'; 100];
+        input.extend_from_slice(b"\r\r\n");
+        assert_eq!(whole(&input, 64), vec![Out::Oversized(101, None)]);
+        let bytes: Vec<&[u8]> = input.chunks(1).collect();
+        assert_eq!(
+            run(&mut LineFramer::new(64), &bytes, true),
+            vec![Out::Oversized(101, None)]
+        );
+    }
+
+    #[test]
+    fn fuzz_partial_bom_at_end_of_stream_is_content() {
+        assert_eq!(whole(b"\xEF", 64), vec![Out::Line(b"\xEF".to_vec())]);
+        assert_eq!(
+            whole(b"\xEF\xBB", 64),
+            vec![Out::Line(b"\xEF\xBB".to_vec())]
+        );
+        assert_eq!(whole(b"\xEF\xBB\xBF", 64), vec![]);
     }
 
     #[test]
