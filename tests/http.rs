@@ -402,3 +402,30 @@ fn stateless_server_without_session_ids() {
         "no DELETE without a session"
     );
 }
+
+#[test]
+fn a_json_answer_with_the_wrong_id_fails_the_call_at_once() {
+    let srv = start(Behaviour {
+        wrong_id: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = connect(&srv.url).await;
+        let started = Instant::now();
+        let err = c.call_tool("echo", json!({"text": "x"})).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { context, .. } if context.contains("did not answer")),
+            "{err:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "no wait for the 60 s timeout"
+        );
+        assert_eq!(
+            c.stats().messages_ignored,
+            1,
+            "the stray answer was reported"
+        );
+        c.close().await.unwrap();
+    });
+}

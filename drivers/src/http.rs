@@ -243,9 +243,17 @@ async fn exchange_inner(
             let body = read_limited(response.body_mut(), shared.max_message)
                 .await
                 .map_err(failed)?;
-            lock(&shared.rules).observe_message(&transmit.kind, &body);
+            let answered = lock(&shared.rules).observe_message(&transmit.kind, &body);
             shared.deliver(Inbound::Message(body));
-            Ok(())
+            if answered {
+                return Ok(());
+            }
+            // Nothing else will come for this request. (Should the body have answered it after
+            // all, as a batch would, the client has already completed it and ignores this.)
+            Err(failed(Error::io(
+                "the JSON response did not answer the request",
+                std::io::Error::from(std::io::ErrorKind::InvalidData),
+            )))
         }
         Ok(Body::EventStream) => read_stream(shared, id, transmit, response).await,
         Err(HttpError::SessionExpired { url }) => Err(Inbound::SessionExpired {

@@ -40,6 +40,8 @@ pub struct Behaviour {
     pub cut_stream: bool,
     /// No sessions at all.
     pub stateless: bool,
+    /// `tools/call` is answered in JSON with the wrong id.
+    pub wrong_id: bool,
 }
 
 /// One request the server received.
@@ -393,6 +395,15 @@ fn handle_post(
                     drop(st);
                     return respond(out, "404 Not Found", &[("Content-Type", "application/json")], b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"Session not found\"}}");
                 }
+            }
+            if b.wrong_id {
+                let answer = json!({"jsonrpc": "2.0", "id": 9999, "result": {"content": []}});
+                return respond(
+                    out,
+                    "200 OK",
+                    &[("Content-Type", "application/json")],
+                    answer.to_string().as_bytes(),
+                );
             }
             if b.html_500 {
                 return respond(
