@@ -163,9 +163,10 @@ impl LineFramer {
             }
             if std::mem::take(&mut self.cr_pending) {
                 if complete && segment.is_empty() {
-                    // The held-back CR was the line end: the line is exactly at the limit.
-                    let line = std::mem::take(&mut self.partial);
-                    emit_line(&line, self.limit, &mut on_frame);
+                    // The held-back CR was the line end: the line is exactly at the limit, and is
+                    // all content (its own line end is already gone).
+                    on_frame(Frame::Line(&self.partial));
+                    self.partial.clear();
                     continue;
                 }
                 // The CR was inside the line, which is therefore over the limit.
@@ -217,7 +218,10 @@ impl LineFramer {
     /// Ends the stream: a final line left without its newline is still delivered.
     pub fn finish(&mut self, mut on_frame: impl FnMut(Frame<'_>)) {
         // A held-back CR at the end of the stream ends the line like a line end would.
-        self.cr_pending = false;
+        if std::mem::take(&mut self.cr_pending) {
+            on_frame(Frame::Line(&self.partial));
+            self.partial.clear();
+        }
         // The stream ended inside what looked like a BOM: those bytes were content after all.
         if self.bom_seen != usize::MAX {
             self.partial.extend_from_slice(&BOM[..self.bom_seen]);
@@ -532,6 +536,29 @@ mod tests {
         assert_eq!(
             run(&mut f, &[&line, b"\r", b"b\n"], false),
             vec![Out::Oversized(66, None)]
+        );
+    }
+
+    #[test]
+    fn fuzz_line_of_crs_at_the_limit() {
+        // 64 CRs of content, then CR LF: with the CR held back, no further CR may be stripped.
+        let mut input = vec![b'\r'; 65];
+        input.push(b'\n');
+        let expected = vec![Out::Line(vec![b'\r'; 64])];
+        assert_eq!(whole(&input, 64), expected);
+        for size in 1..8 {
+            let chunks: Vec<&[u8]> = input.chunks(size).collect();
+            assert_eq!(
+                run(&mut LineFramer::new(64), &chunks, true),
+                expected,
+                "chunks of {size}"
+            );
+        }
+        let chunks: Vec<&[u8]> = input[..65].chunks(5).collect();
+        assert_eq!(
+            run(&mut LineFramer::new(64), &chunks, true),
+            expected,
+            "at end of stream"
         );
     }
 
