@@ -1,9 +1,12 @@
 //! The async client: a [`Session`] driven over any [`Transport`].
 //!
-//! One background task (the driver) owns the reading side: it feeds what the transport receives
-//! into the session, sends what the session queues (ping answers, -32601 rejections, cancellations)
-//! at once, fires the session's timer, and wakes the callers whose answers arrived. Callers issue
-//! commands under a short lock and await their answer. The driver holds no protocol decision.
+//! Whoever waits drives: a caller awaiting an answer takes the driver role (one at a time) and runs
+//! the loop itself — feed what the transport receives into the session, send what the session
+//! queues (ping answers, -32601 rejections, cancellations) at once, fire the session's timer, hand
+//! answers to whoever waits for them — until its own answer is in; then another waiting caller
+//! takes over. A call therefore costs no hand-off between threads, and the client needs no task of
+//! its own. Between calls nothing reads: what the server sends then is handled at the next call.
+//! The loop holds no protocol decision.
 
 use crate::transport::{Inbound, Transport};
 use crate::Error;
@@ -46,13 +49,13 @@ impl Default for ClientConfig {
 pub struct Client<T: Transport> {
     shared: Arc<Shared<T>>,
     max_tool_pages: usize,
-    _driver: smol::Task<()>,
 }
 
 struct Shared<T> {
     transport: T,
     state: Mutex<State>,
-    kick: Sender<()>,
+    /// The driver role: held by the one caller that reads from the transport.
+    driver: smol::lock::Mutex<()>,
 }
 
 struct State {
@@ -128,7 +131,6 @@ impl<T: Transport> Client<T> {
 
     /// A client with these settings.
     pub fn with_config(transport: T, config: ClientConfig) -> Self {
-        let (kick, kicked) = channel::bounded(1);
         let shared = Arc::new(Shared {
             transport,
             state: Mutex::new(State {
@@ -138,13 +140,11 @@ impl<T: Transport> Client<T> {
                 close_reason: None,
                 tools_changed: 0,
             }),
-            kick,
+            driver: smol::lock::Mutex::new(()),
         });
-        let driver = smol::spawn(drive(shared.clone(), kicked));
         Client {
             shared,
             max_tool_pages: config.max_tool_pages,
-            _driver: driver,
         }
     }
 
@@ -163,8 +163,7 @@ impl<T: Transport> Client<T> {
             st.flush(&self.shared.transport);
             rx
         };
-        self.kick();
-        rx.recv().await.unwrap_or(Err(Error::Closed))?;
+        self.shared.wait(&rx).await?;
         self.initialize_result().ok_or(Error::Closed)
     }
 
@@ -203,13 +202,12 @@ impl<T: Transport> Client<T> {
             st.flush(&self.shared.transport);
             (id, rx)
         };
-        self.kick();
         let mut guard = CancelOnDrop {
             shared: &self.shared,
             id,
             armed: true,
         };
-        let result = rx.recv().await.unwrap_or(Err(Error::Closed));
+        let result = self.shared.wait(&rx).await;
         guard.armed = false;
         result
     }
@@ -279,10 +277,6 @@ impl<T: Transport> Client<T> {
     fn lock(&self) -> MutexGuard<'_, State> {
         lock(&self.shared.state)
     }
-
-    fn kick(&self) {
-        let _ = self.shared.kick.try_send(());
-    }
 }
 
 /// Cancels request `id` if the future waiting for it is dropped before its answer.
@@ -306,67 +300,83 @@ impl<T: Transport> Drop for CancelOnDrop<'_, T> {
     }
 }
 
-enum Wake {
-    Inbound(Inbound),
-    Timer,
-    Kick,
-}
-
-/// The driver loop: feed inputs, drain outputs, arm one timer, wait for whichever comes first.
-async fn drive<T: Transport>(shared: Arc<Shared<T>>, kicked: Receiver<()>) {
-    loop {
-        let deadline = lock(&shared.state).session.poll_timeout();
-        let inbound = async { Wake::Inbound(shared.transport.recv().await) };
-        let timer = async {
-            match deadline {
-                Some(at) => smol::Timer::at(at).await,
-                None => smol::Timer::never().await,
+impl<T: Transport> Shared<T> {
+    /// Waits for the answer `rx` will carry, driving the connection while no one else does.
+    async fn wait<R>(&self, rx: &Receiver<Result<R, Error>>) -> Result<R, Error> {
+        loop {
+            if let Ok(result) = rx.try_recv() {
+                return result;
+            }
+            // Either the answer arrives (someone else drives) or this caller becomes the driver.
+            let answer = async { Some(rx.recv().await.unwrap_or(Err(Error::Closed))) };
+            let role = async {
+                let guard = self.driver.lock().await;
+                self.drive_until(rx).await;
+                drop(guard);
+                None
             };
-            Wake::Timer
-        };
-        let kick = async {
-            let _ = kicked.recv().await;
-            Wake::Kick
-        };
-        let wake = smol::future::or(inbound, smol::future::or(timer, kick)).await;
-        let now = Instant::now();
-        let mut st = lock(&shared.state);
-        let mut done = false;
-        match wake {
-            Wake::Inbound(Inbound::Bytes(bytes)) => st.session.handle_bytes(&bytes, now),
-            Wake::Inbound(Inbound::Message(message)) => st.session.handle_message(&message, now),
-            Wake::Inbound(Inbound::Failed { id, error }) => {
-                if let Some(w) = st.waiters.remove(&id) {
-                    let _ = w.try_send(Err(error.clone()));
+            if let Some(result) = smol::future::or(answer, role).await {
+                return result;
+            }
+        }
+    }
+
+    /// The driver loop: feed inputs, drain outputs, arm one timer, wait for whichever comes first;
+    /// until `rx` holds an answer.
+    async fn drive_until<R>(&self, rx: &Receiver<Result<R, Error>>) {
+        let mut timer = smol::Timer::never();
+        let mut armed: Option<Instant> = None;
+        while rx.is_empty() {
+            let deadline = lock(&self.state).session.poll_timeout();
+            if deadline != armed {
+                match deadline {
+                    Some(at) => timer.set_at(at),
+                    None => timer = smol::Timer::never(),
                 }
-                if st.init_waiter.is_some() && !st.session.is_ready() {
-                    if let Some(w) = st.init_waiter.take() {
+                armed = deadline;
+            }
+            let inbound = async { Some(self.transport.recv().await) };
+            let fired = async {
+                (&mut timer).await;
+                None
+            };
+            let wake = smol::future::or(inbound, fired).await;
+            let now = Instant::now();
+            let mut st = lock(&self.state);
+            match wake {
+                Some(Inbound::Bytes(bytes)) => st.session.handle_bytes(&bytes, now),
+                Some(Inbound::Message(message)) => st.session.handle_message(&message, now),
+                Some(Inbound::Failed { id, error }) => {
+                    if let Some(w) = st.waiters.remove(&id) {
                         let _ = w.try_send(Err(error.clone()));
                     }
-                }
-                st.session.abort(id);
-            }
-            Wake::Inbound(Inbound::SessionExpired { id, error }) => {
-                if st.session.restart(now).is_err() {
-                    if let Some(w) = st.waiters.remove(&id) {
-                        let _ = w.try_send(Err(error));
+                    if !st.session.is_ready() {
+                        if let Some(w) = st.init_waiter.take() {
+                            let _ = w.try_send(Err(error));
+                        }
                     }
                     st.session.abort(id);
                 }
-            }
-            Wake::Inbound(Inbound::Closed(reason)) => {
-                if st.close_reason.is_none() {
-                    st.close_reason = reason;
+                Some(Inbound::SessionExpired { id, error }) => {
+                    if st.session.restart(now).is_err() {
+                        if let Some(w) = st.waiters.remove(&id) {
+                            let _ = w.try_send(Err(error));
+                        }
+                        st.session.abort(id);
+                    }
                 }
-                st.session.handle_eof(now);
-                done = true;
+                Some(Inbound::Closed(reason)) => {
+                    if st.close_reason.is_none() {
+                        st.close_reason = reason;
+                    }
+                    st.session.handle_eof(now);
+                }
+                None => {
+                    armed = None;
+                    st.session.handle_timeout(now);
+                }
             }
-            Wake::Timer => st.session.handle_timeout(now),
-            Wake::Kick => {}
-        }
-        st.flush(&shared.transport);
-        if done {
-            return;
+            st.flush(&self.transport);
         }
     }
 }

@@ -5,22 +5,27 @@
 //! > MAY write UTF-8 strings to its standard error (stderr) for logging purposes."
 //! > — MCP 2025-11-25, Transports § stdio
 //!
-//! Three small tasks move bytes: a writer (queued messages to stdin), a reader (stdout chunks to the
-//! client) and a stderr drain (into a bounded tail of lines, optionally forwarded). The child runs in
-//! a process group of its own, so that ending it ends whatever it started (`npx` launchers and the
-//! like).
+//! Messages are written straight to the child's stdin from [`send`](Transport::send) while the pipe
+//! takes them; what it does not take waits in a backlog that a writer task drains, in order.
+//! [`recv`](Transport::recv) reads stdout directly. A stderr task drains stderr continuously into a
+//! bounded tail of lines (optionally forwarded). The child runs in a process group of its own, so
+//! that ending it ends whatever it started (`npx` launchers and the like).
 
 use crate::transport::{BoxFuture, Inbound, Transport};
 use crate::Error;
+use async_io::Async;
 use async_process::{Child, Stdio};
 use mcp_proto::Transmit;
 use smol::channel::{self, Receiver, Sender};
-use smol::io::{AsyncReadExt, AsyncWriteExt};
+use smol::io::AsyncReadExt;
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fmt;
+use std::io::IoSlice;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -110,8 +115,8 @@ impl StdioConfig {
 
 /// The longest stderr line kept; the rest of a longer line is dropped.
 const STDERR_LINE_MAX: usize = 2048;
-/// How many stdout chunks may wait for the client before the reader stops reading.
-const INBOUND_QUEUE: usize = 16;
+/// The most bytes one read of stdout takes.
+const READ_CHUNK: usize = 64 * 1024;
 
 /// A child process speaking MCP over its stdin and stdout. See the [module docs](self).
 ///
@@ -119,13 +124,33 @@ const INBOUND_QUEUE: usize = 16;
 /// SIGTERM the process group, wait [`StdioConfig::term_grace`], SIGKILL the group, reap. Dropping
 /// the transport without closing runs the same sequence on a background thread.
 pub struct StdioTransport {
-    outbound: Mutex<Option<Sender<Vec<u8>>>>,
-    inbound: Receiver<Inbound>,
-    writer: Mutex<Option<smol::Task<()>>>,
+    writer: Arc<Writer>,
+    stdout: Async<OwnedFd>,
+    read_buf: smol::lock::Mutex<Vec<u8>>,
+    eof: AtomicBool,
+    stderr_done: Receiver<()>,
     process: Arc<Process>,
     stderr: Arc<StderrTail>,
-    closed: std::sync::atomic::AtomicBool,
+    closed: AtomicBool,
     _tasks: [smol::Task<()>; 2],
+}
+
+/// The child's stdin and what it has not taken yet.
+struct Writer {
+    state: Mutex<WriteState>,
+    /// Wakes the writer task when the backlog fills.
+    wake: Sender<()>,
+}
+
+struct WriteState {
+    /// `None` once closed (dropping the last handle closes the pipe: the server sees EOF).
+    stdin: Option<Arc<Async<OwnedFd>>>,
+    /// Bytes the pipe did not take yet, in order.
+    backlog: Vec<u8>,
+    /// The writer task holds a part of the backlog it is writing.
+    busy: bool,
+    /// Writing failed (the server closed its stdin): later messages are dropped.
+    broken: bool,
 }
 
 impl fmt::Debug for StdioTransport {
@@ -171,6 +196,12 @@ impl StdioTransport {
                 (Some(i), Some(o), Some(e)) => (i, o, e),
                 _ => unreachable!("all three pipes were requested"),
             };
+        let pipe = |fd: Result<OwnedFd, std::io::Error>| {
+            fd.and_then(Async::new)
+                .map_err(|e| Error::io("setting up the server's pipes", e))
+        };
+        let stdin = pipe(OwnedFd::try_from(stdin))?;
+        let stdout = pipe(OwnedFd::try_from(stdout))?;
         let process = Arc::new(Process {
             pid: child.id(),
             child: Mutex::new(child),
@@ -178,32 +209,34 @@ impl StdioTransport {
             term_grace: config.term_grace,
         });
         let tail = Arc::new(StderrTail::new(config.stderr_lines));
-
-        let (out_tx, out_rx) = channel::unbounded::<Vec<u8>>();
-        let writer = smol::spawn(write_loop(stdin, out_rx));
-        let (in_tx, in_rx) = channel::bounded(INBOUND_QUEUE);
-        let (stderr_done_tx, stderr_done_rx) = channel::bounded::<()>(1);
+        let (wake, woken) = channel::bounded(1);
+        let writer = Arc::new(Writer {
+            state: Mutex::new(WriteState {
+                stdin: Some(Arc::new(stdin)),
+                backlog: Vec::new(),
+                busy: false,
+                broken: false,
+            }),
+            wake,
+        });
+        let write_task = smol::spawn(drain_backlog(writer.clone(), woken));
+        let (stderr_done_tx, stderr_done) = channel::bounded::<()>(1);
         let drain = smol::spawn(drain_stderr(
             stderr,
             tail.clone(),
             config.stderr,
             stderr_done_tx,
         ));
-        let reader = smol::spawn(read_loop(
-            stdout,
-            in_tx,
-            process.clone(),
-            tail.clone(),
-            stderr_done_rx,
-        ));
         Ok(StdioTransport {
-            outbound: Mutex::new(Some(out_tx)),
-            inbound: in_rx,
-            writer: Mutex::new(Some(writer)),
+            writer,
+            stdout,
+            read_buf: smol::lock::Mutex::new(vec![0; READ_CHUNK]),
+            eof: AtomicBool::new(false),
+            stderr_done,
             process,
             stderr: tail,
-            closed: false.into(),
-            _tasks: [reader, drain],
+            closed: AtomicBool::new(false),
+            _tasks: [write_task, drain],
         })
     }
 
@@ -220,31 +253,67 @@ impl StdioTransport {
 
 impl Transport for StdioTransport {
     fn send(&self, message: Transmit) -> Result<(), Error> {
-        match &*lock(&self.outbound) {
-            Some(tx) if tx.try_send(message.payload).is_ok() => Ok(()),
-            _ => Err(Error::Closed),
-        }
+        self.writer.send(&message.payload)
     }
 
     fn recv(&self) -> BoxFuture<'_, Inbound> {
-        Box::pin(async move { self.inbound.recv().await.unwrap_or(Inbound::Closed(None)) })
+        Box::pin(async move {
+            if self.eof.load(Ordering::SeqCst) {
+                return Inbound::Closed(None);
+            }
+            let mut buf = self.read_buf.lock().await;
+            let read = self
+                .stdout
+                .read_with(|fd| rustix::io::read(fd, &mut buf[..]).map_err(std::io::Error::from))
+                .await;
+            match read {
+                Ok(0) => {}
+                Ok(n) => return Inbound::Bytes(buf[..n].to_vec()),
+                Err(e) => {
+                    self.eof.store(true, Ordering::SeqCst);
+                    return Inbound::Closed(Some(Error::io("reading the server's stdout", e)));
+                }
+            }
+            // stdout ended: the server is exiting. Give it a moment to finish, and its stderr to
+            // drain, so that the error carries its exit status and last words.
+            self.eof.store(true, Ordering::SeqCst);
+            let status = {
+                let deadline = Instant::now() + Duration::from_millis(500);
+                loop {
+                    if let Some(s) = self.process.try_status() {
+                        break Some(s);
+                    }
+                    if Instant::now() >= deadline {
+                        break None;
+                    }
+                    smol::Timer::after(Duration::from_millis(5)).await;
+                }
+            };
+            smol::future::or(
+                async { self.stderr_done.recv().await.unwrap_or(()) },
+                async {
+                    smol::Timer::after(Duration::from_millis(200)).await;
+                },
+            )
+            .await;
+            Inbound::Closed(Some(Error::ServerExited {
+                status,
+                stderr: self.stderr.text(),
+            }))
+        })
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
         Box::pin(async move {
-            if self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            if self.closed.swap(true, Ordering::SeqCst) {
                 return Ok(());
             }
-            // Closing the queue lets the writer flush what is queued, then drop stdin: EOF.
-            lock(&self.outbound).take();
-            let writer = lock(&self.writer).take();
-            if let Some(writer) = writer {
-                let grace = self.process.close_grace;
-                smol::future::or(writer, async move {
-                    smol::Timer::after(grace).await;
-                })
-                .await;
+            // What is queued goes out first (bounded by the grace period), then stdin closes: EOF.
+            let deadline = Instant::now() + self.process.close_grace;
+            while !self.writer.flushed() && Instant::now() < deadline {
+                smol::Timer::after(Duration::from_millis(2)).await;
             }
+            self.writer.close();
             let process = self.process.clone();
             smol::unblock(move || process.shutdown()).await;
             Ok(())
@@ -254,23 +323,105 @@ impl Transport for StdioTransport {
 
 impl Drop for StdioTransport {
     fn drop(&mut self) {
-        if self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
-        lock(&self.outbound).take();
-        // The writer task drops stdin once its queue is drained; give it the grace period on a
-        // thread of its own rather than blocking whoever dropped us.
+        // Close stdin now, and end the server on a thread of its own rather than blocking whoever
+        // dropped us.
+        self.writer.close();
         let process = self.process.clone();
-        let writer = lock(&self.writer).take();
-        std::thread::spawn(move || {
-            if let Some(writer) = writer {
-                let grace = process.close_grace;
-                smol::block_on(smol::future::or(writer, async move {
-                    smol::Timer::after(grace).await;
-                }));
+        std::thread::spawn(move || process.shutdown());
+    }
+}
+
+impl Writer {
+    /// Writes one message and its newline straight to the pipe when nothing waits before it;
+    /// queues what the pipe does not take.
+    fn send(&self, payload: &[u8]) -> Result<(), Error> {
+        let mut st = lock(&self.state);
+        let Some(stdin) = st.stdin.clone() else {
+            return Err(Error::Closed);
+        };
+        if st.broken {
+            // The server stopped reading; the reading side reports why.
+            return Ok(());
+        }
+        let mut written = 0;
+        if st.backlog.is_empty() && !st.busy {
+            let slices = [IoSlice::new(payload), IoSlice::new(b"\n")];
+            match rustix::io::writev(stdin.get_ref(), &slices) {
+                Ok(n) => written = n,
+                Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => {}
+                Err(_) => {
+                    st.broken = true;
+                    return Ok(());
+                }
             }
-            process.shutdown();
-        });
+        }
+        let total = payload.len() + 1;
+        if written < total {
+            if written < payload.len() {
+                st.backlog.extend_from_slice(&payload[written..]);
+            }
+            st.backlog.push(b'\n');
+            let _ = self.wake.try_send(());
+        }
+        Ok(())
+    }
+
+    /// Whether everything sent has been written to the pipe.
+    fn flushed(&self) -> bool {
+        let st = lock(&self.state);
+        st.broken || (st.backlog.is_empty() && !st.busy)
+    }
+
+    /// Drops our handle on stdin; the pipe closes once the writer task lets go of it too.
+    fn close(&self) {
+        let mut st = lock(&self.state);
+        st.stdin = None;
+        st.backlog.clear();
+        let _ = self.wake.try_send(());
+    }
+}
+
+/// Writes the backlog whenever the pipe could not take a message at once.
+async fn drain_backlog(writer: Arc<Writer>, woken: Receiver<()>) {
+    while woken.recv().await.is_ok() {
+        loop {
+            let (stdin, chunk) = {
+                let mut st = lock(&writer.state);
+                match st.stdin.clone() {
+                    Some(stdin) if !st.backlog.is_empty() && !st.broken => {
+                        st.busy = true;
+                        (stdin, std::mem::take(&mut st.backlog))
+                    }
+                    _ => {
+                        st.busy = false;
+                        break;
+                    }
+                }
+            };
+            let mut off = 0;
+            while off < chunk.len() {
+                let n = stdin
+                    .write_with(|fd| {
+                        rustix::io::write(fd, &chunk[off..]).map_err(std::io::Error::from)
+                    })
+                    .await;
+                match n {
+                    Ok(n) => off += n,
+                    Err(_) => {
+                        lock(&writer.state).broken = true;
+                        break;
+                    }
+                }
+            }
+            drop(stdin);
+            lock(&writer.state).busy = false;
+        }
+        if lock(&writer.state).stdin.is_none() {
+            return;
+        }
     }
 }
 
@@ -335,77 +486,6 @@ impl Process {
             let _ = rustix::process::kill_process_group(pgid, signal);
         }
     }
-}
-
-async fn write_loop(mut stdin: async_process::ChildStdin, queue: Receiver<Vec<u8>>) {
-    let mut buf = Vec::new();
-    while let Ok(first) = queue.recv().await {
-        buf.clear();
-        buf.extend_from_slice(&first);
-        buf.push(b'\n');
-        // Coalesce whatever else is queued into the same write.
-        while let Ok(more) = queue.try_recv() {
-            buf.extend_from_slice(&more);
-            buf.push(b'\n');
-        }
-        if stdin.write_all(&buf).await.is_err() || stdin.flush().await.is_err() {
-            // The server closed its stdin (it is exiting): the reader reports why.
-            break;
-        }
-    }
-    // Dropping stdin here closes the pipe: the server sees end of input.
-}
-
-async fn read_loop(
-    mut stdout: async_process::ChildStdout,
-    inbound: Sender<Inbound>,
-    process: Arc<Process>,
-    tail: Arc<StderrTail>,
-    stderr_done: Receiver<()>,
-) {
-    let mut buf = vec![0u8; 64 * 1024];
-    let error = loop {
-        match stdout.read(&mut buf).await {
-            Ok(0) => break None,
-            Ok(n) => {
-                if inbound
-                    .send(Inbound::Bytes(buf[..n].to_vec()))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => break Some(Error::io("reading the server's stdout", e)),
-        }
-    };
-    // stdout ended: the server is exiting. Give it a moment to finish, and its stderr to drain,
-    // so that the error carries its exit status and last words.
-    let status = {
-        let deadline = Instant::now() + Duration::from_millis(500);
-        loop {
-            if let Some(s) = process.try_status() {
-                break Some(s);
-            }
-            if Instant::now() >= deadline {
-                break None;
-            }
-            smol::Timer::after(Duration::from_millis(5)).await;
-        }
-    };
-    smol::future::or(
-        async { stderr_done.recv().await.ok().unwrap_or(()) },
-        async {
-            smol::Timer::after(Duration::from_millis(200)).await;
-        },
-    )
-    .await;
-    let error = error.unwrap_or(Error::ServerExited {
-        status,
-        stderr: tail.text(),
-    });
-    let _ = inbound.send(Inbound::Closed(Some(error))).await;
 }
 
 /// The last lines of the server's stderr.

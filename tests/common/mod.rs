@@ -5,25 +5,36 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// The `mcp-client` example binary. A plain `cargo test` builds examples before it runs tests; a
-/// filtered run (`cargo test --test stdio`) does not, so it is built here once when missing.
+/// filtered run (`cargo test --test stdio`) does not, so it is built here when needed.
 pub fn serve_bin() -> PathBuf {
-    static BUILD: std::sync::Once = std::sync::Once::new();
+    example_bin("mcp-client")
+}
+
+/// The binary of example `name` (`target/<profile>/examples/<name>`, beside the test binary's
+/// `deps/`). `cargo build --example <name>` (with `--release` under the release profile) runs once
+/// per test process: a no-op when the binary is fresh, and it keeps a filtered run
+/// (`cargo test --test X`, which builds no examples) from using a stale one.
+pub fn example_bin(name: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let deps = std::env::current_exe().expect("test binary path");
-    let bin = deps
+    let profile_dir = deps
         .parent()
         .and_then(|d| d.parent())
-        .expect("target/<profile>")
-        .join("examples/mcp-client");
-    BUILD.call_once(|| {
-        if !bin.exists() {
-            let status = std::process::Command::new(env!("CARGO"))
-                .args(["build", "--example", "mcp-client"])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .status()
-                .expect("run cargo");
-            assert!(status.success(), "building the mcp-client example failed");
+        .expect("target/<profile>");
+    let bin = profile_dir.join("examples").join(name);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if !built.iter().any(|b| b == name) {
+        let mut cargo = std::process::Command::new(env!("CARGO"));
+        cargo
+            .args(["build", "--quiet", "--example", name])
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if profile_dir.file_name().is_some_and(|p| p == "release") {
+            cargo.arg("--release");
         }
-    });
+        let status = cargo.status().expect("run cargo");
+        assert!(status.success(), "building the {name} example failed");
+        built.push(name.to_owned());
+    }
     assert!(bin.exists(), "{} is missing", bin.display());
     bin
 }
@@ -69,4 +80,171 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 /// Whether tests that need real peers must run (CI) rather than skip.
 pub fn required() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// A real peer installed by `.ci/install-peers`: `.peers/bin/<name>` under the repository root.
+///
+/// Missing: `None` after printing why the test is skipped (run `.ci/install-peers`), or a panic
+/// when [`required`] (CI) — a CI run must not pass by skipping.
+pub fn peer_bin(name: &str) -> Option<PathBuf> {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(".peers/bin")
+        .join(name);
+    if bin.is_file() {
+        return Some(bin);
+    }
+    let why = format!(
+        "peer `{name}` not installed ({} is missing; run .ci/install-peers)",
+        bin.display()
+    );
+    if required() {
+        panic!("{why}, and CI is set: peer tests must run in CI");
+    }
+    eprintln!("skipped: {why}");
+    None
+}
+
+/// A file under `tests/peers/` (the peers' scripts), by name.
+pub fn peer_script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/peers")
+        .join(name)
+}
+
+/// A fresh, empty directory under the system temp dir, removed (with its contents) on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// Creates `<temp>/<prefix>-<pid>-<nanos>-<n>`.
+    pub fn new(prefix: &str) -> TempDir {
+        static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("{prefix}-{}-{nanos}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A child process in its own process group, killed with its whole group (grandchildren too) and
+/// reaped when dropped — also when the test panics.
+pub struct GroupGuard {
+    child: std::process::Child,
+    stopped: bool,
+}
+
+impl GroupGuard {
+    /// Spawns `command` as the leader of a new process group (`process_group(0)`).
+    pub fn spawn(command: &mut std::process::Command) -> std::io::Result<GroupGuard> {
+        use std::os::unix::process::CommandExt;
+        let child = command.process_group(0).spawn()?;
+        Ok(GroupGuard {
+            child,
+            stopped: false,
+        })
+    }
+
+    /// The leader's pid, which is also the group id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The child, e.g. to take its pipes.
+    pub fn child(&mut self) -> &mut std::process::Child {
+        &mut self.child
+    }
+
+    /// Kills the group and reaps the leader; true when no member of the group is left alive.
+    pub fn stop(&mut self) -> bool {
+        let pgid = self.child.id();
+        if std::mem::replace(&mut self.stopped, true) {
+            return !group_alive(pgid);
+        }
+        // Signal the group while the leader is still unreaped, so its id cannot have been reused.
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pgid}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        wait_until(Duration::from_secs(5), || !group_alive(pgid))
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// What [`run_within`] collected.
+#[derive(Debug)]
+pub struct Finished {
+    pub status: std::process::ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `command` in its own process group with stdout and stderr captured (stdin closed), and
+/// waits at most `limit` for it to exit. On timeout the whole group is killed and the test panics
+/// with whatever the command had printed.
+pub fn run_within(command: &mut std::process::Command, limit: Duration) -> Finished {
+    use std::io::Read;
+    use std::process::Stdio;
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut guard = GroupGuard::spawn(command)
+        .unwrap_or_else(|e| panic!("spawn {:?}: {e}", command.get_program()));
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    let out = drain(Box::new(guard.child().stdout.take().expect("stdout")));
+    let err = drain(Box::new(guard.child().stderr.take().expect("stderr")));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = guard.child().try_wait().expect("wait") {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Ends leftovers of the group too (and closes the pipes they may hold open).
+    guard.stop();
+    let (stdout, stderr) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
+    match status {
+        Some(status) => Finished {
+            status,
+            stdout,
+            stderr,
+        },
+        None => panic!(
+            "{:?} did not exit within {limit:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
+            command.get_program()
+        ),
+    }
 }

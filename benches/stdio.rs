@@ -1,0 +1,442 @@
+//! Sequential `tools/call` round trips over stdio, our `Client` against a minimal hand-written
+//! blocking client, and the peak memory of one 16 MiB result. std only: `Instant`, medians and
+//! `/proc/self/status`.
+//!
+//! `cargo bench --bench stdio`. Run without `--bench` (as `cargo test --benches` does) it only
+//! smoke-tests itself with a few calls.
+//!
+//! The server is the example's serve mode, `target/release/examples/mcp-client --serve` (std,
+//! line by line, one flush per answer). `cargo bench` never builds examples (unlike `cargo test`,
+//! see `cargo help bench`), so the bench runs `cargo build --release --example mcp-client` first: a
+//! no-op when it is fresh.
+//!
+//! (a) Our `Client` (`smol::block_on`, `client.call_tool("echo", {"text":"hi"})`, result decoded and
+//!     its text checked), one call at a time.
+//! (b) A blocking client: `std::process::Command` with piped stdin/stdout, one `write_all` + flush
+//!     per request, `BufRead::read_line` per answer, `serde_json::Value` parsed and its text checked.
+//! (c) calls/s of both: median of several rounds (alternating a and b) after a warm-up, and the ratio.
+//!     Each line also gives this process's CPU time per call (all threads, 10 ms ticks) and the
+//!     context switches of its threads per call: on a loaded machine the hand-offs between threads
+//!     dominate, and wall-clock numbers swing with the load (compare rounds).
+//! (d) Peak memory for one 16 MiB `big` result: the bench re-runs itself as a child that connects,
+//!     reads VmHWM, makes the call, reads VmHWM again. Once with our client, once with the baseline.
+//!
+//! Diagnostics: `MCP_STDIO_BENCH_ONLY=ours|baseline` runs one side only (for `perf record`, `strace
+//! -c`); `MCP_STDIO_BENCH_NO_TIMEOUT=1` gives our client no request timeout, so its driver never
+//! arms a timer.
+
+use mcp_client::{Client, ClientConfig, StdioConfig, StdioTransport};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const MIB: usize = 1024 * 1024;
+const BIG: usize = 16 * MIB;
+const CHILD_ENV: &str = "MCP_STDIO_BENCH_CHILD";
+
+/// What one batch of calls cost: wall time, this process's CPU time (all threads), and context
+/// switches of its threads.
+#[derive(Clone, Copy)]
+struct Cost {
+    wall: Duration,
+    cpu: Duration,
+    switches: u64,
+}
+
+impl Cost {
+    fn measure(f: impl FnOnce()) -> Cost {
+        let (cpu0, sw0) = (cpu_time(), context_switches());
+        let started = Instant::now();
+        f();
+        let wall = started.elapsed();
+        Cost {
+            wall,
+            cpu: cpu_time().saturating_sub(cpu0),
+            switches: context_switches().saturating_sub(sw0),
+        }
+    }
+}
+
+/// User + system CPU time of this process, all threads (/proc/self/stat, clock ticks of 10 ms).
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    let after = &stat[stat.rfind(')').expect("comm") + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of stat, [11] and [12] after the command name.
+    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    Duration::from_millis(ticks * 10)
+}
+
+/// Voluntary + involuntary context switches of this process's live threads.
+fn context_switches() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(|t| t.ok())
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split(':').nth(1)?.trim().parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
+struct Params {
+    warmup: usize,
+    calls: usize,
+    rounds: usize,
+}
+
+fn main() {
+    if let Ok(mode) = std::env::var(CHILD_ENV) {
+        let serve = std::env::args_os().nth(1).expect("serve binary path");
+        peak_child(&mode, Path::new(&serve));
+        return;
+    }
+    let full = std::env::args().any(|a| a == "--bench");
+    let p = if full {
+        Params {
+            warmup: 2_000,
+            calls: 20_000,
+            rounds: 5,
+        }
+    } else {
+        Params {
+            warmup: 10,
+            calls: 100,
+            rounds: 1,
+        }
+    };
+    if !full {
+        println!("(smoke run: pass --bench, as `cargo bench` does, for real numbers)");
+    }
+    let serve = serve_bin();
+    println!("server: {} --serve", serve.display());
+
+    println!(
+        "(a/b) sequential tools/call echo {{\"text\":\"hi\"}}: {} rounds of {} calls after {} warm-up calls",
+        p.rounds, p.calls, p.warmup
+    );
+    let only = std::env::var("MCP_STDIO_BENCH_ONLY").ok();
+    let mut ours = (only.as_deref() != Some("baseline")).then(|| Ours::start(&serve));
+    let mut base = (only.as_deref() != Some("ours")).then(|| Baseline::start(&serve));
+    if let Some(c) = &mut ours {
+        c.calls(p.warmup);
+    }
+    if let Some(c) = &mut base {
+        c.calls(p.warmup);
+    }
+    let (mut ours_c, mut base_c) = (Vec::new(), Vec::new());
+    for round in 0..p.rounds {
+        let mut o = || {
+            ours.as_mut().map(|c| {
+                Cost::measure(|| {
+                    c.calls(p.calls);
+                })
+            })
+        };
+        let mut b = || {
+            base.as_mut().map(|c| {
+                Cost::measure(|| {
+                    c.calls(p.calls);
+                })
+            })
+        };
+        // Alternate the order so that drift (other load on the machine) hits both alike.
+        let (o, b) = if round % 2 == 0 {
+            let o = o();
+            (o, b())
+        } else {
+            let b = b();
+            (o(), b)
+        };
+        let show = |c: Option<Cost>| {
+            c.map_or("-".into(), |c| {
+                format!("{:>7.0} calls/s", per_s(p.calls, c.wall))
+            })
+        };
+        println!("  round {round}: ours {}   baseline {}", show(o), show(b));
+        ours_c.extend(o);
+        base_c.extend(b);
+    }
+    if let Some(c) = ours {
+        c.close();
+    }
+    if let Some(c) = base {
+        c.close();
+    }
+    let report = |label: &str, costs: &[Cost]| -> Option<f64> {
+        if costs.is_empty() {
+            return None;
+        }
+        let wall = median(costs.iter().map(|c| c.wall).collect());
+        let cpu = median(costs.iter().map(|c| c.cpu).collect());
+        let mut sw: Vec<u64> = costs.iter().map(|c| c.switches).collect();
+        sw.sort_unstable();
+        println!(
+            "{label} {:>7.0} calls/s  ({:.1} µs/call wall; in this process: {:.1} µs/call CPU, {:.1} context switches/call)",
+            per_s(p.calls, wall),
+            us_per(p.calls, wall),
+            us_per(p.calls, cpu),
+            sw[sw.len() / 2] as f64 / p.calls as f64
+        );
+        Some(per_s(p.calls, wall))
+    };
+    let o = report("(a) ours (Client, smol):    ", &ours_c);
+    let b = report("(b) baseline (blocking std):", &base_c);
+    if let (Some(o), Some(b)) = (o, b) {
+        println!(
+            "(c) ratio ours/baseline: {:.2}x (medians of calls/s)",
+            o / b
+        );
+    }
+
+    println!(
+        "(d) peak RSS for one {} MiB result (VmHWM, child process)",
+        BIG / MIB
+    );
+    for mode in ["ours", "baseline"] {
+        let out = Command::new(std::env::current_exe().expect("bench path"))
+            .arg(&serve)
+            .env(CHILD_ENV, mode)
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run the bench as a child");
+        assert!(
+            out.status.success(),
+            "{mode} child failed: {:?}",
+            out.status
+        );
+        let line = String::from_utf8_lossy(&out.stdout);
+        let kib: Vec<u64> = line
+            .split_whitespace()
+            .map(|n| n.parse().expect("child prints two numbers"))
+            .collect();
+        let (before, after) = (kib[0], kib[1]);
+        let delta = (after.saturating_sub(before)) as f64 / 1024.0;
+        println!(
+            "  {mode:<8}: VmHWM {:.1} MiB -> {:.1} MiB, delta {:.1} MiB = {:.2}x the {} MiB payload",
+            before as f64 / 1024.0,
+            after as f64 / 1024.0,
+            delta,
+            delta / (BIG / MIB) as f64,
+            BIG / MIB
+        );
+    }
+}
+
+/// Child mode: connect, warm up, VmHWM, one `big` call, VmHWM. Prints "BEFORE_KIB AFTER_KIB".
+fn peak_child(mode: &str, serve: &Path) {
+    let (before, after) = match mode {
+        "ours" => {
+            let mut c = Ours::start(serve);
+            c.calls(10);
+            let before = vm_hwm_kib();
+            let len = smol::block_on(async {
+                let r = c
+                    .client
+                    .call_tool("big", json!({"bytes": BIG}))
+                    .await
+                    .expect("big");
+                r.text().len()
+            });
+            let after = vm_hwm_kib();
+            assert_eq!(len, BIG);
+            c.close();
+            (before, after)
+        }
+        "baseline" => {
+            let mut c = Baseline::start(serve);
+            c.calls(10);
+            let before = vm_hwm_kib();
+            let v = c.call("big", json!({"bytes": BIG}));
+            let len = v["result"]["content"][0]["text"]
+                .as_str()
+                .map_or(0, str::len);
+            let after = vm_hwm_kib();
+            assert_eq!(len, BIG);
+            drop(v);
+            c.close();
+            (before, after)
+        }
+        other => panic!("unknown child mode {other:?}"),
+    };
+    println!("{before} {after}");
+}
+
+fn vm_hwm_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("VmHWM in /proc/self/status")
+}
+
+/// Our client.
+struct Ours {
+    client: Client<StdioTransport>,
+}
+
+impl Ours {
+    fn start(serve: &Path) -> Ours {
+        let transport =
+            StdioTransport::spawn(StdioConfig::new(serve).args(["--serve"])).expect("spawn");
+        let mut config = ClientConfig::default();
+        if std::env::var_os("MCP_STDIO_BENCH_NO_TIMEOUT").is_some() {
+            // Diagnostic: no request deadline, so the driver never arms a timer.
+            config.session.default_timeout = None;
+        }
+        let client = Client::with_config(transport, config);
+        smol::block_on(client.initialize()).expect("initialize");
+        Ours { client }
+    }
+
+    fn calls(&mut self, n: usize) -> Duration {
+        smol::block_on(async {
+            let started = Instant::now();
+            for _ in 0..n {
+                let r = self
+                    .client
+                    .call_tool("echo", json!({"text": "hi"}))
+                    .await
+                    .expect("call");
+                assert_eq!(r.text(), "hi");
+            }
+            started.elapsed()
+        })
+    }
+
+    fn close(self) {
+        smol::block_on(self.client.close()).expect("close");
+    }
+}
+
+/// The minimal blocking client: what a careful hand-written loop costs.
+struct Baseline {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+    next_id: u64,
+}
+
+impl Baseline {
+    fn start(serve: &Path) -> Baseline {
+        let mut child = Command::new(serve)
+            .arg("--serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::with_capacity(64 * 1024, child.stdout.take().unwrap());
+        let mut b = Baseline {
+            child,
+            stdin,
+            stdout,
+            line: String::new(),
+            next_id: 0,
+        };
+        let init = b.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "baseline", "version": "0"}
+            }),
+        );
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+        b.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        b
+    }
+
+    fn send(&mut self, message: &Value) {
+        let mut bytes = serde_json::to_vec(message).unwrap();
+        bytes.push(b'\n');
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(&bytes).expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            self.line.clear();
+            let n = self.stdout.read_line(&mut self.line).expect("read");
+            assert!(n > 0, "server closed stdout");
+            let v: Value = serde_json::from_str(&self.line).expect("JSON");
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    fn call(&mut self, name: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": name, "arguments": arguments}))
+    }
+
+    fn calls(&mut self, n: usize) -> Duration {
+        let started = Instant::now();
+        for _ in 0..n {
+            let v = self.call("echo", json!({"text": "hi"}));
+            assert_eq!(v["result"]["content"][0]["text"], "hi");
+        }
+        started.elapsed()
+    }
+
+    fn close(mut self) {
+        drop(self.stdin.take());
+        self.child.wait().expect("wait");
+    }
+}
+
+/// The release build of the example. Under `cargo bench` (which sets `CARGO` at run time) it is
+/// built or brought up to date first; run by hand (under `perf`, `strace`) the bench uses the binary
+/// as it is and builds it only when missing.
+fn serve_bin() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Where cargo puts it: CARGO_TARGET_DIR when set, else <root>/target.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(|dir| root.join(dir))
+        .unwrap_or_else(|| root.join("target"));
+    let bin = target.join("release/examples/mcp-client");
+    let cargo = match std::env::var_os("CARGO") {
+        Some(cargo) => Some(PathBuf::from(cargo)),
+        None if !bin.exists() => Some(PathBuf::from(env!("CARGO"))),
+        None => None,
+    };
+    if let Some(cargo) = cargo {
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "--release", "--example", "mcp-client"])
+            .current_dir(root)
+            .status()
+            .expect("run cargo");
+        assert!(status.success(), "building the mcp-client example failed");
+    }
+    assert!(bin.exists(), "{} is missing", bin.display());
+    bin
+}
+
+fn per_s(calls: usize, t: Duration) -> f64 {
+    calls as f64 / t.as_secs_f64()
+}
+
+fn us_per(calls: usize, t: Duration) -> f64 {
+    t.as_secs_f64() * 1e6 / calls as f64
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}

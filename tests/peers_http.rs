@@ -1,0 +1,382 @@
+//! The client against real MCP servers over Streamable HTTP: the reference TypeScript
+//! server-everything (`streamableHttp`: SSE with a priming event, stateful) and the official Python
+//! SDK (tests/peers/fastmcp_server.py: SSE, JSON responses, stateless), plus the `mcp-client`
+//! example's `--url` mode end to end.
+//!
+//! The peers come from `.ci/install-peers` (see tests/peers/PEERS.md). Each test prints
+//! `skipped: …` and passes when its peer is missing, and fails instead under `CI=true`. The
+//! servers listen on 127.0.0.1 only; each runs in its own process group, killed and reaped at the
+//! end of the test (also on panic), and the test checks that the group is gone.
+
+mod common;
+
+use common::{example_bin, peer_bin, peer_script, run_within, GroupGuard};
+use mcp_client::{Client, HttpTransport, HttpTransportConfig};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Spawn to "listening": ≈0.5 s for node, ≈1.7 s for the Python SDK; far more on a loaded machine.
+const START_LIMIT: Duration = Duration::from_secs(60);
+
+/// A running HTTP server peer.
+struct HttpPeer {
+    guard: GroupGuard,
+    url: String,
+    /// Everything it printed (stdout and stderr, interleaved by line), for failure messages.
+    output: Arc<Mutex<String>>,
+}
+
+impl HttpPeer {
+    /// Spawns `command` and waits until one of its output lines makes `ready` return the URL.
+    fn start(
+        mut command: Command,
+        ready: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> HttpPeer {
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut guard = GroupGuard::spawn(&mut command)
+            .unwrap_or_else(|e| panic!("spawn {:?}: {e}", command.get_program()));
+        let output = Arc::new(Mutex::new(String::new()));
+        let ready = Arc::new(ready);
+        let (tx, rx) = mpsc::channel::<String>();
+        let stdout: Box<dyn Read + Send> = Box::new(guard.child().stdout.take().unwrap());
+        let stderr: Box<dyn Read + Send> = Box::new(guard.child().stderr.take().unwrap());
+        for pipe in [stdout, stderr] {
+            let (output, ready, tx) = (output.clone(), ready.clone(), tx.clone());
+            // Keeps draining after readiness: server-everything logs every request to stdout.
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines() {
+                    let Ok(line) = line else { break };
+                    if let Some(url) = ready(&line) {
+                        let _ = tx.send(url);
+                    }
+                    let mut out = output.lock().unwrap_or_else(|e| e.into_inner());
+                    if out.len() < 256 * 1024 {
+                        out.push_str(&line);
+                        out.push('\n');
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let started = Instant::now();
+        let url = match rx.recv_timeout(START_LIMIT) {
+            Ok(url) => url,
+            Err(e) => {
+                guard.stop();
+                panic!(
+                    "the server did not say it was listening ({e:?}, after {:?}); its output:\n{}",
+                    started.elapsed(),
+                    output.lock().unwrap_or_else(|e| e.into_inner())
+                );
+            }
+        };
+        assert!(
+            url.starts_with("http://127.0.0.1:"),
+            "the peer must listen on 127.0.0.1 only: {url}"
+        );
+        HttpPeer { guard, url, output }
+    }
+
+    /// server-everything in `streamableHttp` mode on a free port, endpoint `/mcp`.
+    fn everything(bin: &std::path::Path) -> HttpPeer {
+        let port = free_port();
+        let mut command = Command::new(bin);
+        command.arg("streamableHttp").env("PORT", port.to_string());
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        HttpPeer::start(command, move |line| {
+            line.contains(&format!("listening on port {port}"))
+                .then(|| url.clone())
+        })
+    }
+
+    /// tests/peers/fastmcp_server.py over HTTP, with extra options (`--json-response`, `--stateless`).
+    fn python(python: &std::path::Path, options: &[&str]) -> HttpPeer {
+        let mut command = Command::new(python);
+        command
+            .arg(peer_script("fastmcp_server.py"))
+            .args(["--transport", "http"])
+            .args(options);
+        HttpPeer::start(command, |line| {
+            line.strip_prefix("LISTENING ").map(|u| u.trim().to_owned())
+        })
+    }
+
+    fn output(&self) -> String {
+        self.output
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Kills the server's process group and checks that nothing of it is left.
+    fn stop(mut self) {
+        let pgid = self.guard.pid();
+        assert!(
+            self.guard.stop(),
+            "process group {pgid} still has members after SIGKILL"
+        );
+    }
+}
+
+/// A port nobody listens on right now (bound on 127.0.0.1, then released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind 127.0.0.1:0")
+        .port()
+}
+
+fn client(url: &str) -> Client<HttpTransport> {
+    Client::new(HttpTransport::new(HttpTransportConfig::new(url)).expect("transport"))
+}
+
+async fn connect(peer: &HttpPeer) -> Client<HttpTransport> {
+    let c = client(&peer.url);
+    let started = Instant::now();
+    if let Err(e) = c.initialize().await {
+        panic!(
+            "initialize with {} failed after {:?}: {e}\nserver output:\n{}",
+            peer.url,
+            started.elapsed(),
+            peer.output()
+        );
+    }
+    c
+}
+
+fn names(tools: &[mcp_client::Tool]) -> Vec<&str> {
+    tools.iter().map(|t| t.name.as_str()).collect()
+}
+
+/// The status of a one-off `POST` of `tools/list` carrying `session`: how the server treats a
+/// session id once the client closed it.
+fn status_with_session(url: &str, session: &str) -> u16 {
+    let rest = url.strip_prefix("http://").expect("http URL");
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let body = r#"{"jsonrpc":"2.0","id":99,"method":"tools/list","params":{}}"#;
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+         MCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut status_line = String::new();
+    BufReader::new(stream)
+        .read_line(&mut status_line)
+        .expect("status line");
+    status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line {status_line:?}"))
+}
+
+/// The image placeholder the client puts in place of base64 data.
+fn assert_image_placeholder(text: &str) {
+    assert!(
+        text.lines().any(|l| l.starts_with("[image: image/png, ")),
+        "no image placeholder in {text:?}"
+    );
+    assert!(!text.contains("iVBOR"), "base64 leaked into {text:?}");
+}
+
+#[test]
+fn server_everything_streamable_http() {
+    let Some(bin) = peer_bin("everything") else {
+        return;
+    };
+    let peer = HttpPeer::everything(&bin);
+    let session = smol::block_on(async {
+        let c = connect(&peer).await;
+        let info = c.server_info().expect("server info");
+        assert!(
+            info.name.contains("everything"),
+            "server name {:?}",
+            info.name
+        );
+        let session = c
+            .transport()
+            .session_id()
+            .expect("server-everything assigns a session id");
+        assert!(!session.is_empty());
+
+        let tools = c.list_tools().await.unwrap();
+        let listed = names(&tools);
+        for expected in ["echo", "get-sum", "get-tiny-image"] {
+            assert!(listed.contains(&expected), "{expected} missing: {listed:?}");
+        }
+        assert!(listed.len() >= 10, "{listed:?}");
+
+        let r = c
+            .call_tool("echo", json!({"message": "hello over http"}))
+            .await
+            .unwrap();
+        assert!(!r.is_error, "{}", r.text());
+        assert_eq!(r.text(), "Echo: hello over http");
+
+        let r = c
+            .call_tool("get-sum", json!({"a": 2, "b": 3}))
+            .await
+            .unwrap();
+        assert!(!r.is_error, "{}", r.text());
+        assert!(r.text().contains('5'), "{}", r.text());
+
+        let r = c.call_tool("get-tiny-image", json!({})).await.unwrap();
+        assert!(!r.is_error, "{}", r.text());
+        assert_image_placeholder(&r.text());
+
+        // Still the session it started with: nothing was renewed along the way.
+        assert_eq!(
+            c.transport().session_id().as_deref(),
+            Some(session.as_str())
+        );
+        c.close().await.expect("close (DELETE)");
+        session
+    });
+    // The DELETE ended the session: this server answers a deleted session's id with 400.
+    assert_eq!(
+        status_with_session(&peer.url, &session),
+        400,
+        "session {session} still usable after close; server output:\n{}",
+        peer.output()
+    );
+    peer.stop();
+}
+
+/// The Python SDK server in one mode: tools listed and called; the session as the mode says.
+fn python_sdk(options: &[&str], stateful: bool) {
+    let Some(python) = peer_bin("python") else {
+        return;
+    };
+    let peer = HttpPeer::python(&python, options);
+    let session = smol::block_on(async {
+        let c = connect(&peer).await;
+        assert_eq!(
+            c.server_info().expect("server info").name,
+            "fastmcp-test-server"
+        );
+        let session = c.transport().session_id();
+        if stateful {
+            let id = session.as_deref().expect("a session id");
+            assert!(
+                id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{id:?}"
+            );
+        } else {
+            assert_eq!(session, None, "a stateless server assigns no session");
+        }
+
+        let tools = c.list_tools().await.unwrap();
+        let mut listed = names(&tools);
+        listed.sort_unstable();
+        assert_eq!(listed, ["add", "echo", "fail", "image"]);
+
+        let r = c.call_tool("add", json!({"a": 2, "b": 3})).await.unwrap();
+        assert!(!r.is_error, "{}", r.text());
+        assert_eq!(r.text(), "5");
+        assert_eq!(r.structured_content, Some(json!({"result": 5})));
+
+        let r = c
+            .call_tool("echo", json!({"text": "héllo, wörld"}))
+            .await
+            .unwrap();
+        assert!(!r.is_error, "{}", r.text());
+        assert_eq!(r.text(), "héllo, wörld");
+
+        let r = c
+            .call_tool("fail", json!({"message": "boom, on purpose"}))
+            .await
+            .unwrap();
+        assert!(r.is_error, "{}", r.text());
+        assert!(r.text().contains("boom, on purpose"), "{}", r.text());
+
+        // DELETE for a session; a stateless server has none (and would answer 405).
+        c.close().await.expect("close");
+        session
+    });
+    if let Some(session) = session {
+        // The SDK answers an unknown (here: deleted) session with 404.
+        assert_eq!(
+            status_with_session(&peer.url, &session),
+            404,
+            "session {session} still usable after close; server output:\n{}",
+            peer.output()
+        );
+    }
+    peer.stop();
+}
+
+#[test]
+fn python_sdk_sse() {
+    python_sdk(&[], true);
+}
+
+#[test]
+fn python_sdk_json_response() {
+    python_sdk(&["--json-response"], true);
+}
+
+#[test]
+fn python_sdk_stateless() {
+    python_sdk(&["--stateless"], false);
+}
+
+/// `mcp-client --url`: the CLI over Streamable HTTP against the Python SDK server.
+#[test]
+fn mcp_client_cli_url_mode() {
+    let Some(python) = peer_bin("python") else {
+        return;
+    };
+    let cli = example_bin("mcp-client");
+    let peer = HttpPeer::python(&python, &[]);
+    let run = |args: &[&str]| {
+        run_within(
+            Command::new(&cli)
+                .args(["--url", peer.url.as_str()])
+                .args(args),
+            Duration::from_secs(60),
+        )
+    };
+
+    let done = run(&["--call", "add", "--args", r#"{"a":2,"b":3}"#, "--json"]);
+    assert_eq!(done.status.code(), Some(0), "{done:?}");
+    let out: Value = serde_json::from_str(done.stdout.trim())
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {done:?}"));
+    assert_eq!(
+        out,
+        json!({"text": "5", "isError": false, "structuredContent": {"result": 5}}),
+        "{done:?}"
+    );
+
+    let done = run(&["--call", "fail", "--args", r#"{"message":"cli boom"}"#]);
+    assert_eq!(done.status.code(), Some(2), "isError exits 2: {done:?}");
+    assert!(done.stdout.contains("cli boom"), "{done:?}");
+
+    let done = run(&["--json"]);
+    assert_eq!(done.status.code(), Some(0), "{done:?}");
+    let tools: Value = serde_json::from_str(done.stdout.trim())
+        .unwrap_or_else(|e| panic!("stdout is not a JSON array ({e}): {done:?}"));
+    let mut listed: Vec<&str> = tools
+        .as_array()
+        .expect("an array")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    listed.sort_unstable();
+    assert_eq!(listed, ["add", "echo", "fail", "image"], "{done:?}");
+
+    peer.stop();
+}
