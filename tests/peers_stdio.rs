@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{group_alive, peer_bin, peer_script, pid_alive, TempDir};
+use common::{close_and_check, peer_bin, peer_script, TempDir};
 use mcp_client::{as_tools, AgentTool, Client, StdioConfig, StdioTransport, ToolError};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -33,17 +33,6 @@ async fn connect(config: StdioConfig) -> Client<StdioTransport> {
         started.elapsed()
     );
     client
-}
-
-/// Closes the client and checks that the server's whole process group is gone.
-async fn close_and_check(client: Client<StdioTransport>) {
-    let pid = client.transport().pid();
-    client.close().await.expect("close");
-    assert!(!pid_alive(pid), "server {pid} still alive after close");
-    assert!(
-        !group_alive(pid),
-        "process group {pid} still has members after close"
-    );
 }
 
 /// `arc` back into the client once every bridged tool holding it is dropped.

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{group_alive, pid_alive, serve_bin, wait_until};
+use common::{close_and_check, group_alive, pid_alive, serve_bin, wait_until};
 use mcp_client::proto::Config;
 use mcp_client::{
     as_tools, AgentTool, Client, ClientConfig, Error, Request, StderrMode, StdioConfig,
@@ -46,17 +46,6 @@ async fn connect(config: StdioConfig) -> Client<StdioTransport> {
     let client = Client::new(StdioTransport::spawn(config).expect("spawn"));
     client.initialize().await.expect("initialize");
     client
-}
-
-/// Closes the client and checks that the server's whole process group is gone.
-async fn close_and_check(client: Client<StdioTransport>) {
-    let pid = client.transport().pid();
-    client.close().await.expect("close");
-    assert!(!pid_alive(pid), "server {pid} still alive after close");
-    assert!(
-        !group_alive(pid),
-        "process group {pid} still has members after close"
-    );
 }
 
 #[test]

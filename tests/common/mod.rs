@@ -248,3 +248,14 @@ pub fn run_within(command: &mut std::process::Command, limit: Duration) -> Finis
         ),
     }
 }
+
+/// Closes the client and checks that the server's whole process group is gone.
+pub async fn close_and_check(client: mcp_client::Client<mcp_client::StdioTransport>) {
+    let pid = client.transport().pid();
+    client.close().await.expect("close");
+    assert!(!pid_alive(pid), "server {pid} still alive after close");
+    assert!(
+        !group_alive(pid),
+        "process group {pid} still has members after close"
+    );
+}
