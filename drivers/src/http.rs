@@ -18,6 +18,9 @@ use smol::io::AsyncReadExt;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// How many received messages may wait for the client before reading the response pauses.
+const INBOUND_QUEUE: usize = 64;
+
 /// How to reach a Streamable HTTP server.
 #[derive(Debug, Clone)]
 pub struct HttpTransportConfig {
@@ -78,7 +81,8 @@ impl HttpTransport {
                 .map_err(|e| Error::io("building the HTTP client", std::io::Error::other(e)))?,
         };
         let (out_tx, out_rx) = channel::unbounded();
-        let (in_tx, in_rx) = channel::unbounded();
+        // Bounded: a server streaming faster than the client reads is slowed down, not buffered.
+        let (in_tx, in_rx) = channel::bounded(INBOUND_QUEUE);
         let shared = Arc::new(Shared {
             client,
             rules: Mutex::new(HttpRules::new(config.rules)),
@@ -159,8 +163,9 @@ impl Shared {
         })
     }
 
-    fn deliver(&self, item: Inbound) {
-        let _ = self.inbound.try_send(item);
+    /// Hands one item to the client, waiting while its queue is full.
+    async fn deliver(&self, item: Inbound) {
+        let _ = self.inbound.send(item).await;
     }
 }
 
@@ -219,7 +224,7 @@ async fn post_and_discard(shared: &Shared, transmit: &Transmit) -> Result<(), Er
 /// breaks), handing every message to the client.
 async fn exchange(shared: &Shared, id: RequestId, transmit: &Transmit) {
     if let Err(error) = exchange_inner(shared, id, transmit).await {
-        shared.deliver(error);
+        shared.deliver(error).await;
     }
 }
 
@@ -244,7 +249,7 @@ async fn exchange_inner(
                 .await
                 .map_err(failed)?;
             let answered = lock(&shared.rules).observe_message(&transmit.kind, &body);
-            shared.deliver(Inbound::Message(body));
+            shared.deliver(Inbound::Message(body)).await;
             if answered {
                 return Ok(());
             }
@@ -301,7 +306,7 @@ async fn read_stream(
                         if let Some(message) = HttpRules::event_message(&event) {
                             answered |=
                                 lock(&shared.rules).observe_message(&transmit.kind, message);
-                            shared.deliver(Inbound::Message(message.to_vec()));
+                            shared.deliver(Inbound::Message(message.to_vec())).await;
                         }
                     }
                     SseItem::Overflow => {
