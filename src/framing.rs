@@ -285,6 +285,13 @@ fn emit_line(line: &[u8], limit: usize, on_frame: &mut impl FnMut(Frame<'_>)) {
     }
 }
 
+/// The JSON-RPC `id` of a whole message, when its first or last bytes show it at the top level (raw
+/// JSON text). Bounded work: only [`HINT_LEN`] bytes at each end are looked at.
+pub(crate) fn peek_id(message: &[u8]) -> Option<String> {
+    let n = message.len().min(HINT_LEN);
+    id_from_head(&message[..n]).or_else(|| id_from_tail(&message[message.len() - n..]))
+}
+
 /// Finds `"id": <number or string>` among the top-level members of a JSON object prefix.
 fn id_from_head(head: &[u8]) -> Option<String> {
     let mut depth = 0usize;

@@ -729,6 +729,9 @@ impl Core {
     }
 
     fn handle_one(&mut self, message: &[u8], now: Instant) {
+        if self.fast_response(message) {
+            return;
+        }
         let raw = match serde_json::from_slice::<RawMessage<'_>>(message) {
             Ok(raw) => raw,
             Err(e) if e.is_data() => {
@@ -762,6 +765,51 @@ impl Core {
             }
             Incoming::Error { id: None, error } => self.ignore(Warning::ErrorWithoutId(error)),
             Incoming::Invalid(reason) => self.ignore(Warning::NotJsonRpc(reason.into())),
+        }
+    }
+
+    /// The fast path for the common case: an answer to a pending request whose id shows at the
+    /// message's start or end is parsed once, straight into its result type, instead of once as an
+    /// envelope and again as a result. Anything else (and any doubt) takes the general path, which
+    /// gives the same outcome for what the fast path accepts.
+    fn fast_response(&mut self, message: &[u8]) -> bool {
+        #[derive(serde::Deserialize)]
+        struct Answer<T> {
+            id: u64,
+            #[serde(default = "Option::default")]
+            result: Option<T>,
+            #[serde(default)]
+            method: Option<serde::de::IgnoredAny>,
+            #[serde(default)]
+            error: Option<serde::de::IgnoredAny>,
+        }
+        fn parse<T: serde::de::DeserializeOwned>(message: &[u8], id: RequestId) -> Option<T> {
+            let a: Answer<T> = serde_json::from_slice(message).ok()?;
+            if a.id != id.0 || a.method.is_some() || a.error.is_some() {
+                return None;
+            }
+            a.result
+        }
+        let Some(id) = crate::framing::peek_id(message)
+            .and_then(|id| id.parse::<u64>().ok())
+            .map(RequestId)
+        else {
+            return false;
+        };
+        let reply = match self.pending.get(&id).map(|p| p.expect) {
+            Some(Expect::CallTool) => parse(message, id).map(Reply::ToolCall),
+            Some(Expect::ListTools) => parse(message, id).map(Reply::Tools),
+            Some(Expect::Raw) => parse::<Value>(message, id)
+                .filter(|v| !v.is_null())
+                .map(Reply::Raw),
+            Some(Expect::Initialize) | None => None,
+        };
+        match reply {
+            Some(reply) => {
+                self.complete(id, Ok(reply));
+                true
+            }
+            None => false,
         }
     }
 
