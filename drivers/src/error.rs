@@ -20,8 +20,9 @@ pub enum Error {
     /// The request was cancelled.
     #[error("request cancelled: {0}")]
     Cancelled(String),
-    /// The server process ended (or closed its stdout); `stderr` holds the last lines it wrote.
-    #[error("server exited{}{}", status.map(|s| format!(" ({s})")).unwrap_or_default(), stderr_suffix(stderr))]
+    /// The server process ended (`status`), or closed its stdout and did not exit within 500 ms
+    /// (`status: None`); `stderr` holds the last lines it wrote.
+    #[error("{}{}", match status { Some(s) => format!("server exited ({s})"), None => "server closed its output".to_owned() }, stderr_suffix(stderr))]
     ServerExited {
         /// Its exit status, when it had exited.
         status: Option<ExitStatus>,
