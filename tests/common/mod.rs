@@ -90,11 +90,14 @@ pub fn peer_bin(name: &str) -> Option<PathBuf> {
     let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join(".peers/bin")
         .join(name);
+    if !bin.is_file() {
+        install_peers();
+    }
     if bin.is_file() {
         return Some(bin);
     }
     let why = format!(
-        "peer `{name}` not installed ({} is missing; run .ci/install-peers)",
+        "peer `{name}` not installed ({} is missing; .ci/install-peers needs node with npm, and python3)",
         bin.display()
     );
     if required() {
@@ -102,6 +105,31 @@ pub fn peer_bin(name: &str) -> Option<PathBuf> {
     }
     eprintln!("skipped: {why}");
     None
+}
+
+/// Runs `.ci/install-peers` once per test process (pinned versions, into the ignored `.peers/`),
+/// when node's npm and python3 are there to do it.
+fn install_peers() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let have = |tool: &str| {
+            std::process::Command::new(tool)
+                .arg("--version")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !(have("npm") && have("python3")) {
+            return;
+        }
+        eprintln!("installing the MCP peers the tests use (.ci/install-peers)…");
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/install-peers");
+        match std::process::Command::new("bash").arg(script).status() {
+            Ok(s) if s.success() => {}
+            other => eprintln!(".ci/install-peers failed: {other:?}"),
+        }
+    });
 }
 
 /// A file under `tests/peers/` (the peers' scripts), by name.
