@@ -210,3 +210,112 @@ impl CallToolResult {
         render_text(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn result(v: Value) -> CallToolResult {
+        serde_json::from_value(v).expect("a call result")
+    }
+
+    #[test]
+    fn text_blocks_join_with_newlines() {
+        let r = result(
+            json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b\nc"}]}),
+        );
+        assert_eq!(tool_output("t", &r), ToolOutput::Text("a\nb\nc".into()));
+    }
+
+    #[test]
+    fn every_other_block_is_one_placeholder_line_without_payload() {
+        let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+        let r = result(json!({"content": [
+            {"type": "image", "data": png, "mimeType": "image/png"},
+            {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+            {"type": "resource_link", "uri": "file:///a.txt", "name": "a.txt", "mimeType": "text/plain"},
+            {"type": "resource", "resource": {"uri": "file:///b.txt", "mimeType": "text/plain", "text": "inline text"}},
+            {"type": "resource", "resource": {"uri": "file:///c.bin", "mimeType": "application/octet-stream", "blob": "AAECAw=="}},
+            {"type": "hologram", "data": "xyz"},
+            {"type": "text"}
+        ]}));
+        let text = render_text(&r);
+        assert_eq!(
+            text.lines().collect::<Vec<_>>(),
+            [
+                "[image: image/png, 70 bytes]",
+                "[audio: audio/wav, 4 bytes]",
+                "[resource link: file:///a.txt (a.txt), text/plain]",
+                "inline text",
+                "[resource: file:///c.bin, application/octet-stream, 4 bytes]",
+                "[hologram content, not shown]",
+                "[text content, not shown]",
+            ]
+        );
+        assert!(!text.contains(png));
+        // The malformed text block is kept whole as an unknown block.
+        assert_eq!(r.content[6], ContentBlock::Unknown(json!({"type": "text"})));
+    }
+
+    #[test]
+    fn structured_content_is_the_text_when_there_is_no_content() {
+        let r = result(json!({"content": [], "structuredContent": {"temperature": 21}}));
+        assert_eq!(r.text(), r#"{"temperature":21}"#);
+        let r = result(
+            json!({"content": [{"type": "text", "text": "t"}], "structuredContent": {"x": 1}}),
+        );
+        assert_eq!(r.text(), "t", "content wins when there is some");
+    }
+
+    #[test]
+    fn is_error_is_a_correctable_retry_with_the_servers_text() {
+        let r = result(
+            json!({"content": [{"type": "text", "text": "b must be a number"}], "isError": true}),
+        );
+        assert_eq!(
+            tool_output("add", &r),
+            ToolOutput::Retry("b must be a number".into())
+        );
+        let r = result(json!({"content": [], "isError": true}));
+        assert_eq!(
+            tool_output("add", &r),
+            ToolOutput::Retry("tool add failed".into())
+        );
+        let r = result(json!({"content": [{"type": "text", "text": "ok"}], "isError": null}));
+        assert!(
+            !tool_output("add", &r).is_error(),
+            "null isError is no error"
+        );
+    }
+
+    #[test]
+    fn definitions_keep_the_schema_verbatim_and_default_it() {
+        let schema = r##"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"n":{"type":"number"}},"properties":{"a":{"$ref":"#/$defs/n"}},"if":{"required":["a"]},"then":{"required":["b"]},"else":{},"allOf":[{"type":"object"}]}"##;
+        let tool = Tool::from_json(&format!(
+            r#"{{"name":"t","description":"d","inputSchema":{schema},"extra":1}}"#
+        ))
+        .unwrap();
+        let def = ToolDefinition::from(&tool);
+        assert_eq!(def.input_schema.get(), schema);
+        assert_eq!(def.description, "d");
+        assert_eq!(
+            serde_json::to_string(&tool).unwrap(),
+            tool.raw().get(),
+            "serialized exactly as sent"
+        );
+        let bare = ToolDefinition::from(&Tool::from_json(r#"{"name":"bare"}"#).unwrap());
+        assert_eq!(bare.input_schema.get(), r#"{"type":"object"}"#);
+        assert_eq!(bare.description, "");
+    }
+
+    #[test]
+    fn sizes_are_read_from_the_base64_length() {
+        assert_eq!(base64_len(""), 0);
+        assert_eq!(base64_len("AA=="), 1);
+        assert_eq!(base64_len("AAA="), 2);
+        assert_eq!(base64_len("AAAA"), 3);
+        assert_eq!(fmt_size(3 * 1024), "3.0 KiB");
+        assert_eq!(fmt_size(5 * 1024 * 1024 + 1), "5.0 MiB");
+    }
+}
