@@ -17,6 +17,8 @@
 //!     `serde_json::Value` parsed and its text checked.
 //! (c) calls/s of both: the median of several rounds (alternating a and b) after a warm-up, and
 //!     the ratio.
+//! (x, y) The floor under (a): bare isahc making the same POSTs with no MCP layer, async and
+//!     blocking. Each request crosses to isahc's agent thread (curl) and back.
 
 #[path = "../examples/mcp-http/server.rs"]
 mod server;
@@ -110,6 +112,21 @@ fn run(url: &str, p: &Params) {
         base_t.push(b);
     }
     ours.close();
+    let mut raw = RawIsahc::start(url);
+    raw.calls(200, false);
+    raw.calls(200, true);
+    let mut ra = Vec::new();
+    let mut rb = Vec::new();
+    for _ in 0..p.rounds {
+        ra.push(raw.calls(calls, false));
+        rb.push(raw.calls(calls, true));
+    }
+    let x = per_s(calls, median(ra));
+    println!("  (x) raw isahc send_async in smol::block_on: {x:>7.0} calls/s");
+    println!(
+        "  (y) raw isahc blocking send:               {:>7.0} calls/s",
+        per_s(calls, median(rb))
+    );
     let o = per_s(calls, median(ours_t));
     let b = per_s(calls, median(base_t));
     println!(
@@ -123,6 +140,10 @@ fn run(url: &str, p: &Params) {
     println!(
         "  (c) ratio ours/baseline: {:.2}x (medians of calls/s)",
         o / b
+    );
+    println!(
+        "  (d) ratio ours/raw isahc (x): {:.2}x: the rest of the gap is isahc's own cost",
+        o / x
     );
 }
 
@@ -339,5 +360,82 @@ impl Baseline {
         } else {
             serde_json::from_slice(&self.body).expect("JSON")
         }
+    }
+}
+
+struct RawIsahc {
+    client: isahc::HttpClient,
+    url: String,
+    session: Option<String>,
+}
+
+impl RawIsahc {
+    fn start(url: &str) -> RawIsahc {
+        use isahc::config::{Configurable, RedirectPolicy};
+        let client = isahc::HttpClient::builder()
+            .redirect_policy(RedirectPolicy::None)
+            .build()
+            .unwrap();
+        let mut r = RawIsahc {
+            client,
+            url: url.to_owned(),
+            session: None,
+        };
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
+        let (_, session) = r.post(init.to_string(), true);
+        r.session = session;
+        r.post(
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+            true,
+        );
+        r
+    }
+    fn request(&self, body: String) -> isahc::Request<String> {
+        let mut b = isahc::Request::builder()
+            .method("POST")
+            .uri(self.url.as_str())
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream");
+        if let Some(s) = &self.session {
+            b = b
+                .header("Mcp-Session-Id", s.as_str())
+                .header("MCP-Protocol-Version", "2025-11-25");
+        }
+        b.body(body).unwrap()
+    }
+    fn post(&self, body: String, blocking: bool) -> (String, Option<String>) {
+        use isahc::ReadResponseExt;
+        let req = self.request(body);
+        if blocking {
+            let mut resp = self.client.send(req).unwrap();
+            let s = resp
+                .headers()
+                .get("mcp-session-id")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (resp.text().unwrap(), s)
+        } else {
+            smol::block_on(async {
+                use isahc::AsyncReadResponseExt;
+                let mut resp = self.client.send_async(req).await.unwrap();
+                let s = resp
+                    .headers()
+                    .get("mcp-session-id")
+                    .map(|v| v.to_str().unwrap().to_owned());
+                (resp.text().await.unwrap(), s)
+            })
+        }
+    }
+    fn calls(&mut self, n: usize, blocking: bool) -> Duration {
+        let started = Instant::now();
+        for i in 0..n {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}}}}}}"#,
+                i + 1
+            );
+            let (text, _) = self.post(body, blocking);
+            assert!(text.contains("\"hi\""), "{text}");
+        }
+        started.elapsed()
     }
 }
