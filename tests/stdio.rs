@@ -32,6 +32,22 @@ fn collecting(config: StdioConfig) -> (StdioConfig, Arc<Mutex<Vec<String>>>) {
     (config, lines)
 }
 
+/// The hanging server logged `notifications/cancelled` for request 1, and the client still works.
+async fn cancelled_and_still_usable(client: Client<StdioTransport>, stderr: &Mutex<Vec<String>>) {
+    assert!(
+        wait_until(Duration::from_secs(5), || stderr
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l == "serve: cancelled 1")),
+        "the server never received notifications/cancelled: {:?}",
+        stderr.lock().unwrap()
+    );
+    // Still usable: the server answers pings.
+    client.request(Request::new("ping", None)).await.unwrap();
+    close_and_check(client).await;
+}
+
 fn with_timeout(timeout: Duration) -> ClientConfig {
     ClientConfig {
         session: Config {
@@ -202,18 +218,7 @@ fn timeout_cancels_on_the_server_and_leaves_the_client_usable() {
             "{err:?}"
         );
         assert!(started.elapsed() >= Duration::from_millis(300));
-        assert!(
-            wait_until(Duration::from_secs(5), || stderr
-                .lock()
-                .unwrap()
-                .iter()
-                .any(|l| l == "serve: cancelled 1")),
-            "the server never received notifications/cancelled: {:?}",
-            stderr.lock().unwrap()
-        );
-        // Still usable: the server answers pings.
-        client.request(Request::new("ping", None)).await.unwrap();
-        close_and_check(client).await;
+        cancelled_and_still_usable(client, &stderr).await;
     })
 }
 
@@ -229,17 +234,7 @@ fn dropping_a_call_future_sends_cancelled() {
         })
         .await;
         assert!(gave_up.is_none());
-        assert!(
-            wait_until(Duration::from_secs(5), || stderr
-                .lock()
-                .unwrap()
-                .iter()
-                .any(|l| l == "serve: cancelled 1")),
-            "{:?}",
-            stderr.lock().unwrap()
-        );
-        client.request(Request::new("ping", None)).await.unwrap();
-        close_and_check(client).await;
+        cancelled_and_still_usable(client, &stderr).await;
     })
 }
 
