@@ -469,3 +469,87 @@ async fn works_from_inside_tokio() {
     assert_eq!(r.text(), "from tokio");
     close_and_check(client).await;
 }
+
+#[test]
+fn between_calls_nothing_reads_unless_drive_idle_runs() {
+    smol::block_on(async {
+        let (config, stderr) = collecting(serve(&["ping-idle"]));
+        let client = connect(config).await;
+        client
+            .call_tool("echo", json!({"text": "1"}))
+            .await
+            .unwrap();
+        let ponged = || {
+            stderr
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.starts_with("serve: idle pong"))
+        };
+        // Without an idle driver, the server's ping waits for the next call…
+        smol::Timer::after(Duration::from_millis(500)).await;
+        assert!(!ponged(), "nothing reads between calls");
+        client
+            .call_tool("echo", json!({"text": "2"}))
+            .await
+            .unwrap();
+        assert!(
+            wait_until(Duration::from_secs(5), ponged),
+            "answered at the next call"
+        );
+        close_and_check(client).await;
+    });
+}
+
+#[test]
+fn drive_idle_answers_the_server_between_calls_and_yields_to_calls() {
+    smol::block_on(async {
+        let (config, stderr) = collecting(serve(&["ping-idle"]));
+        let client = Arc::new(connect(config).await);
+        let idle = client.clone();
+        let driver = smol::spawn(async move { idle.drive_idle().await });
+        for i in 0..3 {
+            let text = format!("call {i}");
+            assert_eq!(
+                client
+                    .call_tool("echo", json!({ "text": text }))
+                    .await
+                    .unwrap()
+                    .text(),
+                text
+            );
+            let pongs = i + 1;
+            assert!(
+                wait_until(Duration::from_secs(5), || {
+                    stderr
+                        .lock()
+                        .unwrap()
+                        .iter()
+                        .filter(|l| l.starts_with("serve: idle pong"))
+                        .count()
+                        == pongs
+                }),
+                "the idle driver answered ping {pongs}: {:?}",
+                stderr.lock().unwrap()
+            );
+        }
+        let pong = stderr
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|l| l.starts_with("serve: idle pong"))
+            .cloned()
+            .unwrap();
+        assert_eq!(
+            pong,
+            r#"serve: idle pong {"jsonrpc":"2.0","id":"idle-ping","result":{}}"#
+        );
+        client.close().await.unwrap();
+        // The idle driver ends with the connection.
+        smol::future::or(driver, async {
+            smol::Timer::after(Duration::from_secs(5)).await;
+            panic!("drive_idle did not return after close");
+        })
+        .await;
+    });
+}

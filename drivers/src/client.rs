@@ -17,6 +17,7 @@ use mcp_proto::{
 use serde_json::Value;
 use smol::channel::{self, Receiver, Sender};
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -56,6 +57,12 @@ struct Shared<T> {
     state: Mutex<State>,
     /// The driver role: held by the one caller that reads from the transport.
     driver: smol::lock::Mutex<()>,
+    /// Callers waiting for an answer; while any does, [`Client::drive_idle`] keeps out of the way.
+    callers: AtomicUsize,
+    /// Tells the idle driver that a caller wants the role.
+    caller_came: (Sender<()>, Receiver<()>),
+    /// Tells the idle driver that no caller waits any more.
+    callers_gone: (Sender<()>, Receiver<()>),
 }
 
 struct State {
@@ -141,6 +148,9 @@ impl<T: Transport> Client<T> {
                 tools_changed: 0,
             }),
             driver: smol::lock::Mutex::new(()),
+            callers: AtomicUsize::new(0),
+            caller_came: channel::bounded(1),
+            callers_gone: channel::bounded(1),
         });
         Client {
             shared,
@@ -263,6 +273,43 @@ impl<T: Transport> Client<T> {
         }
     }
 
+    /// Drives the connection while no call waits: the server's pings and requests are answered at
+    /// once, `tools/list_changed` is noted, the server's end is noticed. A call that comes takes the
+    /// driver role over (it then costs one hand-off to this task). Returns when the connection is
+    /// closed. Optional: without it, what a server sends between calls is handled at the next call.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # fn f(client: Arc<mcp_client::Client<mcp_client::StdioTransport>>) {
+    /// let idle = client.clone();
+    /// smol::spawn(async move { idle.drive_idle().await }).detach();
+    /// # }
+    /// ```
+    pub async fn drive_idle(&self) {
+        let shared = &*self.shared;
+        let closed = || lock(&shared.state).session.state() == mcp_proto::State::Closed;
+        let callers = || shared.callers.load(Ordering::SeqCst);
+        loop {
+            // Keep out of the way while any caller waits.
+            while callers() > 0 {
+                let _ = shared.callers_gone.1.recv().await;
+            }
+            if closed() {
+                return;
+            }
+            let guard = shared.driver.lock().await;
+            // A stale signal must not end the drive at once; a caller that came meanwhile is
+            // seen by the count.
+            while shared.caller_came.1.try_recv().is_ok() {}
+            if callers() == 0 {
+                shared
+                    .drive(|| callers() > 0 || closed(), Some(&shared.caller_came.1))
+                    .await;
+            }
+            drop(guard);
+        }
+    }
+
     /// Closes the session and the transport (for a child process: ends it and reaps it). Pending
     /// requests fail with [`Error::Closed`].
     pub async fn close(&self) -> Result<(), Error> {
@@ -276,6 +323,17 @@ impl<T: Transport> Client<T> {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         lock(&self.shared.state)
+    }
+}
+
+/// Counts a caller in [`Shared::wait`] for as long as it waits.
+struct CallerPresent<'a, T>(&'a Shared<T>);
+
+impl<T> Drop for CallerPresent<'_, T> {
+    fn drop(&mut self) {
+        if self.0.callers.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let _ = self.0.callers_gone.0.try_send(());
+        }
     }
 }
 
@@ -303,6 +361,9 @@ impl<T: Transport> Drop for CancelOnDrop<'_, T> {
 impl<T: Transport> Shared<T> {
     /// Waits for the answer `rx` will carry, driving the connection while no one else does.
     async fn wait<R>(&self, rx: &Receiver<Result<R, Error>>) -> Result<R, Error> {
+        self.callers.fetch_add(1, Ordering::SeqCst);
+        let _present = CallerPresent(self);
+        let _ = self.caller_came.0.try_send(());
         loop {
             if let Ok(result) = rx.try_recv() {
                 return result;
@@ -321,12 +382,17 @@ impl<T: Transport> Shared<T> {
         }
     }
 
-    /// The driver loop: feed inputs, drain outputs, arm one timer, wait for whichever comes first;
-    /// until `rx` holds an answer.
+    /// The driver loop until `rx` holds an answer.
     async fn drive_until<R>(&self, rx: &Receiver<Result<R, Error>>) {
+        self.drive(|| !rx.is_empty(), None).await;
+    }
+
+    /// The driver loop: feed inputs, drain outputs, arm one timer, wait for whichever comes first;
+    /// until `done()` holds or (when given) `stop` is signalled.
+    async fn drive(&self, done: impl Fn() -> bool, stop: Option<&Receiver<()>>) {
         let mut timer = smol::Timer::never();
         let mut armed: Option<Instant> = None;
-        while rx.is_empty() {
+        while !done() {
             let deadline = lock(&self.state).session.poll_timeout();
             if deadline != armed {
                 match deadline {
@@ -335,12 +401,24 @@ impl<T: Transport> Shared<T> {
                 }
                 armed = deadline;
             }
-            let inbound = async { Some(self.transport.recv().await) };
+            let inbound = async { Some(Some(self.transport.recv().await)) };
             let fired = async {
                 (&mut timer).await;
-                None
+                Some(None)
             };
-            let wake = smol::future::or(inbound, fired).await;
+            let stopped = async {
+                match stop {
+                    Some(stop) => {
+                        let _ = stop.recv().await;
+                        None
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            let Some(wake) = smol::future::or(inbound, smol::future::or(fired, stopped)).await
+            else {
+                return;
+            };
             let now = Instant::now();
             let mut st = lock(&self.state);
             match wake {

@@ -18,7 +18,7 @@
 //! ```
 //!
 //! `--behave` makes the serve mode misbehave on purpose, for the driver's tests: `crash-on-call`,
-//! `hang`, `stderr-flood`, `junk`, `ping-first`, `ignore-eof`, `exit-before-handshake`.
+//! `hang`, `stderr-flood`, `junk`, `ping-first`, `ping-idle`, `ignore-eof`, `exit-before-handshake`.
 
 mod serve;
 #[path = "../common/tools.rs"]

@@ -14,6 +14,7 @@ struct Behaviour {
     junk: bool,
     ping_first: bool,
     ignore_eof: bool,
+    ping_idle: bool,
 }
 
 pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
@@ -30,6 +31,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "junk" => b.junk = true,
                         "ping-first" => b.ping_first = true,
                         "ignore-eof" => b.ignore_eof = true,
+                        "ping-idle" => b.ping_idle = true,
                         "exit-before-handshake" => {
                             eprintln!("serve: exiting before the handshake, on purpose");
                             return ExitCode::from(4);
@@ -51,14 +53,20 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     let mut input = stdin.lock();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut line = String::new();
+    // A line read ahead (by `ping-idle`) that still has to be handled.
+    let mut pending: Option<String> = None;
     loop {
         line.clear();
-        match input.read_line(&mut line) {
-            Ok(0) | Err(_) if b.ignore_eof => loop {
-                std::thread::sleep(std::time::Duration::from_secs(1));
-            },
-            Ok(0) | Err(_) => return ExitCode::SUCCESS,
-            Ok(_) => {}
+        if let Some(ahead) = pending.take() {
+            line = ahead;
+        } else {
+            match input.read_line(&mut line) {
+                Ok(0) | Err(_) if b.ignore_eof => loop {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                },
+                Ok(0) | Err(_) => return ExitCode::SUCCESS,
+                Ok(_) => {}
+            }
         }
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
             eprintln!("serve: ignoring a line that is not JSON");
@@ -72,6 +80,13 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             }
             continue;
         };
+        if method.is_empty() {
+            // An answer to one of our requests.
+            if id == "idle-ping" {
+                eprintln!("serve: idle pong {}", line.trim_end());
+            }
+            continue;
+        }
         let reply = match method {
             "initialize" => {
                 let asked = msg["params"]["protocolVersion"]
@@ -135,6 +150,24 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             || out.flush().is_err()
         {
             return ExitCode::SUCCESS;
+        }
+        if b.ping_idle && method == "tools/call" {
+            // Between calls: ping the client and report when (and whether) it answers.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let _ =
+                out.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"idle-ping\",\"method\":\"ping\"}\n");
+            let _ = out.flush();
+            let mut next = String::new();
+            if input.read_line(&mut next).unwrap_or(0) > 0 {
+                let answered = serde_json::from_str::<Value>(&next)
+                    .is_ok_and(|v| v["id"] == "idle-ping" && v.get("method").is_none());
+                if answered {
+                    eprintln!("serve: idle pong {}", next.trim_end());
+                } else {
+                    eprintln!("serve: no idle pong before the next message");
+                    pending = Some(next);
+                }
+            }
         }
     }
 }

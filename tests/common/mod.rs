@@ -23,7 +23,9 @@ pub fn example_bin(name: &str) -> PathBuf {
         .expect("target/<profile>");
     let bin = profile_dir.join("examples").join(name);
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if !built.iter().any(|b| b == name) {
+    // Run by hand (not by cargo, which sets CARGO), an existing binary is used as it is.
+    let by_cargo = std::env::var_os("CARGO").is_some();
+    if !built.iter().any(|b| b == name) && (by_cargo || !bin.exists()) {
         let mut cargo = std::process::Command::new(env!("CARGO"));
         cargo
             .args(["build", "--quiet", "--example", name])
