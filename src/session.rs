@@ -296,6 +296,8 @@ struct Core {
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
     stats: Stats,
+    /// When the last message from the server arrived.
+    last_received: Option<Instant>,
 }
 
 impl Session {
@@ -314,6 +316,7 @@ impl Session {
                 transmits: VecDeque::new(),
                 events: VecDeque::new(),
                 stats: Stats::default(),
+                last_received: None,
             },
         }
     }
@@ -375,6 +378,12 @@ impl Session {
         self.framer.buffered_len()
     }
 
+    /// When the last message from the server arrived (as given to the `handle_*` inputs): for a
+    /// driver's keep-alive or idle decisions.
+    pub fn last_received(&self) -> Option<Instant> {
+        self.core.last_received
+    }
+
     /// Counters of what the session handled on its own.
     pub fn stats(&self) -> Stats {
         self.core.stats
@@ -397,16 +406,15 @@ impl Session {
     /// Feeds one whole message (an HTTP response body, or the data of one SSE event). A message
     /// over the frame limit is discarded like an oversized line.
     pub fn handle_message(&mut self, message: &[u8], now: Instant) {
-        let limit = self.framer.limit();
-        if message.len() > limit {
-            let frame = Frame::Oversized {
+        let frame = if message.len() > self.framer.limit() {
+            Frame::Oversized {
                 len: message.len() as u64,
                 id_hint: None,
-            };
-            self.core.handle_frame(frame, now);
+            }
         } else {
-            self.core.handle_message(message, now);
-        }
+            Frame::Line(message)
+        };
+        self.core.handle_frame(frame, now);
     }
 
     /// The stream ended: a final message without its newline is still delivered, then every pending
@@ -677,8 +685,9 @@ impl Core {
     }
 
     fn handle_frame(&mut self, frame: Frame<'_>, now: Instant) {
+        self.last_received = Some(now);
         match frame {
-            Frame::Line(line) => self.handle_message(line, now),
+            Frame::Line(line) => self.handle_message(line),
             Frame::Oversized { len, id_hint } => self.handle_oversized(len, id_hint.as_deref()),
         }
     }
@@ -705,7 +714,7 @@ impl Core {
         }
     }
 
-    fn handle_message(&mut self, message: &[u8], now: Instant) {
+    fn handle_message(&mut self, message: &[u8]) {
         // A BOM or surrounding whitespace around a whole message is tolerated.
         let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
         let trimmed = message.trim_ascii_start();
@@ -718,17 +727,17 @@ impl Core {
                 }
                 Ok(items) => {
                     for item in items {
-                        self.handle_one(item.get().as_bytes(), now);
+                        self.handle_one(item.get().as_bytes());
                     }
                 }
                 Err(e) => self.not_json(message, &e),
             }
         } else {
-            self.handle_one(message, now);
+            self.handle_one(message);
         }
     }
 
-    fn handle_one(&mut self, message: &[u8], now: Instant) {
+    fn handle_one(&mut self, message: &[u8]) {
         if self.fast_response(message) {
             return;
         }
@@ -739,7 +748,6 @@ impl Core {
             }
             Err(e) => return self.not_json(message, &e),
         };
-        let _ = now;
         match raw.classify() {
             Incoming::Request { id, method } => self.handle_server_request(id, &method),
             Incoming::Notification { method } => {

@@ -869,3 +869,27 @@ fn cancellation_transmits_name_the_request() {
     let t = s.poll_transmit().unwrap();
     assert_eq!(t.kind, mcp_proto::TransmitKind::Cancellation { id });
 }
+
+#[test]
+fn last_received_is_the_time_of_the_last_message() {
+    let (mut s, now) = ready();
+    assert_eq!(s.last_received(), Some(now));
+    let later = now + Duration::from_secs(7);
+    s.handle_bytes(b"not even JSON\n", later);
+    assert_eq!(
+        s.last_received(),
+        Some(later),
+        "any message counts, junk included"
+    );
+    s.handle_bytes(b"{\"partial\":", later + Duration::from_secs(1));
+    assert_eq!(
+        s.last_received(),
+        Some(later),
+        "an incomplete line is no message yet"
+    );
+    s.handle_message(
+        br#"{"jsonrpc":"2.0","method":"notifications/message"}"#,
+        later + Duration::from_secs(2),
+    );
+    assert_eq!(s.last_received(), Some(later + Duration::from_secs(2)));
+}
