@@ -313,8 +313,9 @@ impl HttpRules {
         (event.event == "message" && !event.data.trim().is_empty()).then_some(event.data.as_bytes())
     }
 
-    /// What to do when the stream for `kind` ended (`answered`: its answer arrived) after
-    /// `attempts` resumptions. `decoder` holds the last event id and the server's `retry`.
+    /// What to do when the body for `kind` ended (`answered`: its answer arrived) after
+    /// `attempts` resumptions. For an event stream, `decoder` holds the last event id and the
+    /// server's `retry`; a JSON body (`None`) cannot be resumed, so an unanswered one fails.
     ///
     /// > "If the client … the SSE stream is disconnected … the client MAY resume by issuing a GET
     /// > with the Last-Event-ID header" / "the client MUST respect the retry field, waiting the
@@ -324,11 +325,14 @@ impl HttpRules {
         kind: &TransmitKind,
         answered: bool,
         attempts: u32,
-        decoder: &SseDecoder,
+        decoder: Option<&SseDecoder>,
     ) -> StreamEnd {
         if answered || !matches!(kind, TransmitKind::Request { .. }) {
             return StreamEnd::Done;
         }
+        let Some(decoder) = decoder else {
+            return StreamEnd::Failed("the JSON response did not answer the request".into());
+        };
         let Some(last_id) = decoder.last_event_id() else {
             return StreamEnd::Failed(
                 "the response stream ended before the response, and no event id allows resuming it"
@@ -592,11 +596,15 @@ mod tests {
         let call = request(2, "tools/call");
         let mut d = SseDecoder::new();
         assert!(
-            matches!(r.on_stream_end(&call, false, 0, &d), StreamEnd::Failed(_)),
+            matches!(
+                r.on_stream_end(&call, false, 0, Some(&d)),
+                StreamEnd::Failed(_)
+            ),
             "no id: cannot resume"
         );
         d.feed(b"id: event-1\nretry: 500\ndata: \n\n");
-        let StreamEnd::Resume { after, request } = r.on_stream_end(&call, false, 0, &d) else {
+        let StreamEnd::Resume { after, request } = r.on_stream_end(&call, false, 0, Some(&d))
+        else {
             panic!()
         };
         assert_eq!(after, Duration::from_millis(500));
@@ -609,9 +617,12 @@ mod tests {
                 ("Last-Event-ID", "event-1")
             ])
         );
-        assert_eq!(r.on_stream_end(&call, true, 0, &d), StreamEnd::Done);
+        assert_eq!(r.on_stream_end(&call, true, 0, Some(&d)), StreamEnd::Done);
         assert!(
-            matches!(r.on_stream_end(&call, false, 5, &d), StreamEnd::Failed(_)),
+            matches!(
+                r.on_stream_end(&call, false, 5, Some(&d)),
+                StreamEnd::Failed(_)
+            ),
             "bounded attempts"
         );
         assert_eq!(

@@ -163,6 +163,13 @@ impl Shared {
         })
     }
 
+    /// The POST for `transmit`, and whether it carries a session id (the rules need to know when
+    /// reading its answer).
+    fn post(&self, transmit: &Transmit) -> (HttpRequest, bool) {
+        let rules = lock(&self.rules);
+        (rules.post(transmit), rules.session_id().is_some())
+    }
+
     /// Hands one item to the client, waiting while its queue is full.
     async fn deliver(&self, item: Inbound) {
         let _ = self.inbound.send(item).await;
@@ -202,10 +209,7 @@ async fn send_loop(shared: Arc<Shared>, queue: Receiver<Transmit>) {
 
 /// POSTs a notification or response; the answer (202) carries nothing to read.
 async fn post_and_discard(shared: &Shared, transmit: &Transmit) -> Result<(), Error> {
-    let (request, carried) = {
-        let rules = lock(&shared.rules);
-        (rules.post(transmit), rules.session_id().is_some())
-    };
+    let (request, carried) = shared.post(transmit);
     let mut response = shared.send(request).await?;
     let head = head(&response);
     let verdict =
@@ -234,10 +238,7 @@ async fn exchange_inner(
     transmit: &Transmit,
 ) -> Result<(), Inbound> {
     let failed = |error: Error| Inbound::Failed { id, error };
-    let (request, carried) = {
-        let rules = lock(&shared.rules);
-        (rules.post(transmit), rules.session_id().is_some())
-    };
+    let (request, carried) = shared.post(transmit);
     let mut response = shared.send(request).await.map_err(failed)?;
     let status = response.status().as_u16();
     let head = head(&response);
@@ -250,15 +251,15 @@ async fn exchange_inner(
                 .map_err(failed)?;
             let answered = lock(&shared.rules).observe_message(&transmit.kind, &body);
             shared.deliver(Inbound::Message(body)).await;
-            if answered {
-                return Ok(());
+            // Nothing else comes for this request. (Should the body have answered it after all,
+            // as a batch would, the client has already completed it and ignores a failure.)
+            match lock(&shared.rules).on_stream_end(&transmit.kind, answered, 0, None) {
+                StreamEnd::Failed(reason) => Err(failed(Error::io(
+                    reason,
+                    std::io::Error::from(std::io::ErrorKind::InvalidData),
+                ))),
+                _ => Ok(()),
             }
-            // Nothing else will come for this request. (Should the body have answered it after
-            // all, as a batch would, the client has already completed it and ignores this.)
-            Err(failed(Error::io(
-                "the JSON response did not answer the request",
-                std::io::Error::from(std::io::ErrorKind::InvalidData),
-            )))
         }
         Ok(Body::EventStream) => read_stream(shared, id, transmit, response).await,
         Err(HttpError::SessionExpired { url }) => Err(Inbound::SessionExpired {
@@ -269,13 +270,7 @@ async fn exchange_inner(
                 body: String::new(),
             },
         }),
-        Err(e) => {
-            let body = error_excerpt(response.body_mut()).await;
-            Err(failed(match e {
-                HttpError::Status { status, url } => Error::Http { status, url, body },
-                other => http_error(other),
-            }))
-        }
+        Err(e) => Err(failed(http_failure(e, response.body_mut()).await)),
     }
 }
 
@@ -323,7 +318,8 @@ async fn read_stream(
             }
         }
         decoder.finish();
-        let plan = lock(&shared.rules).on_stream_end(&transmit.kind, answered, attempts, &decoder);
+        let plan =
+            lock(&shared.rules).on_stream_end(&transmit.kind, answered, attempts, Some(&decoder));
         match plan {
             StreamEnd::Done => return Ok(()),
             StreamEnd::Failed(reason) => {
@@ -340,11 +336,7 @@ async fn read_stream(
                 let verdict =
                     lock(&shared.rules).on_resume_response(response.status().as_u16(), &head);
                 if let Err(e) = verdict {
-                    let body = error_excerpt(response.body_mut()).await;
-                    return Err(failed(match e {
-                        HttpError::Status { status, url } => Error::Http { status, url, body },
-                        other => http_error(other),
-                    }));
+                    return Err(failed(http_failure(e, response.body_mut()).await));
                 }
             }
         }
@@ -381,6 +373,18 @@ async fn error_excerpt(body: &mut AsyncBody) -> String {
     let text = String::from_utf8_lossy(&out);
     let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     line.chars().take(200).collect()
+}
+
+/// A failed response as the driver's error, with the start of its body for a bad status.
+async fn http_failure(e: HttpError, body: &mut AsyncBody) -> Error {
+    match e {
+        HttpError::Status { status, url } => Error::Http {
+            status,
+            url,
+            body: error_excerpt(body).await,
+        },
+        other => http_error(other),
+    }
 }
 
 fn http_error(e: HttpError) -> Error {
