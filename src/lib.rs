@@ -31,7 +31,8 @@ pub use bridge::{tool_output, ToolDefinition, ToolOutput};
 pub use error::{RequestError, SessionError, UsageError, Warning};
 pub use jsonrpc::{RequestId, RpcError};
 pub use session::{
-    Config, Era, Event, Reply, Request, Session, State, Stats, Transmit, TransmitKind,
+    Config, Era, Event, Pagination, PaginationError, Reply, Request, Session, State, Stats,
+    Transmit, TransmitKind,
 };
 pub use types::{
     CallToolResult, ContentBlock, Implementation, InitializeResult, ListToolsResult, Tool,

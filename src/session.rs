@@ -9,7 +9,7 @@ use crate::types::{
 };
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 /// The default per-request timeout: 60 seconds.
@@ -142,6 +142,60 @@ impl Request {
     /// The method name.
     pub fn method(&self) -> &str {
         &self.method
+    }
+}
+
+/// The guard on following `nextCursor` across `tools/list` pages: cursors are opaque, so a server
+/// that repeats one, or never stops paging, must not keep a client listing forever.
+#[derive(Debug, Clone)]
+pub struct Pagination {
+    seen: HashSet<String>,
+    pages: usize,
+    max_pages: usize,
+}
+
+/// Why a listing stopped early.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PaginationError {
+    /// The server sent a cursor it had sent before.
+    #[error("the server repeated cursor {0:?}")]
+    RepeatedCursor(String),
+    /// The server sent more pages than the cap.
+    #[error("more than {0} pages of tools")]
+    TooManyPages(usize),
+}
+
+impl Pagination {
+    /// A guard allowing at most `max_pages` pages.
+    pub fn new(max_pages: usize) -> Self {
+        Pagination {
+            seen: HashSet::new(),
+            pages: 0,
+            max_pages,
+        }
+    }
+
+    /// Call before requesting each page: fails once the cap is reached.
+    pub fn admit(&mut self) -> Result<(), PaginationError> {
+        if self.pages >= self.max_pages {
+            return Err(PaginationError::TooManyPages(self.max_pages));
+        }
+        self.pages += 1;
+        Ok(())
+    }
+
+    /// Call with each page's `nextCursor`: the cursor to request next (`None`: that was the last
+    /// page), or an error for a cursor seen before.
+    pub fn follow(
+        &mut self,
+        next_cursor: Option<String>,
+    ) -> Result<Option<String>, PaginationError> {
+        match next_cursor {
+            None => Ok(None),
+            Some(c) if !self.seen.insert(c.clone()) => Err(PaginationError::RepeatedCursor(c)),
+            Some(c) => Ok(Some(c)),
+        }
     }
 }
 

@@ -893,3 +893,28 @@ fn last_received_is_the_time_of_the_last_message() {
     );
     assert_eq!(s.last_received(), Some(later + Duration::from_secs(2)));
 }
+
+#[test]
+fn pagination_guard_stops_repeated_cursors_and_page_floods() {
+    use mcp_proto::{Pagination, PaginationError};
+    let mut p = Pagination::new(3);
+    p.admit().unwrap();
+    assert_eq!(p.follow(Some("a".into())), Ok(Some("a".into())));
+    p.admit().unwrap();
+    assert_eq!(
+        p.follow(Some("".into())),
+        Ok(Some("".into())),
+        "an empty cursor is a cursor"
+    );
+    p.admit().unwrap();
+    assert_eq!(
+        p.follow(Some("a".into())),
+        Err(PaginationError::RepeatedCursor("a".into()))
+    );
+    assert_eq!(p.admit(), Err(PaginationError::TooManyPages(3)));
+    assert_eq!(
+        PaginationError::TooManyPages(3).to_string(),
+        "more than 3 pages of tools"
+    );
+    assert_eq!(Pagination::new(5).follow(None), Ok(None));
+}

@@ -11,12 +11,12 @@
 use crate::transport::{Inbound, Transport};
 use crate::Error;
 use mcp_proto::{
-    CallToolResult, Config, Event, Implementation, InitializeResult, ListToolsResult, Reply,
-    Request, RequestError, RequestId, Session, Stats, Tool,
+    CallToolResult, Config, Event, Implementation, InitializeResult, ListToolsResult, Pagination,
+    Reply, Request, RequestError, RequestId, Session, Stats, Tool,
 };
 use serde_json::Value;
 use smol::channel::{self, Receiver, Sender};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -236,27 +236,17 @@ impl<T: Transport> Client<T> {
     /// > [`ClientConfig::max_tool_pages`] pages, ends the listing with [`Error::Pagination`].
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
         let mut tools = Vec::new();
-        let mut seen = HashSet::new();
+        let mut guard = Pagination::new(self.max_tool_pages);
         let mut cursor: Option<String> = None;
-        for _ in 0..self.max_tool_pages {
+        loop {
+            guard.admit().map_err(pagination)?;
             let page = self.list_tools_page(cursor.as_deref()).await?;
             tools.extend(page.tools);
-            match page.next_cursor {
+            match guard.follow(page.next_cursor).map_err(pagination)? {
                 None => return Ok(tools),
-                Some(next) => {
-                    if !seen.insert(next.clone()) {
-                        return Err(Error::Pagination(format!(
-                            "the server repeated cursor {next:?}"
-                        )));
-                    }
-                    cursor = Some(next);
-                }
+                next => cursor = next,
             }
         }
-        Err(Error::Pagination(format!(
-            "more than {} pages of tools",
-            self.max_tool_pages
-        )))
     }
 
     /// Calls a tool with the model's raw arguments (`null` becomes `{}`). A result with
@@ -324,6 +314,10 @@ impl<T: Transport> Client<T> {
     fn lock(&self) -> MutexGuard<'_, State> {
         lock(&self.shared.state)
     }
+}
+
+fn pagination(e: mcp_proto::PaginationError) -> Error {
+    Error::Pagination(e.to_string())
 }
 
 /// Counts a caller in [`Shared::wait`] for as long as it waits.
