@@ -27,6 +27,9 @@ pub enum UsageError {
     /// > — MCP 2025-11-25, Utilities § Cancellation
     #[error("initialize cannot be cancelled")]
     CannotCancelInitialize,
+    /// A tool call was asked for with a request that is not `tools/call`.
+    #[error("not a tools/call request: {0:?}")]
+    NotAToolCall(String),
 }
 
 /// Why one request failed. Each is fatal for that request; none ends the session.
@@ -106,6 +109,16 @@ pub enum Warning {
     /// An error response without an id (the server could not read something we sent).
     #[error("server reported an error without an id: {0}")]
     ErrorWithoutId(RpcError),
+    /// A server request whose id is longer than the session echoes back was left unanswered.
+    #[error(
+        "left a server request unanswered: its id is {len} bytes, over the {limit}-byte limit"
+    )]
+    RequestIdTooLong {
+        /// The id's length in bytes (as JSON).
+        len: usize,
+        /// The most the session echoes.
+        limit: usize,
+    },
     /// A message over the size limit was discarded.
     #[error("discarded a message of {len} bytes, over the {limit}-byte limit")]
     Oversized {

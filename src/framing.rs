@@ -119,10 +119,11 @@ impl Default for LineFramer {
 }
 
 impl LineFramer {
-    /// A framer whose lines may be at most `limit` bytes (at least 1).
+    /// A framer whose lines may be at most `limit` bytes (at least 1; `usize::MAX` means
+    /// `usize::MAX - 1`, so that the limit plus a trailing CR cannot overflow).
     pub fn new(limit: usize) -> Self {
         LineFramer {
-            limit: limit.max(1),
+            limit: limit.clamp(1, usize::MAX - 1),
             partial: Vec::new(),
             bom_seen: 0,
             discard: None,
@@ -641,6 +642,20 @@ mod tests {
             f.scanned,
             50 * 1024 * 1024 + 1,
             "every byte scanned exactly once"
+        );
+    }
+
+    #[test]
+    fn a_limit_of_usize_max_neither_panics_nor_drops_split_lines() {
+        let line = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        let mut input = line.to_vec();
+        input.extend_from_slice(b"\r\n");
+        let chunks: Vec<&[u8]> = input.chunks(7).collect();
+        let mut framer = LineFramer::new(usize::MAX);
+        assert_eq!(framer.limit(), usize::MAX - 1);
+        assert_eq!(
+            run(&mut framer, &chunks, false),
+            vec![Out::Line(line.to_vec())]
         );
     }
 }

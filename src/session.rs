@@ -12,6 +12,12 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
+/// The longest server request id (as JSON text, in bytes) the session answers; a request with a
+/// longer one is left unanswered, so that a server cannot make the client echo huge ids.
+pub const MAX_ECHOED_ID: usize = 256;
+/// The longest method name quoted back in a -32601 "Method not found" answer.
+pub const MAX_ECHOED_METHOD: usize = 128;
+
 /// The default per-request timeout: 60 seconds.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -146,34 +152,49 @@ impl Request {
 }
 
 /// The guard on following `nextCursor` across `tools/list` pages: cursors are opaque, so a server
-/// that repeats one, or never stops paging, must not keep a client listing forever.
+/// that repeats one, never stops paging, or sends more than the application keeps, must not keep a
+/// client listing (and buffering) forever. Cursors are remembered by a 64-bit hash, so memory grows
+/// by 8 bytes a page whatever the server sends.
 #[derive(Debug, Clone)]
 pub struct Pagination {
-    seen: HashSet<String>,
+    seen: HashSet<u64>,
     pages: usize,
     max_pages: usize,
+    bytes: usize,
+    max_bytes: usize,
 }
 
 /// Why a listing stopped early.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PaginationError {
-    /// The server sent a cursor it had sent before.
+    /// The server sent a cursor it had sent before (the cursor's start is kept for the message).
     #[error("the server repeated cursor {0:?}")]
     RepeatedCursor(String),
     /// The server sent more pages than the cap.
     #[error("more than {0} pages of tools")]
     TooManyPages(usize),
+    /// The pages together hold more than the cap, in bytes.
+    #[error("the tools listed exceed {0} bytes")]
+    TooLarge(usize),
 }
 
 impl Pagination {
-    /// A guard allowing at most `max_pages` pages.
+    /// A guard allowing at most `max_pages` pages (and any number of bytes).
     pub fn new(max_pages: usize) -> Self {
         Pagination {
             seen: HashSet::new(),
             pages: 0,
             max_pages,
+            bytes: 0,
+            max_bytes: usize::MAX,
         }
+    }
+
+    /// Also allows at most `max_bytes` of items across all pages.
+    pub fn max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
     }
 
     /// Call before requesting each page: fails once the cap is reached.
@@ -185,18 +206,34 @@ impl Pagination {
         Ok(())
     }
 
-    /// Call with each page's `nextCursor`: the cursor to request next (`None`: that was the last
-    /// page), or an error for a cursor seen before.
+    /// Call with each page's `nextCursor` and the size of its items: the cursor to request next
+    /// (`None`: that was the last page), or an error for a cursor seen before or for items past
+    /// the byte cap.
     pub fn follow(
         &mut self,
         next_cursor: Option<String>,
+        page_bytes: usize,
     ) -> Result<Option<String>, PaginationError> {
+        self.bytes = self.bytes.saturating_add(page_bytes);
+        if self.bytes > self.max_bytes {
+            return Err(PaginationError::TooLarge(self.max_bytes));
+        }
         match next_cursor {
             None => Ok(None),
-            Some(c) if !self.seen.insert(c.clone()) => Err(PaginationError::RepeatedCursor(c)),
+            Some(c) if !self.seen.insert(hash(&c)) => Err(PaginationError::RepeatedCursor(
+                c.chars().take(80).collect(),
+            )),
             Some(c) => Ok(Some(c)),
         }
     }
+}
+
+fn hash(s: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // Fixed keys: deterministic, as the core must be. A crafted collision only ends a listing early.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
 }
 
 /// A decoded successful answer.
@@ -425,6 +462,12 @@ impl Session {
     /// Whether request `id` is awaiting an answer.
     pub fn is_pending(&self, id: RequestId) -> bool {
         self.core.pending.contains_key(&id)
+    }
+
+    /// When request `id` times out, if it is pending and has a timeout. A driver whose callers
+    /// each wait for their own request arms this, so each timeout fires on time whoever else waits.
+    pub fn deadline(&self, id: RequestId) -> Option<Instant> {
+        self.core.pending.get(&id)?.deadline
     }
 
     /// Bytes buffered for an incomplete line (at most the frame limit).
@@ -886,7 +929,8 @@ impl Core {
                 None
             }
             _ => {
-                self.ignore(Warning::UnknownId(id.get().to_owned()));
+                let id: String = id.get().chars().take(MAX_ECHOED_ID).collect();
+                self.ignore(Warning::UnknownId(id));
                 None
             }
         }
@@ -896,7 +940,17 @@ impl Core {
     /// > — MCP 2025-11-25, Utilities § Ping.
     ///
     /// Any other request gets -32601, as this client declares no capabilities.
+    ///
+    /// What goes back is bounded whatever the server sends: a request whose id is longer than
+    /// [`MAX_ECHOED_ID`] bytes is left unanswered (with a warning), and a method name is quoted in
+    /// the -32601 message only up to [`MAX_ECHOED_METHOD`] bytes.
     fn handle_server_request(&mut self, id: &RawValue, method: &str) {
+        if id.get().len() > MAX_ECHOED_ID {
+            return self.ignore(Warning::RequestIdTooLong {
+                len: id.get().len(),
+                limit: MAX_ECHOED_ID,
+            });
+        }
         let outcome = if method == "ping" {
             self.stats.pings_answered += 1;
             Ok(json!({}))
@@ -904,7 +958,11 @@ impl Core {
             self.stats.requests_rejected += 1;
             Err(RpcError {
                 code: jsonrpc::METHOD_NOT_FOUND,
-                message: format!("Method not found: {method}"),
+                message: if method.len() <= MAX_ECHOED_METHOD {
+                    format!("Method not found: {method}")
+                } else {
+                    "Method not found".to_owned()
+                },
                 data: None,
             })
         };

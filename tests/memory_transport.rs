@@ -17,6 +17,8 @@ struct MemoryTransport {
     from_server: Receiver<Inbound>,
     script: Arc<Script>,
     requests: Arc<AtomicUsize>,
+    /// Rung after each item for the client: what `ready` waits for.
+    arrived: Arc<event_listener::Event>,
 }
 
 impl MemoryTransport {
@@ -27,6 +29,7 @@ impl MemoryTransport {
             from_server: rx,
             script: Arc::new(script),
             requests: Arc::new(AtomicUsize::new(0)),
+            arrived: Arc::new(event_listener::Event::new()),
         }
     }
 }
@@ -57,22 +60,32 @@ impl Transport for MemoryTransport {
                 Inbound::Message(answer.to_string().into_bytes())
             };
             self.to_client.try_send(item).map_err(|_| Error::Closed)?;
+            self.arrived.notify(usize::MAX);
         }
         Ok(())
     }
 
-    fn recv(&self) -> BoxFuture<'_, Inbound> {
+    fn try_recv(&self) -> Option<Inbound> {
+        match self.from_server.try_recv() {
+            Ok(item) => Some(item),
+            Err(smol::channel::TryRecvError::Empty) => None,
+            Err(smol::channel::TryRecvError::Closed) => Some(Inbound::Closed(None)),
+        }
+    }
+
+    fn ready(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            self.from_server
-                .recv()
-                .await
-                .unwrap_or(Inbound::Closed(None))
+            let arrived = self.arrived.listen();
+            if self.from_server.is_empty() {
+                arrived.await;
+            }
         })
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
         Box::pin(async move {
             let _ = self.to_client.try_send(Inbound::Closed(None));
+            self.arrived.notify(usize::MAX);
             Ok(())
         })
     }

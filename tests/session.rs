@@ -899,16 +899,16 @@ fn pagination_guard_stops_repeated_cursors_and_page_floods() {
     use mcp_proto::{Pagination, PaginationError};
     let mut p = Pagination::new(3);
     p.admit().unwrap();
-    assert_eq!(p.follow(Some("a".into())), Ok(Some("a".into())));
+    assert_eq!(p.follow(Some("a".into()), 0), Ok(Some("a".into())));
     p.admit().unwrap();
     assert_eq!(
-        p.follow(Some("".into())),
+        p.follow(Some("".into()), 0),
         Ok(Some("".into())),
         "an empty cursor is a cursor"
     );
     p.admit().unwrap();
     assert_eq!(
-        p.follow(Some("a".into())),
+        p.follow(Some("a".into()), 0),
         Err(PaginationError::RepeatedCursor("a".into()))
     );
     assert_eq!(p.admit(), Err(PaginationError::TooManyPages(3)));
@@ -916,5 +916,28 @@ fn pagination_guard_stops_repeated_cursors_and_page_floods() {
         PaginationError::TooManyPages(3).to_string(),
         "more than 3 pages of tools"
     );
-    assert_eq!(Pagination::new(5).follow(None), Ok(None));
+    assert_eq!(Pagination::new(5).follow(None, 0), Ok(None));
+}
+
+#[test]
+fn pagination_guard_caps_the_bytes_kept_across_pages_and_remembers_cursors_by_hash() {
+    use mcp_proto::{Pagination, PaginationError};
+    let mut p = Pagination::new(1000).max_bytes(100);
+    assert_eq!(
+        p.follow(Some("x".repeat(10_000)), 60),
+        Ok(Some("x".repeat(10_000)))
+    );
+    // A repeated huge cursor is reported by its start only.
+    assert_eq!(
+        p.follow(Some("x".repeat(10_000)), 0),
+        Err(PaginationError::RepeatedCursor("x".repeat(80)))
+    );
+    assert_eq!(p.follow(Some("next".into()), 40), Ok(Some("next".into())));
+    assert_eq!(
+        p.follow(None, 1),
+        Err(PaginationError::TooLarge(100)),
+        "101 bytes in all is past the cap, even on the last page"
+    );
+    let mut q = Pagination::new(10).max_bytes(usize::MAX);
+    assert_eq!(q.follow(None, usize::MAX), Ok(None), "no overflow");
 }

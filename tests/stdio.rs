@@ -471,10 +471,17 @@ async fn works_from_inside_tokio() {
 }
 
 #[test]
-fn between_calls_nothing_reads_unless_drive_idle_runs() {
+fn with_the_idle_reader_off_nothing_reads_between_calls() {
     smol::block_on(async {
         let (config, stderr) = collecting(serve(&["ping-idle"]));
-        let client = connect(config).await;
+        let client = Client::with_config(
+            StdioTransport::spawn(config).unwrap(),
+            ClientConfig {
+                idle_reader: false,
+                ..ClientConfig::default()
+            },
+        );
+        client.initialize().await.unwrap();
         client
             .call_tool("echo", json!({"text": "1"}))
             .await
@@ -486,7 +493,7 @@ fn between_calls_nothing_reads_unless_drive_idle_runs() {
                 .iter()
                 .any(|l| l.starts_with("serve: idle pong"))
         };
-        // Without an idle driver, the server's ping waits for the next call…
+        // Without the idle reader, the server's ping waits for the next call…
         smol::Timer::after(Duration::from_millis(500)).await;
         assert!(!ponged(), "nothing reads between calls");
         client
@@ -502,14 +509,13 @@ fn between_calls_nothing_reads_unless_drive_idle_runs() {
 }
 
 #[test]
-fn drive_idle_answers_the_server_between_calls_and_yields_to_calls() {
+fn by_default_the_server_is_answered_between_calls() {
     smol::block_on(async {
         let (config, stderr) = collecting(serve(&["ping-idle"]));
-        let client = Arc::new(connect(config).await);
-        let idle = client.clone();
-        let driver = smol::spawn(async move { idle.drive_idle().await });
+        let client = connect(config).await;
         for i in 0..3 {
             let text = format!("call {i}");
+            let started = Instant::now();
             assert_eq!(
                 client
                     .call_tool("echo", json!({ "text": text }))
@@ -519,8 +525,9 @@ fn drive_idle_answers_the_server_between_calls_and_yields_to_calls() {
                 text
             );
             let pongs = i + 1;
+            // The server pings 100 ms after each answer; nobody calls meanwhile.
             assert!(
-                wait_until(Duration::from_secs(5), || {
+                wait_until(Duration::from_secs(2), || {
                     stderr
                         .lock()
                         .unwrap()
@@ -529,7 +536,8 @@ fn drive_idle_answers_the_server_between_calls_and_yields_to_calls() {
                         .count()
                         == pongs
                 }),
-                "the idle driver answered ping {pongs}: {:?}",
+                "the idle reader answered ping {pongs} ({:?} after the call): {:?}",
+                started.elapsed(),
                 stderr.lock().unwrap()
             );
         }
@@ -544,12 +552,14 @@ fn drive_idle_answers_the_server_between_calls_and_yields_to_calls() {
             pong,
             r#"serve: idle pong {"jsonrpc":"2.0","id":"idle-ping","result":{}}"#
         );
-        client.close().await.unwrap();
-        // The idle driver ends with the connection.
-        smol::future::or(driver, async {
-            smol::Timer::after(Duration::from_secs(5)).await;
-            panic!("drive_idle did not return after close");
-        })
-        .await;
+        assert!(
+            !stderr
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l == "serve: no idle pong before the next message"),
+            "every ping was answered before the next call"
+        );
+        close_and_check(client).await;
     });
 }

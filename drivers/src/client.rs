@@ -1,25 +1,29 @@
 //! The async client: a [`Session`] driven over any [`Transport`].
 //!
-//! Whoever waits drives: a caller awaiting an answer takes the driver role (one at a time) and runs
-//! the loop itself — feed what the transport receives into the session, send what the session
-//! queues (ping answers, -32601 rejections, cancellations) at once, fire the session's timer, hand
-//! answers to whoever waits for them — until its own answer is in; then another waiting caller
-//! takes over. A call therefore costs no hand-off between threads, and the client needs no task of
-//! its own. Between calls nothing reads: what the server sends then is handled at the next call.
+//! Nobody holds a role: every caller waiting for an answer reads for everyone, and the idle reader
+//! covers the time when nobody waits. The [crate docs](crate#who-drives-the-connection) draw it.
 //! The loop holds no protocol decision.
 
 use crate::transport::{Inbound, Transport};
 use crate::Error;
 use mcp_proto::{
     CallToolResult, Config, Event, Implementation, InitializeResult, ListToolsResult, Pagination,
-    Reply, Request, RequestError, RequestId, Session, Stats, Tool,
+    Reply, Request, RequestError, RequestId, Session, Stats, Tool, UsageError,
 };
 use serde_json::Value;
 use smol::channel::{self, Receiver, Sender};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How often the idle reader looks at the connection while callers wait (or waited recently): it
+/// then takes what arrived and fires overdue timeouts, so that a caller whose future is kept but not
+/// polled delays nobody by more than this.
+pub const WATCHDOG_PERIOD: Duration = Duration::from_millis(100);
+
+/// The most [`Transport::try_recv`] items one reader handles before it lets others at the lock.
+const RECV_BATCH: usize = 32;
 
 /// Client settings.
 #[derive(Debug, Clone)]
@@ -28,6 +32,14 @@ pub struct ClientConfig {
     pub session: Config,
     /// The most `tools/list` pages [`Client::list_tools`] follows before failing (default 1000).
     pub max_tool_pages: usize,
+    /// The most bytes of tool definitions (as JSON) [`Client::list_tools`] keeps across all pages
+    /// before failing (default 64 MiB).
+    pub max_tool_bytes: usize,
+    /// Whether a background task reads while no caller waits (default true): the server's pings
+    /// and requests are then answered, its notifications noted and its exit noticed between calls.
+    /// It runs on smol's global executor. Without it, what the server sends between calls is
+    /// handled at the next call.
+    pub idle_reader: bool,
 }
 
 impl Default for ClientConfig {
@@ -38,37 +50,47 @@ impl Default for ClientConfig {
                 ..Config::default()
             },
             max_tool_pages: 1000,
+            max_tool_bytes: 64 * 1024 * 1024,
+            idle_reader: true,
         }
     }
 }
 
 /// An MCP client over a transport. Share it (`Arc<Client<T>>`) between tasks and tools: requests
-/// may be in flight concurrently, and each has its own timeout.
+/// may be in flight concurrently, and each has its own timeout, which fires on time whoever else
+/// waits.
 ///
 /// Dropping a request's future gives up on it: the server is sent `notifications/cancelled` and
 /// the client stays usable.
 pub struct Client<T: Transport> {
     shared: Arc<Shared<T>>,
     max_tool_pages: usize,
+    max_tool_bytes: usize,
 }
 
 struct Shared<T> {
     transport: T,
     state: Mutex<State>,
-    /// The driver role: held by the one caller that reads from the transport.
-    driver: smol::lock::Mutex<()>,
-    /// Callers waiting for an answer; while any does, [`Client::drive_idle`] keeps out of the way.
+    /// Callers waiting for an answer now.
     callers: AtomicUsize,
-    /// Tells the idle driver that a caller wants the role.
-    caller_came: (Sender<()>, Receiver<()>),
-    /// Tells the idle driver that no caller waits any more.
-    callers_gone: (Sender<()>, Receiver<()>),
+    /// Counts every wait that began, so the idle reader can tell recent activity.
+    waits_begun: AtomicU64,
+    /// Set while the idle reader waits on the transport itself; a caller that comes then wakes it
+    /// so that it steps back.
+    idle_listening: AtomicBool,
+    /// Wakes the idle reader: a caller came, or the client was dropped.
+    idle_wake: event_listener::Event,
+    /// The client was dropped: the idle reader ends.
+    dropped: AtomicBool,
 }
 
 struct State {
     session: Session,
     waiters: BTreeMap<RequestId, Sender<Result<Reply, Error>>>,
-    init_waiter: Option<Sender<Result<(), Error>>>,
+    /// The `initialize` request, while the first handshake is under way.
+    init_id: Option<RequestId>,
+    /// Everyone waiting for the first handshake.
+    init_waiters: Vec<Sender<Result<(), Error>>>,
     /// Why the connection ended, when the transport said.
     close_reason: Option<Error>,
     tools_changed: u64,
@@ -79,19 +101,54 @@ impl State {
         self.close_reason.clone().unwrap_or(Error::Closed)
     }
 
+    fn finish_init(&mut self, outcome: Result<(), Error>) {
+        self.init_id = None;
+        for w in self.init_waiters.drain(..) {
+            let _ = w.try_send(outcome.clone());
+        }
+    }
+
+    /// Feeds one received item into the session.
+    fn handle(&mut self, inbound: Inbound, now: Instant) {
+        match inbound {
+            Inbound::Bytes(bytes) => self.session.handle_bytes(&bytes, now),
+            Inbound::Message(message) => self.session.handle_message(&message, now),
+            Inbound::Failed { id, error } => {
+                if let Some(w) = self.waiters.remove(&id) {
+                    let _ = w.try_send(Err(error.clone()));
+                }
+                if self.init_id == Some(id) {
+                    // The handshake cannot complete: say why the transport failed.
+                    self.finish_init(Err(error));
+                }
+                self.session.abort(id);
+            }
+            Inbound::SessionExpired { id, error } => {
+                if self.session.restart(now).is_err() {
+                    if let Some(w) = self.waiters.remove(&id) {
+                        let _ = w.try_send(Err(error));
+                    }
+                    self.session.abort(id);
+                }
+            }
+            Inbound::Closed(reason) => {
+                if self.close_reason.is_none() {
+                    self.close_reason = reason;
+                }
+                self.session.handle_eof(now);
+            }
+        }
+    }
+
     /// Sends what the session queued and hands its events to whoever waits for them.
     fn flush(&mut self, transport: &impl Transport) {
         while let Some(t) = self.session.poll_transmit() {
-            // A failed send means the transport is closing; its reader reports why.
+            // A failed send means the transport is failing; `try_recv` reports why.
             let _ = transport.send(t);
         }
         while let Some(event) = self.session.poll_event() {
             match event {
-                Event::Ready => {
-                    if let Some(w) = self.init_waiter.take() {
-                        let _ = w.try_send(Ok(()));
-                    }
-                }
+                Event::Ready => self.finish_init(Ok(())),
                 Event::Failed(e) => {
                     let error = match (e, &self.close_reason) {
                         (mcp_proto::SessionError::Closed, Some(reason)) => reason.clone(),
@@ -99,9 +156,7 @@ impl State {
                     };
                     // Requests kept across a failed restart end with the same cause.
                     self.close_reason.get_or_insert(error.clone());
-                    if let Some(w) = self.init_waiter.take() {
-                        let _ = w.try_send(Err(error));
-                    }
+                    self.finish_init(Err(error));
                 }
                 Event::Response { id, result } => {
                     if let Some(w) = self.waiters.remove(&id) {
@@ -118,9 +173,7 @@ impl State {
                     for (_, w) in std::mem::take(&mut self.waiters) {
                         let _ = w.try_send(Err(error.clone()));
                     }
-                    if let Some(w) = self.init_waiter.take() {
-                        let _ = w.try_send(Err(error));
-                    }
+                    self.finish_init(Err(error));
                 }
                 // Tolerated peer misbehaviour; counted in the session's stats.
                 Event::Warning(_) => {}
@@ -143,18 +196,24 @@ impl<T: Transport> Client<T> {
             state: Mutex::new(State {
                 session: Session::new(config.session),
                 waiters: BTreeMap::new(),
-                init_waiter: None,
+                init_id: None,
+                init_waiters: Vec::new(),
                 close_reason: None,
                 tools_changed: 0,
             }),
-            driver: smol::lock::Mutex::new(()),
             callers: AtomicUsize::new(0),
-            caller_came: channel::bounded(1),
-            callers_gone: channel::bounded(1),
+            waits_begun: AtomicU64::new(0),
+            idle_listening: AtomicBool::new(false),
+            idle_wake: event_listener::Event::new(),
+            dropped: AtomicBool::new(false),
         });
+        if config.idle_reader {
+            smol::spawn(idle_reader(shared.clone())).detach();
+        }
         Client {
             shared,
             max_tool_pages: config.max_tool_pages,
+            max_tool_bytes: config.max_tool_bytes,
         }
     }
 
@@ -163,17 +222,32 @@ impl<T: Transport> Client<T> {
         &self.shared.transport
     }
 
-    /// Performs the handshake. Must come before any other request.
+    /// Performs the handshake. Must come before any other request. Calling it again while the
+    /// handshake is under way waits for it (so a dropped `initialize()` future loses nothing);
+    /// once it completed, it returns the server's answer again.
     pub async fn initialize(&self) -> Result<InitializeResult, Error> {
-        let rx = {
+        let (rx, deadline) = {
             let mut st = self.lock();
-            st.session.initialize(Instant::now())?;
+            if let Some(init) = st.session.initialize_result() {
+                return Ok(init.clone());
+            }
+            let id = match st.init_id {
+                Some(id) => id,
+                None => match st.session.initialize(Instant::now()) {
+                    Ok(id) => {
+                        st.init_id = Some(id);
+                        id
+                    }
+                    Err(UsageError::Closed) => return Err(st.closed_error()),
+                    Err(e) => return Err(e.into()),
+                },
+            };
             let (tx, rx) = channel::bounded(1);
-            st.init_waiter = Some(tx);
+            st.init_waiters.push(tx);
             st.flush(&self.shared.transport);
-            rx
+            (rx, st.session.deadline(id))
         };
-        self.shared.wait(&rx).await?;
+        self.shared.wait(&rx, deadline).await?;
         self.initialize_result().ok_or(Error::Closed)
     }
 
@@ -199,25 +273,25 @@ impl<T: Transport> Client<T> {
 
     /// Sends any request and waits for its answer (or its timeout, set on the [`Request`]).
     pub async fn request(&self, request: Request) -> Result<Reply, Error> {
-        let (id, rx) = {
+        let (id, rx, deadline) = {
             let mut st = self.lock();
             let id = match st.session.send(request, Instant::now()) {
                 Ok(id) => id,
                 // Once the peer is gone, say why rather than "closed".
-                Err(mcp_proto::UsageError::Closed) => return Err(st.closed_error()),
+                Err(UsageError::Closed) => return Err(st.closed_error()),
                 Err(e) => return Err(e.into()),
             };
             let (tx, rx) = channel::bounded(1);
             st.waiters.insert(id, tx);
             st.flush(&self.shared.transport);
-            (id, rx)
+            (id, rx, st.session.deadline(id))
         };
         let mut guard = CancelOnDrop {
             shared: &self.shared,
             id,
             armed: true,
         };
-        let result = self.shared.wait(&rx).await;
+        let result = self.shared.wait(&rx, deadline).await;
         guard.armed = false;
         result
     }
@@ -226,23 +300,26 @@ impl<T: Transport> Client<T> {
     pub async fn list_tools_page(&self, cursor: Option<&str>) -> Result<ListToolsResult, Error> {
         match self.request(Request::list_tools(cursor)).await? {
             Reply::Tools(page) => Ok(page),
-            other => unreachable!("tools/list decodes as Reply::Tools, got {other:?}"),
+            other => Err(unexpected_reply("tools/list", other)),
         }
     }
 
     /// All tools, following `nextCursor` across pages.
     ///
-    /// > "Cursors are opaque" — a server that repeats a cursor, or sends more than
-    /// > [`ClientConfig::max_tool_pages`] pages, ends the listing with [`Error::Pagination`].
+    /// > "Cursors are opaque" — a server that repeats a cursor, sends more than
+    /// > [`ClientConfig::max_tool_pages`] pages or more than [`ClientConfig::max_tool_bytes`] of
+    /// > tools ends the listing with [`Error::Pagination`].
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
         let mut tools = Vec::new();
-        let mut guard = Pagination::new(self.max_tool_pages);
+        let mut guard = Pagination::new(self.max_tool_pages).max_bytes(self.max_tool_bytes);
         let mut cursor: Option<String> = None;
         loop {
             guard.admit().map_err(pagination)?;
             let page = self.list_tools_page(cursor.as_deref()).await?;
+            let bytes = page.tools.iter().map(|t| t.raw().get().len()).sum();
+            let next = guard.follow(page.next_cursor, bytes).map_err(pagination)?;
             tools.extend(page.tools);
-            match guard.follow(page.next_cursor).map_err(pagination)? {
+            match next {
                 None => return Ok(tools),
                 next => cursor = next,
             }
@@ -255,48 +332,22 @@ impl<T: Transport> Client<T> {
         self.call(Request::call_tool(name, arguments)).await
     }
 
-    /// Calls a tool with a request built by [`Request::call_tool`], for its own timeout.
+    /// Calls a tool with a request built by [`Request::call_tool`], for its own timeout. Any other
+    /// request is refused with [`UsageError::NotAToolCall`] before anything is sent.
     pub async fn call(&self, request: Request) -> Result<CallToolResult, Error> {
+        if request.method() != "tools/call" {
+            return Err(UsageError::NotAToolCall(request.method().to_owned()).into());
+        }
         match self.request(request).await? {
             Reply::ToolCall(result) => Ok(result),
-            other => unreachable!("tools/call decodes as Reply::ToolCall, got {other:?}"),
-        }
-    }
-
-    /// Drives the connection while no call waits: the server's pings and requests are answered at
-    /// once, `tools/list_changed` is noted, the server's end is noticed. A call that comes takes the
-    /// driver role over (it then costs one hand-off to this task). Returns when the connection is
-    /// closed. Optional: without it, what a server sends between calls is handled at the next call.
-    ///
-    /// ```no_run
-    /// # use std::sync::Arc;
-    /// # fn f(client: Arc<mcp_client::Client<mcp_client::StdioTransport>>) {
-    /// let idle = client.clone();
-    /// smol::spawn(async move { idle.drive_idle().await }).detach();
-    /// # }
-    /// ```
-    pub async fn drive_idle(&self) {
-        let shared = &*self.shared;
-        let closed = || lock(&shared.state).session.state() == mcp_proto::State::Closed;
-        let callers = || shared.callers.load(Ordering::SeqCst);
-        loop {
-            // Keep out of the way while any caller waits.
-            while callers() > 0 {
-                let _ = shared.callers_gone.1.recv().await;
-            }
-            if closed() {
-                return;
-            }
-            let guard = shared.driver.lock().await;
-            // A stale signal must not end the drive at once; a caller that came meanwhile is
-            // seen by the count.
-            while shared.caller_came.1.try_recv().is_ok() {}
-            if callers() == 0 {
-                shared
-                    .drive(|| callers() > 0 || closed(), Some(&shared.caller_came.1))
-                    .await;
-            }
-            drop(guard);
+            // A `tools/call` built by hand (`Request::new`) is answered as raw JSON.
+            Reply::Raw(value) => serde_json::from_value(value).map_err(|e| {
+                Error::Request(RequestError::InvalidResult {
+                    method: "tools/call".into(),
+                    reason: e.to_string(),
+                })
+            }),
+            other => Err(unexpected_reply("tools/call", other)),
         }
     }
 
@@ -308,6 +359,7 @@ impl<T: Transport> Client<T> {
             st.session.close();
             st.flush(&self.shared.transport);
         }
+        self.shared.idle_wake.notify(usize::MAX);
         self.shared.transport.close().await
     }
 
@@ -316,8 +368,22 @@ impl<T: Transport> Client<T> {
     }
 }
 
+impl<T: Transport> Drop for Client<T> {
+    fn drop(&mut self) {
+        self.shared.dropped.store(true, Ordering::SeqCst);
+        self.shared.idle_wake.notify(usize::MAX);
+    }
+}
+
 fn pagination(e: mcp_proto::PaginationError) -> Error {
     Error::Pagination(e.to_string())
+}
+
+fn unexpected_reply(method: &str, reply: Reply) -> Error {
+    Error::Request(RequestError::InvalidResult {
+        method: method.into(),
+        reason: format!("decoded as {reply:?}"),
+    })
 }
 
 /// Counts a caller in [`Shared::wait`] for as long as it waits.
@@ -325,9 +391,7 @@ struct CallerPresent<'a, T>(&'a Shared<T>);
 
 impl<T> Drop for CallerPresent<'_, T> {
     fn drop(&mut self) {
-        if self.0.callers.fetch_sub(1, Ordering::SeqCst) == 1 {
-            let _ = self.0.callers_gone.0.try_send(());
-        }
+        self.0.callers.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -352,104 +416,142 @@ impl<T: Transport> Drop for CancelOnDrop<'_, T> {
     }
 }
 
+/// What woke a waiting caller.
+enum Wake<R> {
+    Answer(Result<R, Error>),
+    Readable,
+    Deadline,
+}
+
 impl<T: Transport> Shared<T> {
-    /// Waits for the answer `rx` will carry, driving the connection while no one else does.
-    async fn wait<R>(&self, rx: &Receiver<Result<R, Error>>) -> Result<R, Error> {
+    /// Waits for the answer `rx` will carry, reading for everyone meanwhile and firing timeouts
+    /// when `deadline` (this caller's own) comes.
+    async fn wait<R>(
+        &self,
+        rx: &Receiver<Result<R, Error>>,
+        deadline: Option<Instant>,
+    ) -> Result<R, Error> {
         self.callers.fetch_add(1, Ordering::SeqCst);
+        self.waits_begun.fetch_add(1, Ordering::Relaxed);
         let _present = CallerPresent(self);
-        let _ = self.caller_came.0.try_send(());
+        if self.idle_listening.load(Ordering::SeqCst) {
+            // The idle reader waits on the transport too: make it step back, so that this
+            // caller's answer does not cost a hand-off between threads.
+            self.idle_wake.notify(usize::MAX);
+        }
+        let mut timer = match deadline {
+            Some(at) => smol::Timer::at(at),
+            None => smol::Timer::never(),
+        };
         loop {
             if let Ok(result) = rx.try_recv() {
                 return result;
             }
-            // Either the answer arrives (someone else drives) or this caller becomes the driver.
-            let answer = async { Some(rx.recv().await.unwrap_or(Err(Error::Closed))) };
-            let role = async {
-                let guard = self.driver.lock().await;
-                self.drive_until(rx).await;
-                drop(guard);
-                None
+            let answer = async { Wake::Answer(rx.recv().await.unwrap_or(Err(Error::Closed))) };
+            let readable = async {
+                self.transport.ready().await;
+                Wake::Readable
             };
-            if let Some(result) = smol::future::or(answer, role).await {
-                return result;
-            }
-        }
-    }
-
-    /// The driver loop until `rx` holds an answer.
-    async fn drive_until<R>(&self, rx: &Receiver<Result<R, Error>>) {
-        self.drive(|| !rx.is_empty(), None).await;
-    }
-
-    /// The driver loop: feed inputs, drain outputs, arm one timer, wait for whichever comes first;
-    /// until `done()` holds or (when given) `stop` is signalled.
-    async fn drive(&self, done: impl Fn() -> bool, stop: Option<&Receiver<()>>) {
-        let mut timer = smol::Timer::never();
-        let mut armed: Option<Instant> = None;
-        while !done() {
-            let deadline = lock(&self.state).session.poll_timeout();
-            if deadline != armed {
-                match deadline {
-                    Some(at) => timer.set_at(at),
-                    None => timer = smol::Timer::never(),
-                }
-                armed = deadline;
-            }
-            let inbound = async { Some(Some(self.transport.recv().await)) };
             let fired = async {
                 (&mut timer).await;
-                Some(None)
+                Wake::Deadline
             };
-            let stopped = async {
-                match stop {
-                    Some(stop) => {
-                        let _ = stop.recv().await;
-                        None
-                    }
-                    None => std::future::pending().await,
-                }
-            };
-            let Some(wake) = smol::future::or(inbound, smol::future::or(fired, stopped)).await
-            else {
-                return;
-            };
-            let now = Instant::now();
-            let mut st = lock(&self.state);
-            match wake {
-                Some(Inbound::Bytes(bytes)) => st.session.handle_bytes(&bytes, now),
-                Some(Inbound::Message(message)) => st.session.handle_message(&message, now),
-                Some(Inbound::Failed { id, error }) => {
-                    if let Some(w) = st.waiters.remove(&id) {
-                        let _ = w.try_send(Err(error.clone()));
-                    }
-                    if !st.session.is_ready() {
-                        if let Some(w) = st.init_waiter.take() {
-                            let _ = w.try_send(Err(error));
-                        }
-                    }
-                    st.session.abort(id);
-                }
-                Some(Inbound::SessionExpired { id, error }) => {
-                    if st.session.restart(now).is_err() {
-                        if let Some(w) = st.waiters.remove(&id) {
-                            let _ = w.try_send(Err(error));
-                        }
-                        st.session.abort(id);
-                    }
-                }
-                Some(Inbound::Closed(reason)) => {
-                    if st.close_reason.is_none() {
-                        st.close_reason = reason;
-                    }
-                    st.session.handle_eof(now);
-                }
-                None => {
-                    armed = None;
-                    st.session.handle_timeout(now);
+            match smol::future::or(answer, smol::future::or(readable, fired)).await {
+                Wake::Answer(result) => return result,
+                Wake::Readable => self.pump(),
+                Wake::Deadline => {
+                    self.expire();
+                    // Fired once; the answer (a timeout) is in `rx` now.
+                    timer = smol::Timer::never();
                 }
             }
-            st.flush(&self.transport);
         }
+    }
+
+    /// Takes what the transport received, feeds it to the session, sends what the session queued
+    /// and hands out the answers. Never waits.
+    fn pump(&self) {
+        let mut st = lock(&self.state);
+        let now = Instant::now();
+        for _ in 0..RECV_BATCH {
+            let Some(inbound) = self.transport.try_recv() else {
+                break;
+            };
+            let closed = matches!(inbound, Inbound::Closed(_));
+            st.handle(inbound, now);
+            if closed {
+                break;
+            }
+        }
+        st.flush(&self.transport);
+    }
+
+    /// Fires every deadline that has passed.
+    fn expire(&self) {
+        let mut st = lock(&self.state);
+        st.session.handle_timeout(Instant::now());
+        st.flush(&self.transport);
+    }
+
+    fn finished(&self) -> bool {
+        self.dropped.load(Ordering::SeqCst)
+            || lock(&self.state).session.state() == mcp_proto::State::Closed
+    }
+}
+
+/// The idle reader: while no caller waits, it reads for the client (pings answered, the server's
+/// end noticed, timers of requests whose futures are not polled fired). While callers wait, or
+/// waited within the last [`WATCHDOG_PERIOD`], it only looks every period, so that back-to-back
+/// calls cost it nothing.
+async fn idle_reader<T: Transport>(shared: Arc<Shared<T>>) {
+    let mut seen = shared.waits_begun.load(Ordering::Relaxed);
+    while !shared.finished() {
+        let begun = shared.waits_begun.load(Ordering::Relaxed);
+        if shared.callers.load(Ordering::SeqCst) > 0 || begun != seen {
+            seen = begun;
+            let woken = shared.idle_wake.listen();
+            if shared.finished() {
+                return;
+            }
+            smol::future::or(
+                async {
+                    woken.await;
+                },
+                async {
+                    smol::Timer::after(WATCHDOG_PERIOD).await;
+                },
+            )
+            .await;
+        } else {
+            let woken = shared.idle_wake.listen();
+            shared.idle_listening.store(true, Ordering::SeqCst);
+            if shared.callers.load(Ordering::SeqCst) == 0 && !shared.finished() {
+                let deadline = lock(&shared.state).session.poll_timeout();
+                let timer = async {
+                    match deadline {
+                        Some(at) => smol::Timer::at(at).await,
+                        None => smol::Timer::never().await,
+                    };
+                };
+                smol::future::or(
+                    async {
+                        woken.await;
+                    },
+                    smol::future::or(shared.transport.ready(), timer),
+                )
+                .await;
+            }
+            shared.idle_listening.store(false, Ordering::SeqCst);
+            if shared.callers.load(Ordering::SeqCst) > 0 {
+                // A caller came: it reads for itself now.
+                continue;
+            }
+        }
+        if shared.dropped.load(Ordering::SeqCst) {
+            return;
+        }
+        shared.pump();
+        shared.expire();
     }
 }
 

@@ -64,6 +64,8 @@ struct Shared {
     client: HttpClient,
     rules: Mutex<HttpRules>,
     inbound: Sender<Inbound>,
+    /// Notified after each item handed to `inbound`, for the client's `ready` waiters.
+    arrived: event_listener::Event,
     /// Abort handles of running request exchanges: dropping the sender aborts the exchange.
     exchanges: Mutex<HashMap<RequestId, Sender<()>>>,
     max_message: usize,
@@ -87,6 +89,7 @@ impl HttpTransport {
             client,
             rules: Mutex::new(HttpRules::new(config.rules)),
             inbound: in_tx,
+            arrived: event_listener::Event::new(),
             exchanges: Mutex::new(HashMap::new()),
             max_message: config.max_message,
             closed: false.into(),
@@ -111,8 +114,21 @@ impl Transport for HttpTransport {
         self.outbound.try_send(message).map_err(|_| Error::Closed)
     }
 
-    fn recv(&self) -> BoxFuture<'_, Inbound> {
-        Box::pin(async move { self.inbound.recv().await.unwrap_or(Inbound::Closed(None)) })
+    fn try_recv(&self) -> Option<Inbound> {
+        match self.inbound.try_recv() {
+            Ok(item) => Some(item),
+            Err(channel::TryRecvError::Empty) => None,
+            Err(channel::TryRecvError::Closed) => Some(Inbound::Closed(None)),
+        }
+    }
+
+    fn ready(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let arrived = self.shared.arrived.listen();
+            if self.inbound.is_empty() && !self.inbound.is_closed() {
+                arrived.await;
+            }
+        })
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
@@ -133,6 +149,7 @@ impl Transport for HttpTransport {
                 None => Ok(()),
             };
             let _ = self.shared.inbound.try_send(Inbound::Closed(None));
+            self.shared.arrived.notify(usize::MAX);
             result
         })
     }
@@ -173,6 +190,7 @@ impl Shared {
     /// Hands one item to the client, waiting while its queue is full.
     async fn deliver(&self, item: Inbound) {
         let _ = self.inbound.send(item).await;
+        self.arrived.notify(usize::MAX);
     }
 }
 

@@ -23,7 +23,36 @@
 //! })?;
 //! # Ok::<(), mcp_client::Error>(())
 //! ```
-#![forbid(unsafe_code)]
+//!
+//! # Who drives the connection
+//!
+//! Nobody holds a role. Every caller waiting for an answer waits on three things at once: its
+//! answer, the transport's readiness, and its own deadline. When the transport is ready, that
+//! caller takes the client's lock, takes what arrived ([`Transport::try_recv`], never waiting),
+//! feeds it to the session, sends what the session queued (ping answers, cancellations) and hands
+//! every answer to its waiter — its own or another caller's. When its deadline comes, it fires
+//! the session's timeouts itself. Nothing is held while a caller is suspended, so a future that
+//! is polled once and then parked holds nobody up, and a dropped one loses nothing (what the
+//! transport learns after the peer's end, such as a child's exit status, is kept by the
+//! transport).
+//!
+//! ```text
+//!   caller A ──┐ waits on: answer A │ transport ready │ deadline A
+//!   caller B ──┤ waits on: answer B │ transport ready │ deadline B        ┌─────────────┐
+//!   idle reader┘ waits on: (nobody waits) transport ready │ next deadline  │ Mutex<State>│
+//!                      │                                                   │  Session    │
+//!        whoever wakes ├── lock ── try_recv* → session.handle_* ── flush ─▶│  waiters    │
+//!                      │          (answers go to their waiters' channels)  └─────────────┘
+//!        a deadline    └── lock ── session.handle_timeout(now) ── flush
+//! ```
+//!
+//! A call answered back to back costs no hand-off between threads: the caller reads its own
+//! answer. Between calls the *idle reader* (a task on smol's global executor, on by default, see
+//! [`ClientConfig::idle_reader`]) waits on the transport in the callers' place, so the server's
+//! pings and requests are answered, and its exit is noticed, while nobody calls. While callers
+//! wait it steps back and only looks every [`client::WATCHDOG_PERIOD`] (100 ms): it then takes
+//! what arrived and fires overdue timeouts, which covers callers whose futures are not polled.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod client;

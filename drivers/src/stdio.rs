@@ -6,8 +6,8 @@
 //! > — MCP 2025-11-25, Transports § stdio
 //!
 //! Messages are written straight to the child's stdin from [`send`](Transport::send) while the pipe
-//! takes them; what it does not take waits in a backlog that a writer task drains, in order.
-//! [`recv`](Transport::recv) reads stdout directly. A stderr task drains stderr continuously into a
+//! takes them; what it does not take waits in a bounded backlog that a writer task drains, in
+//! order. [`try_recv`](Transport::try_recv) reads stdout directly, without waiting. A stderr task drains stderr continuously into a
 //! bounded tail of lines (optionally forwarded). The child runs in a process group of its own, so
 //! that ending it ends whatever it started (`npx` launchers and the like).
 
@@ -15,7 +15,7 @@ use crate::transport::{BoxFuture, Inbound, Transport};
 use crate::Error;
 use async_io::Async;
 use async_process::{Child, Stdio};
-use mcp_proto::Transmit;
+use mcp_proto::{RequestId, Transmit, TransmitKind};
 use smol::channel::{self, Receiver, Sender};
 use smol::io::AsyncReadExt;
 use std::collections::VecDeque;
@@ -25,7 +25,6 @@ use std::io::IoSlice;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -52,8 +51,8 @@ impl fmt::Debug for StderrMode {
     }
 }
 
-/// How to start a stdio server.
-#[derive(Debug, Clone)]
+/// How to start a stdio server. Its `Debug` shows environment variable names, not their values.
+#[derive(Clone)]
 pub struct StdioConfig {
     /// The program, started directly (no shell), looked up in `PATH` like `execvp`.
     pub command: OsString,
@@ -69,8 +68,35 @@ pub struct StdioConfig {
     pub stderr_lines: usize,
     /// On close: how long to wait after closing stdin before SIGTERM (default 2 s).
     pub close_grace: Duration,
-    /// On close: how long to wait after SIGTERM before SIGKILL (default 2 s).
+    /// On close: how long to wait after SIGTERM before SIGKILL (default 2 s). Both graces are
+    /// clamped to a day.
     pub term_grace: Duration,
+    /// The most bytes queued for a server that does not read its stdin fast enough (default
+    /// 64 MiB). Past it the connection fails: every waiting call ends with an error saying the
+    /// server stopped reading. One message larger than the cap still goes out when nothing waits
+    /// before it.
+    pub max_backlog: usize,
+}
+
+impl fmt::Debug for StdioConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let env: Vec<String> = self
+            .env
+            .iter()
+            .map(|(k, _)| format!("{}=…", k.to_string_lossy()))
+            .collect();
+        f.debug_struct("StdioConfig")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("dir", &self.dir)
+            .field("env", &env)
+            .field("stderr", &self.stderr)
+            .field("stderr_lines", &self.stderr_lines)
+            .field("close_grace", &self.close_grace)
+            .field("term_grace", &self.term_grace)
+            .field("max_backlog", &self.max_backlog)
+            .finish()
+    }
 }
 
 impl StdioConfig {
@@ -85,6 +111,7 @@ impl StdioConfig {
             stderr_lines: 40,
             close_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
+            max_backlog: 64 * 1024 * 1024,
         }
     }
 
@@ -117,22 +144,57 @@ impl StdioConfig {
 const STDERR_LINE_MAX: usize = 2048;
 /// The most bytes one read of stdout takes.
 const READ_CHUNK: usize = 64 * 1024;
+/// After stdout ends: how long to wait for the exit status, then for stderr to drain.
+const EXIT_WAIT: Duration = Duration::from_millis(500);
+const STDERR_WAIT: Duration = Duration::from_millis(200);
+/// Grace periods are clamped to this (a day), so that `Instant + grace` cannot overflow.
+const MAX_GRACE: Duration = Duration::from_secs(24 * 3600);
 
 /// A child process speaking MCP over its stdin and stdout. See the [module docs](self).
 ///
 /// [`close`](Transport::close) ends it properly: close stdin, wait [`StdioConfig::close_grace`],
 /// SIGTERM the process group, wait [`StdioConfig::term_grace`], SIGKILL the group, reap. Dropping
-/// the transport without closing runs the same sequence on a background thread.
+/// the transport without closing (or dropping a `close()` future before it finished) runs the
+/// same sequence on a thread of its own; [`wait_for_shutdowns`] lets a program that is about to
+/// exit wait for those threads, and on Linux the server is also killed if this process dies first
+/// (`PR_SET_PDEATHSIG`), so no path leaves it running. The group is only ever signalled while its
+/// leader is unreaped, so the process group id cannot belong to anyone else.
 pub struct StdioTransport {
     writer: Arc<Writer>,
     stdout: Async<OwnedFd>,
-    read_buf: smol::lock::Mutex<Vec<u8>>,
-    eof: AtomicBool,
+    read_buf: Mutex<Vec<u8>>,
+    /// How the connection ended, once known; kept so that every later `try_recv` says it.
+    end: Arc<End>,
     stderr_done: Receiver<()>,
     process: Arc<Process>,
     stderr: Arc<StderrTail>,
-    closed: AtomicBool,
     _tasks: [smol::Task<()>; 2],
+}
+
+/// The end of the connection, shared with the tasks that learn it.
+struct End {
+    state: Mutex<EndState>,
+    /// Wakes `ready()` waiters when the end becomes known (or the writer fails).
+    changed: event_listener::Event,
+}
+
+#[derive(Default)]
+struct EndState {
+    /// stdout reached its end; the exit watcher is finding out why.
+    eof: bool,
+    /// Why the connection ended, once known.
+    reason: Option<Option<Error>>,
+}
+
+impl End {
+    fn reason(&self) -> Option<Option<Error>> {
+        lock(&self.state).reason.clone()
+    }
+
+    fn set(&self, reason: Option<Error>) {
+        lock(&self.state).reason.get_or_insert(reason);
+        self.changed.notify(usize::MAX);
+    }
 }
 
 /// The child's stdin and what it has not taken yet.
@@ -140,17 +202,29 @@ struct Writer {
     state: Mutex<WriteState>,
     /// Wakes the writer task when the backlog fills.
     wake: Sender<()>,
+    end: Arc<End>,
 }
 
 struct WriteState {
     /// `None` once closed (dropping the last handle closes the pipe: the server sees EOF).
     stdin: Option<Arc<Async<OwnedFd>>>,
-    /// Bytes the pipe did not take yet, in order.
-    backlog: Vec<u8>,
-    /// The writer task holds a part of the backlog it is writing.
+    /// Messages the pipe did not take yet, in order (the first may be partly written already).
+    backlog: VecDeque<Queued>,
+    /// Bytes in `backlog`.
+    queued: usize,
+    /// The most bytes `backlog` may hold.
+    max: usize,
+    /// The writer task is writing a message it took from the backlog.
     busy: bool,
-    /// Writing failed (the server closed its stdin): later messages are dropped.
-    broken: bool,
+    /// Writing failed for good (the server closed its stdin, or stopped reading past the cap).
+    failure: Option<Error>,
+}
+
+/// One message waiting to be written.
+struct Queued {
+    bytes: Vec<u8>,
+    /// The request it is, while none of it has been written: it can still be withdrawn.
+    request: Option<RequestId>,
 }
 
 impl fmt::Debug for StdioTransport {
@@ -161,12 +235,16 @@ impl fmt::Debug for StdioTransport {
     }
 }
 
-/// The child, shared by the reader (for its exit status) and the shutdown sequence.
+/// The child, shared by the exit watcher and the shutdown sequence. It is reaped only by
+/// [`Process::shutdown`], after its group was emptied: until then its exit is observed without
+/// reaping (`waitid(WNOWAIT)`), so its pid, which is also the group's id, stays reserved.
 struct Process {
     child: Mutex<Child>,
     pid: u32,
     close_grace: Duration,
     term_grace: Duration,
+    /// The shutdown was handed to a thread (by `close()` or drop); it runs to its end.
+    shutdown: Mutex<Option<Receiver<()>>>,
 }
 
 impl StdioTransport {
@@ -184,12 +262,13 @@ impl StdioTransport {
             // A group of its own: close/drop signal the whole group, grandchildren included.
             std_cmd.process_group(0);
         }
+        spawn::die_with_parent(&mut std_cmd);
         let mut cmd = async_process::Command::from(std_cmd);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
+            .stderr(Stdio::piped())
+            .reap_on_drop(false);
+        let mut child = spawn::spawn(cmd)
             .map_err(|e| Error::io(format!("cannot start {:?}", config.command), e))?;
         let (stdin, stdout, stderr) =
             match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
@@ -205,19 +284,27 @@ impl StdioTransport {
         let process = Arc::new(Process {
             pid: child.id(),
             child: Mutex::new(child),
-            close_grace: config.close_grace,
-            term_grace: config.term_grace,
+            close_grace: config.close_grace.min(MAX_GRACE),
+            term_grace: config.term_grace.min(MAX_GRACE),
+            shutdown: Mutex::new(None),
         });
         let tail = Arc::new(StderrTail::new(config.stderr_lines));
+        let end = Arc::new(End {
+            state: Mutex::new(EndState::default()),
+            changed: event_listener::Event::new(),
+        });
         let (wake, woken) = channel::bounded(1);
         let writer = Arc::new(Writer {
             state: Mutex::new(WriteState {
                 stdin: Some(Arc::new(stdin)),
-                backlog: Vec::new(),
+                backlog: VecDeque::new(),
+                queued: 0,
+                max: config.max_backlog,
                 busy: false,
-                broken: false,
+                failure: None,
             }),
             wake,
+            end: end.clone(),
         });
         let write_task = smol::spawn(drain_backlog(writer.clone(), woken));
         let (stderr_done_tx, stderr_done) = channel::bounded::<()>(1);
@@ -230,12 +317,11 @@ impl StdioTransport {
         Ok(StdioTransport {
             writer,
             stdout,
-            read_buf: smol::lock::Mutex::new(vec![0; READ_CHUNK]),
-            eof: AtomicBool::new(false),
+            read_buf: Mutex::new(vec![0; READ_CHUNK]),
+            end,
             stderr_done,
             process,
             stderr: tail,
-            closed: AtomicBool::new(false),
             _tasks: [write_task, drain],
         })
     }
@@ -249,73 +335,134 @@ impl StdioTransport {
     pub fn stderr_tail(&self) -> String {
         self.stderr.text()
     }
+
+    /// Bytes sent but not yet taken by the server (at most [`StdioConfig::max_backlog`]).
+    pub fn backlog_len(&self) -> usize {
+        lock(&self.writer.state).queued
+    }
+
+    /// stdout ended: find out, on a task of its own, why — the exit status (without reaping) and
+    /// stderr's last words — and keep it for `try_recv`, so no caller's cancellation can lose it.
+    fn watch_exit(&self) {
+        let (process, end, tail, done) = (
+            self.process.clone(),
+            self.end.clone(),
+            self.stderr.clone(),
+            self.stderr_done.clone(),
+        );
+        smol::spawn(async move {
+            let deadline = Instant::now() + EXIT_WAIT;
+            let status = loop {
+                if let Some(s) = process.exit_status() {
+                    break Some(s);
+                }
+                if Instant::now() >= deadline {
+                    break None;
+                }
+                smol::Timer::after(Duration::from_millis(5)).await;
+            };
+            smol::future::or(async { done.recv().await.unwrap_or(()) }, async {
+                smol::Timer::after(STDERR_WAIT).await;
+            })
+            .await;
+            end.set(Some(Error::ServerExited {
+                status,
+                stderr: tail.text(),
+            }));
+        })
+        .detach();
+    }
+
+    /// Hands the shutdown to a thread of its own, once; returns what tells when it is done.
+    fn start_shutdown(&self) -> Receiver<()> {
+        let mut started = lock(&self.process.shutdown);
+        if let Some(done) = &*started {
+            return done.clone();
+        }
+        self.writer.close();
+        let (tx, rx) = channel::bounded::<()>(1);
+        let process = self.process.clone();
+        let running = shutdowns::begin();
+        std::thread::spawn(move || {
+            process.shutdown();
+            drop(tx);
+            drop(running);
+        });
+        *started = Some(rx.clone());
+        rx
+    }
 }
 
 impl Transport for StdioTransport {
     fn send(&self, message: Transmit) -> Result<(), Error> {
-        self.writer.send(&message.payload)
+        self.writer.send(message)
     }
 
-    fn recv(&self) -> BoxFuture<'_, Inbound> {
+    fn try_recv(&self) -> Option<Inbound> {
+        if let Some(reason) = self.end.reason() {
+            return Some(Inbound::Closed(reason));
+        }
+        if let Some(failure) = lock(&self.writer.state).failure.clone() {
+            self.end.set(Some(failure.clone()));
+            return Some(Inbound::Closed(Some(failure)));
+        }
+        if lock(&self.end.state).eof {
+            // The exit watcher is finding out why; `ready` completes when it knows.
+            return None;
+        }
+        let mut buf = lock(&self.read_buf);
+        match rustix::io::read(self.stdout.get_ref(), &mut buf[..]) {
+            Ok(0) => {
+                lock(&self.end.state).eof = true;
+                self.watch_exit();
+                None
+            }
+            Ok(n) => Some(Inbound::Bytes(buf[..n].to_vec())),
+            Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => None,
+            Err(e) => {
+                let error = Error::io("reading the server's stdout", e.into());
+                self.end.set(Some(error.clone()));
+                Some(Inbound::Closed(Some(error)))
+            }
+        }
+    }
+
+    fn ready(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if self.eof.load(Ordering::SeqCst) {
-                return Inbound::Closed(None);
-            }
-            let mut buf = self.read_buf.lock().await;
-            let read = self
-                .stdout
-                .read_with(|fd| rustix::io::read(fd, &mut buf[..]).map_err(std::io::Error::from))
-                .await;
-            match read {
-                Ok(0) => {}
-                Ok(n) => return Inbound::Bytes(buf[..n].to_vec()),
-                Err(e) => {
-                    self.eof.store(true, Ordering::SeqCst);
-                    return Inbound::Closed(Some(Error::io("reading the server's stdout", e)));
+            let changed = self.end.changed.listen();
+            let eof = {
+                let end = lock(&self.end.state);
+                if end.reason.is_some() {
+                    return;
                 }
-            }
-            // stdout ended: the server is exiting. Give it a moment to finish, and its stderr to
-            // drain, so that the error carries its exit status and last words.
-            self.eof.store(true, Ordering::SeqCst);
-            let status = {
-                let deadline = Instant::now() + Duration::from_millis(500);
-                loop {
-                    if let Some(s) = self.process.try_status() {
-                        break Some(s);
-                    }
-                    if Instant::now() >= deadline {
-                        break None;
-                    }
-                    smol::Timer::after(Duration::from_millis(5)).await;
-                }
+                end.eof
             };
-            smol::future::or(
-                async { self.stderr_done.recv().await.unwrap_or(()) },
-                async {
-                    smol::Timer::after(Duration::from_millis(200)).await;
-                },
-            )
-            .await;
-            Inbound::Closed(Some(Error::ServerExited {
-                status,
-                stderr: self.stderr.text(),
-            }))
+            if lock(&self.writer.state).failure.is_some() {
+                return;
+            }
+            if eof {
+                changed.await;
+            } else {
+                smol::future::or(changed, async {
+                    let _ = self.stdout.readable().await;
+                })
+                .await;
+            }
         })
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
         Box::pin(async move {
-            if self.closed.swap(true, Ordering::SeqCst) {
-                return Ok(());
-            }
             // What is queued goes out first (bounded by the grace period), then stdin closes: EOF.
-            let deadline = Instant::now() + self.process.close_grace;
-            while !self.writer.flushed() && Instant::now() < deadline {
-                smol::Timer::after(Duration::from_millis(2)).await;
+            // Dropping this future before the hand-off leaves the shutdown to drop.
+            if lock(&self.process.shutdown).is_none() {
+                let deadline = Instant::now() + self.process.close_grace;
+                while !self.writer.flushed() && Instant::now() < deadline {
+                    smol::Timer::after(Duration::from_millis(2)).await;
+                }
             }
-            self.writer.close();
-            let process = self.process.clone();
-            smol::unblock(move || process.shutdown()).await;
+            let done = self.start_shutdown();
+            let _ = done.recv().await;
             Ok(())
         })
     }
@@ -323,56 +470,92 @@ impl Transport for StdioTransport {
 
 impl Drop for StdioTransport {
     fn drop(&mut self) {
-        if self.closed.swap(true, Ordering::SeqCst) {
-            return;
-        }
         // Close stdin now, and end the server on a thread of its own rather than blocking whoever
-        // dropped us.
-        self.writer.close();
-        let process = self.process.clone();
-        std::thread::spawn(move || process.shutdown());
+        // dropped us (nothing, if `close()` already handed it off).
+        self.start_shutdown();
     }
 }
 
 impl Writer {
     /// Writes one message and its newline straight to the pipe when nothing waits before it;
-    /// queues what the pipe does not take.
-    fn send(&self, payload: &[u8]) -> Result<(), Error> {
+    /// queues what the pipe does not take, up to the cap.
+    fn send(&self, message: Transmit) -> Result<(), Error> {
         let mut st = lock(&self.state);
         let Some(stdin) = st.stdin.clone() else {
             return Err(Error::Closed);
         };
-        if st.broken {
-            // The server stopped reading; the reading side reports why.
-            return Ok(());
+        if let Some(failure) = &st.failure {
+            return Err(failure.clone());
         }
+        let payload = &message.payload;
+        let request = match &message.kind {
+            TransmitKind::Request { id, .. } => Some(*id),
+            TransmitKind::Cancellation { id } => {
+                // A request given up on before any of it was written leaves the queue, and the
+                // server, which never saw it, is not told about it.
+                if let Some(at) = st.backlog.iter().position(|q| q.request == Some(*id)) {
+                    if let Some(q) = st.backlog.remove(at) {
+                        st.queued -= q.bytes.len();
+                    }
+                    return Ok(());
+                }
+                None
+            }
+            _ => None,
+        };
         let mut written = 0;
         if st.backlog.is_empty() && !st.busy {
             let slices = [IoSlice::new(payload), IoSlice::new(b"\n")];
             match rustix::io::writev(stdin.get_ref(), &slices) {
                 Ok(n) => written = n,
                 Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => {}
-                Err(_) => {
-                    st.broken = true;
-                    return Ok(());
-                }
+                Err(e) => return Err(self.fail(&mut st, stopped_reading(e))),
             }
         }
         let total = payload.len() + 1;
-        if written < total {
-            if written < payload.len() {
-                st.backlog.extend_from_slice(&payload[written..]);
-            }
-            st.backlog.push(b'\n');
-            let _ = self.wake.try_send(());
+        if written == total {
+            return Ok(());
         }
+        let mut bytes = Vec::with_capacity(total - written);
+        if written < payload.len() {
+            bytes.extend_from_slice(&payload[written..]);
+        }
+        bytes.push(b'\n');
+        // One message may exceed the cap on its own (it is the application's), but nothing may
+        // pile up behind it past the cap: that is a server that stopped reading.
+        if !st.backlog.is_empty() && st.queued.saturating_add(bytes.len()) > st.max {
+            let error = Error::io(
+                format!(
+                    "the server stopped reading its input: {} bytes queued, more than the {}-byte cap",
+                    st.queued + bytes.len(),
+                    st.max
+                ),
+                std::io::Error::from(std::io::ErrorKind::WouldBlock),
+            );
+            return Err(self.fail(&mut st, error));
+        }
+        st.queued += bytes.len();
+        st.backlog.push_back(Queued {
+            bytes,
+            request: request.filter(|_| written == 0),
+        });
+        let _ = self.wake.try_send(());
         Ok(())
+    }
+
+    /// Writing failed for good: later sends fail, the backlog goes, and `try_recv` reports it.
+    fn fail(&self, st: &mut WriteState, error: Error) -> Error {
+        st.failure.get_or_insert(error.clone());
+        st.backlog.clear();
+        st.queued = 0;
+        self.end.changed.notify(usize::MAX);
+        error
     }
 
     /// Whether everything sent has been written to the pipe.
     fn flushed(&self) -> bool {
         let st = lock(&self.state);
-        st.broken || (st.backlog.is_empty() && !st.busy)
+        st.failure.is_some() || (st.backlog.is_empty() && !st.busy)
     }
 
     /// Drops our handle on stdin; the pipe closes once the writer task lets go of it too.
@@ -380,44 +563,60 @@ impl Writer {
         let mut st = lock(&self.state);
         st.stdin = None;
         st.backlog.clear();
+        st.queued = 0;
         let _ = self.wake.try_send(());
     }
 }
 
-/// Writes the backlog whenever the pipe could not take a message at once.
+fn stopped_reading(e: rustix::io::Errno) -> Error {
+    Error::io(
+        "the server stopped reading its input (its stdin is closed)",
+        e.into(),
+    )
+}
+
+/// Writes the backlog, message by message, whenever the pipe could not take one at once.
 async fn drain_backlog(writer: Arc<Writer>, woken: Receiver<()>) {
     while woken.recv().await.is_ok() {
         loop {
-            let (stdin, chunk) = {
+            let (stdin, message) = {
                 let mut st = lock(&writer.state);
                 match st.stdin.clone() {
-                    Some(stdin) if !st.backlog.is_empty() && !st.broken => {
-                        st.busy = true;
-                        (stdin, std::mem::take(&mut st.backlog))
-                    }
-                    _ => {
-                        st.busy = false;
-                        break;
-                    }
+                    Some(stdin) if st.failure.is_none() => match st.backlog.pop_front() {
+                        Some(q) => {
+                            st.busy = true;
+                            (stdin, q.bytes)
+                        }
+                        None => break,
+                    },
+                    _ => break,
                 }
             };
             let mut off = 0;
-            while off < chunk.len() {
+            let mut failed = None;
+            while off < message.len() {
                 let n = stdin
                     .write_with(|fd| {
-                        rustix::io::write(fd, &chunk[off..]).map_err(std::io::Error::from)
+                        rustix::io::write(fd, &message[off..]).map_err(std::io::Error::from)
                     })
                     .await;
                 match n {
                     Ok(n) => off += n,
-                    Err(_) => {
-                        lock(&writer.state).broken = true;
+                    Err(e) => {
+                        failed = Some(e);
                         break;
                     }
                 }
             }
             drop(stdin);
-            lock(&writer.state).busy = false;
+            let mut st = lock(&writer.state);
+            st.busy = false;
+            st.queued = st.queued.saturating_sub(message.len());
+            if let Some(e) = failed {
+                let errno = rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::PIPE);
+                writer.fail(&mut st, stopped_reading(errno));
+                break;
+            }
         }
         if lock(&writer.state).stdin.is_none() {
             return;
@@ -427,43 +626,63 @@ async fn drain_backlog(writer: Arc<Writer>, woken: Receiver<()>) {
 
 impl Process {
     /// Blocking: waits for the child to exit after stdin closed, then SIGTERM, then SIGKILL, to the
-    /// whole process group, and reaps the child.
+    /// whole process group, and reaps the child once the group is empty.
     ///
     /// > "the client SHOULD initiate shutdown by: 1. First, closing the input stream to the child
     /// > process (the server) 2. Waiting for the server to exit, or sending SIGTERM if the server
     /// > does not exit within a reasonable time 3. Sending SIGKILL if the server does not exit within
     /// > a reasonable time after SIGTERM" — MCP 2025-11-25, Lifecycle § Shutdown § stdio
+    ///
+    /// The leader stays unreaped (a zombie once it exits) until the end, which keeps its pid — the
+    /// group's id — from being given to another process: every signal here reaches our group.
     fn shutdown(&self) {
-        let exited = self.wait_exit(self.close_grace).is_some();
-        if !exited || self.group_alive() {
+        let done = || self.exit_status().is_some() && !self.group_has_others();
+        if !self.wait(self.close_grace, done) {
             self.signal_group(rustix::process::Signal::TERM);
-            let deadline = Instant::now() + self.term_grace;
-            while (self.try_status().is_none() || self.group_alive()) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
+            if !self.wait(self.term_grace, done) {
+                self.signal_group(rustix::process::Signal::KILL);
+                // SIGKILL cannot be ignored: the group empties as soon as the kernel lets it go.
+                self.wait(Duration::from_secs(5), done);
             }
         }
-        if self.try_status().is_none() || self.group_alive() {
-            self.signal_group(rustix::process::Signal::KILL);
-            let _ = lock(&self.child).kill();
-            // SIGKILL cannot be ignored: the child is reaped as soon as the kernel lets it go.
-            self.wait_exit(Duration::from_secs(5));
+        // Only now is the child reaped.
+        let mut child = lock(&self.child);
+        if child.try_status().ok().flatten().is_none() {
+            let _ = child.kill();
+            let _ = smol::block_on(child.status());
         }
     }
 
-    fn try_status(&self) -> Option<ExitStatus> {
-        lock(&self.child).try_status().ok().flatten()
+    /// The child's exit status once it exited, observed without reaping it.
+    fn exit_status(&self) -> Option<ExitStatus> {
+        use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
+        let pid = Pid::from_raw(self.pid as i32)?;
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        match waitid(WaitId::Pid(pid), options) {
+            Ok(Some(status)) => {
+                use std::os::unix::process::ExitStatusExt;
+                let raw = match (status.exit_status(), status.terminating_signal()) {
+                    (Some(code), _) => (code & 0xff) << 8,
+                    (None, Some(signal)) => signal | if status.dumped() { 0x80 } else { 0 },
+                    (None, None) => return None,
+                };
+                Some(ExitStatus::from_raw(raw))
+            }
+            // ECHILD: already reaped (only `shutdown` does that).
+            Ok(None) | Err(_) => None,
+        }
     }
 
-    /// Polls for the child's exit for up to `limit` (reaping it when it exits).
-    fn wait_exit(&self, limit: Duration) -> Option<ExitStatus> {
+    /// Polls `done` for up to `limit`; returns whether it held.
+    fn wait(&self, limit: Duration, done: impl Fn() -> bool) -> bool {
         let deadline = Instant::now() + limit;
         let mut pause = Duration::from_millis(1);
         loop {
-            if let Some(status) = self.try_status() {
-                return Some(status);
+            if done() {
+                return true;
             }
             if Instant::now() >= deadline {
-                return None;
+                return false;
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(20));
@@ -474,16 +693,168 @@ impl Process {
         rustix::process::Pid::from_raw(self.pid as i32)
     }
 
-    /// Whether any process of the child's group is left (the reaped child itself no longer counts).
-    fn group_alive(&self) -> bool {
-        self.pgid()
-            .is_some_and(|pgid| rustix::process::test_kill_process_group(pgid).is_ok())
+    /// Whether a live process other than the leader is left in the group (grandchildren that
+    /// outlived it). On Linux this is read from /proc (zombies do not count); elsewhere, any member
+    /// that can be signalled counts, which errs towards signalling.
+    fn group_has_others(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            live_members(self.pid).next().is_some()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            self.exit_status().is_none()
+                || self
+                    .pgid()
+                    .is_some_and(|pgid| rustix::process::test_kill_process_group(pgid).is_ok())
+        }
     }
 
     fn signal_group(&self, signal: rustix::process::Signal) {
         if let Some(pgid) = self.pgid() {
             // ESRCH (nobody left) is the good outcome; nothing else can usefully be done on error.
             let _ = rustix::process::kill_process_group(pgid, signal);
+        }
+    }
+}
+
+/// Live processes of group `pgid` other than its leader, from /proc.
+#[cfg(target_os = "linux")]
+fn live_members(pgid: u32) -> impl Iterator<Item = u32> {
+    let dir = std::fs::read_dir("/proc").into_iter().flatten();
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(move |&pid| pid != pgid)
+        .filter(move |&pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // Fields after the command name: state, ppid, pgrp, …
+            let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                return false;
+            };
+            let mut fields = after.split_whitespace();
+            let state = fields.next();
+            let pgrp = fields.nth(1).and_then(|p| p.parse::<u32>().ok());
+            state != Some("Z") && pgrp == Some(pgid)
+        })
+}
+
+/// Shutdowns handed to threads and not finished yet, so that a program can wait for them before it
+/// exits (a thread dies with the process).
+mod shutdowns {
+    use std::sync::{Condvar, Mutex};
+    use std::time::{Duration, Instant};
+
+    static RUNNING: Mutex<usize> = Mutex::new(0);
+    static DONE: Condvar = Condvar::new();
+
+    pub(super) struct Running(());
+
+    pub(super) fn begin() -> Running {
+        *super::lock(&RUNNING) += 1;
+        Running(())
+    }
+
+    impl Drop for Running {
+        fn drop(&mut self) {
+            *super::lock(&RUNNING) -= 1;
+            DONE.notify_all();
+        }
+    }
+
+    pub(super) fn wait(limit: Duration) -> bool {
+        let deadline = Instant::now().checked_add(limit);
+        let mut running = super::lock(&RUNNING);
+        while *running > 0 {
+            let left = match deadline {
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => left,
+                    _ => return false,
+                },
+                None => Duration::from_secs(3600),
+            };
+            running = DONE
+                .wait_timeout(running, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        true
+    }
+}
+
+/// Blocks until every stdio server whose transport was dropped (or closed) has been shut down and
+/// reaped, or `limit` passes; returns whether all were. Call it before the program exits when it
+/// drops transports without awaiting [`close`](Transport::close): their shutdowns run on threads,
+/// which die with the process.
+pub fn wait_for_shutdowns(limit: Duration) -> bool {
+    shutdowns::wait(limit)
+}
+
+/// Spawning, so that the server dies with this process (Linux).
+mod spawn {
+    /// Asks the kernel to SIGKILL the child when this process dies (Linux; elsewhere nothing).
+    #[cfg(target_os = "linux")]
+    pub(super) fn die_with_parent(cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        let parent = rustix::process::getpid();
+        // SAFETY: the closure runs in the forked child before exec and only makes two
+        // async-signal-safe system calls (prctl, getppid); it allocates only on its error path,
+        // which the child takes only if the parent is already gone.
+        #[allow(unsafe_code)]
+        unsafe {
+            cmd.pre_exec(move || {
+                rustix::process::set_parent_process_death_signal(Some(
+                    rustix::process::Signal::KILL,
+                ))?;
+                // The parent may have died before the prctl: then nobody would signal us.
+                if rustix::process::getppid() != Some(parent) {
+                    return Err(std::io::Error::other("the parent process exited"));
+                }
+                Ok(())
+            });
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn die_with_parent(_cmd: &mut std::process::Command) {}
+
+    /// Spawns `cmd` from one thread that lives as long as the process.
+    ///
+    /// > PR_SET_PDEATHSIG: "the parent-death signal is sent upon subsequent termination of the
+    /// > parent thread" — prctl(2)
+    ///
+    /// So children are not forked from whichever (possibly short-lived) thread asked.
+    pub(super) fn spawn(mut cmd: async_process::Command) -> std::io::Result<async_process::Child> {
+        use std::sync::mpsc;
+        use std::sync::{Mutex, OnceLock};
+        type Reply = mpsc::Sender<std::io::Result<async_process::Child>>;
+        type Job = (async_process::Command, Reply);
+        static SPAWNER: OnceLock<Option<Mutex<mpsc::Sender<Job>>>> = OnceLock::new();
+        if !cfg!(target_os = "linux") {
+            return cmd.spawn();
+        }
+        let spawner = SPAWNER.get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<Job>();
+            std::thread::Builder::new()
+                .name("mcp-stdio-spawner".into())
+                .spawn(move || {
+                    for (mut cmd, reply) in rx {
+                        let _ = reply.send(cmd.spawn());
+                    }
+                })
+                .ok()
+                .map(|_| Mutex::new(tx))
+        });
+        let Some(spawner) = spawner else {
+            return cmd.spawn();
+        };
+        let (reply, answer) = mpsc::channel();
+        let sent = super::lock(spawner).send((cmd, reply));
+        match sent {
+            Ok(()) => answer
+                .recv()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the spawner thread is gone"))),
+            Err(mpsc::SendError((mut cmd, _))) => cmd.spawn(),
         }
     }
 }

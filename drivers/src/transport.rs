@@ -38,17 +38,28 @@ pub enum Inbound {
     },
 }
 
-/// A way to reach an MCP server: send one message, read what arrives, close.
+/// A way to reach an MCP server: send one message, take what arrived, wait for more, close.
 ///
-/// The client shares a transport between the task that reads and the callers that write, so the
-/// methods take `&self`. `send` must not wait for the peer: it queues the message (a transport
-/// typically runs its own writer task). `recv` must be cancel-safe: when its future is dropped
-/// before it completes, nothing received may be lost.
+/// The client has no reader of its own: every caller waiting for an answer (and, between calls, the
+/// client's idle reader) waits on [`ready`](Self::ready) and then takes what arrived with
+/// [`try_recv`](Self::try_recv) under the client's lock, so the pieces of a byte stream are handled
+/// in the order they were read, whoever reads them. Hence the contract:
+///
+/// - `send` must not wait for the peer: it writes what the peer takes at once and queues the rest
+///   (with a cap; past it the transport fails, and `try_recv` says why).
+/// - `try_recv` never blocks. After it returned [`Inbound::Closed`], it keeps returning `Closed`.
+/// - `ready` completes once `try_recv` may have something (a spurious completion is fine). Any
+///   number of `ready` futures may be pending at once, each for its own caller: a pending one holds
+///   nothing that the others need, and dropping it loses nothing. Anything that takes time after
+///   the peer's end (waiting for a child's exit status, say) runs on the transport's side and its
+///   outcome is kept for `try_recv`, so that no caller's cancellation can lose it.
 pub trait Transport: Send + Sync + 'static {
     /// Queues one outbound message.
     fn send(&self, message: Transmit) -> Result<(), Error>;
-    /// The next thing received. After [`Inbound::Closed`] it keeps returning `Closed`.
-    fn recv(&self) -> BoxFuture<'_, Inbound>;
+    /// What has arrived, without waiting; `None` when nothing has.
+    fn try_recv(&self) -> Option<Inbound>;
+    /// Completes when [`try_recv`](Self::try_recv) may have something.
+    fn ready(&self) -> BoxFuture<'_, ()>;
     /// Ends the connection properly (for a child process: close its stdin, wait, signal, reap).
     /// Messages already queued are sent first.
     fn close(&self) -> BoxFuture<'_, Result<(), Error>>;

@@ -15,6 +15,30 @@ struct Behaviour {
     ping_first: bool,
     ignore_eof: bool,
     ping_idle: bool,
+    threaded: bool,
+}
+
+/// Collects what is written and hands it to the writer thread at each flush (`threaded` mode, in
+/// which call threads answer on their own, out of order).
+struct ChannelWriter {
+    buf: Vec<u8>,
+    tx: std::sync::mpsc::Sender<Vec<u8>>,
+}
+
+impl Write for ChannelWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            self.tx
+                .send(std::mem::take(&mut self.buf))
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+        }
+        Ok(())
+    }
 }
 
 pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
@@ -32,6 +56,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "ping-first" => b.ping_first = true,
                         "ignore-eof" => b.ignore_eof = true,
                         "ping-idle" => b.ping_idle = true,
+                        "threaded" => b.threaded = true,
                         "exit-before-handshake" => {
                             eprintln!("serve: exiting before the handshake, on purpose");
                             return ExitCode::from(4);
@@ -51,7 +76,28 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     }
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let mut out: Box<dyn Write> = if b.threaded {
+        std::thread::spawn(move || {
+            let mut stdout = std::io::stdout().lock();
+            for bytes in rx {
+                if stdout
+                    .write_all(&bytes)
+                    .and_then(|()| stdout.flush())
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+        Box::new(ChannelWriter {
+            buf: Vec::new(),
+            tx: tx.clone(),
+        })
+    } else {
+        drop(rx);
+        Box::new(std::io::BufWriter::new(std::io::stdout().lock()))
+    };
     let mut line = String::new();
     // A line read ahead (by `ping-idle`) that still has to be handled.
     let mut pending: Option<String> = None;
@@ -106,6 +152,18 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             }
             "ping" => Ok(json!({})),
             "tools/list" => Ok(json!({"tools": tools::list()})),
+            "tools/call" if b.threaded => {
+                // Each call on a thread of its own: slow calls answer after faster later ones.
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    let response = match tools::call(&msg["params"], "") {
+                        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                        Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+                    };
+                    let _ = tx.send(format!("{response}\n").into_bytes());
+                });
+                continue;
+            }
             "tools/call" => {
                 if b.crash_on_call {
                     eprintln!("serve: crashing mid-call, on purpose");

@@ -1,0 +1,433 @@
+//! Who drives the connection: every caller's deadline fires on time whoever else waits, a future
+//! that is polled once and then kept holds nobody up, a cancelled wait or `initialize` loses
+//! nothing, and a storm of concurrent calls with random timeouts, drops and parked futures over
+//! stdio and HTTP stays clean. Real child processes and a real local HTTP server.
+
+mod common;
+
+#[path = "../examples/mcp-http/server.rs"]
+mod server;
+#[path = "../examples/common/tools.rs"]
+mod tools;
+
+use common::{close_and_check, serve_bin, wait_until};
+use mcp_client::{
+    Client, Error, HttpTransport, HttpTransportConfig, Request, StderrMode, StdioConfig,
+    StdioTransport, Transport,
+};
+use serde_json::json;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn serve(behave: &[&str]) -> StdioConfig {
+    let mut config = StdioConfig::new(serve_bin()).args(["--serve"]);
+    if !behave.is_empty() {
+        config = config.args(["--behave", &behave.join(",")]);
+    }
+    config
+}
+
+async fn connect(config: StdioConfig) -> Client<StdioTransport> {
+    let client = Client::new(StdioTransport::spawn(config).expect("spawn"));
+    client.initialize().await.expect("initialize");
+    client
+}
+
+fn hang(timeout: Option<Duration>) -> Request {
+    let r = Request::call_tool("echo", json!({"text": "never answered"}));
+    match timeout {
+        Some(t) => r.timeout(t),
+        None => r.no_timeout(),
+    }
+}
+
+/// Runs `a` in the background (polled, never finishing in time) while `b` runs; returns `b`'s output.
+async fn beside<A: Future, B: Future>(a: A, b: B) -> B::Output {
+    smol::future::or(b, async {
+        a.await;
+        panic!("the background call ended first");
+    })
+    .await
+}
+
+#[test]
+fn a_short_timeout_fires_on_time_while_a_longer_call_waits() {
+    smol::block_on(async {
+        let client = connect(serve(&["hang"])).await;
+        for a_timeout in [Some(Duration::from_secs(6)), None] {
+            let short = async {
+                smol::Timer::after(Duration::from_millis(100)).await;
+                let started = Instant::now();
+                let r = client.request(hang(Some(Duration::from_millis(200)))).await;
+                (r, started.elapsed())
+            };
+            let (r, took) = beside(client.request(hang(a_timeout)), short).await;
+            assert!(
+                matches!(r, Err(Error::Timeout(d)) if d == Duration::from_millis(200)),
+                "{r:?}"
+            );
+            assert!(
+                took < Duration::from_millis(800),
+                "the 200 ms timeout fired after {took:?} (the other call's timeout: {a_timeout:?})"
+            );
+        }
+        close_and_check(client).await;
+    });
+}
+
+#[test]
+fn a_short_timeout_fires_on_time_on_another_thread() {
+    let client = Arc::new(smol::block_on(connect(serve(&["hang"]))));
+    let other = client.clone();
+    let long = std::thread::spawn(move || {
+        smol::block_on(async {
+            let _ = smol::future::or(other.request(hang(None)), async {
+                smol::Timer::after(Duration::from_secs(3)).await;
+                Err(Error::Closed)
+            })
+            .await;
+        })
+    });
+    std::thread::sleep(Duration::from_millis(150));
+    let started = Instant::now();
+    let r = smol::block_on(client.request(hang(Some(Duration::from_millis(200)))));
+    let took = started.elapsed();
+    assert!(matches!(r, Err(Error::Timeout(_))), "{r:?}");
+    assert!(took < Duration::from_millis(800), "fired after {took:?}");
+    long.join().unwrap();
+    smol::block_on(Arc::into_inner(client).unwrap().close()).unwrap();
+}
+
+#[test]
+fn a_call_future_polled_once_and_kept_holds_nobody_up() {
+    let client = Arc::new(smol::block_on(connect(serve(&[]))));
+    let holder = client.clone();
+    let (parked_tx, parked_rx) = std::sync::mpsc::channel();
+    let parker = std::thread::spawn(move || {
+        smol::block_on(async {
+            let mut call = Box::pin(holder.call(
+                Request::call_tool("slow", json!({"ms": 100})).timeout(Duration::from_secs(30)),
+            ));
+            assert!(smol::future::poll_once(&mut call).await.is_none());
+            parked_tx.send(()).unwrap();
+            // Kept, not polled, for a while…
+            std::thread::sleep(Duration::from_secs(3));
+            // …and its answer is there when it is polled again.
+            let r = smol::future::or(call, async {
+                smol::Timer::after(Duration::from_secs(5)).await;
+                Err(Error::Closed)
+            })
+            .await;
+            assert_eq!(r.unwrap().text(), "done");
+        })
+    });
+    parked_rx.recv().unwrap();
+    for i in 0..5 {
+        let started = Instant::now();
+        let text = format!("meanwhile {i}");
+        let r = smol::block_on(client.call(
+            Request::call_tool("echo", json!({ "text": text })).timeout(Duration::from_millis(300)),
+        ));
+        assert_eq!(r.unwrap().text(), text);
+        assert!(
+            started.elapsed() < Duration::from_millis(300),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+    parker.join().unwrap();
+    smol::block_on(Arc::into_inner(client).unwrap().close()).unwrap();
+}
+
+#[test]
+fn the_server_is_answered_while_the_only_waiting_future_is_parked() {
+    // `ping-first`: the server asks the client a ping and a sampling request before it answers the
+    // call, and waits for both answers. The only call future is parked after one poll: the idle
+    // reader's watchdog answers for it.
+    smol::block_on(async {
+        let client = connect(serve(&["ping-first"])).await;
+        let mut call = Box::pin(client.call_tool("echo", json!({"text": "parked"})));
+        assert!(smol::future::poll_once(&mut call).await.is_none());
+        assert!(
+            wait_until(Duration::from_secs(3), || client.stats().pings_answered
+                == 1),
+            "nobody answered the server's ping while the call future was parked"
+        );
+        let r = call.await.unwrap();
+        assert!(r.text().starts_with("parked\n"), "{}", r.text());
+        assert_eq!(client.stats().requests_rejected, 1);
+        close_and_check(client).await;
+    });
+}
+
+#[test]
+fn a_cancelled_wait_at_the_servers_exit_keeps_its_status_and_stderr() {
+    smol::block_on(async {
+        let client = connect(serve(&["crash-on-call"])).await;
+        // Waits that are given up on all around the server's exit (some of them see the end of
+        // stdout first) must not lose why it ended.
+        let crash = client.call_tool("echo", json!({"text": "crash"}));
+        let churn = async {
+            for _ in 0..40 {
+                let _ = smol::future::or(
+                    async { Some(client.request(Request::new("ping", None)).await) },
+                    async {
+                        smol::Timer::after(Duration::from_millis(3)).await;
+                        None
+                    },
+                )
+                .await;
+            }
+        };
+        let (r, ()) = smol::future::zip(crash, churn).await;
+        let check = |r: Result<_, Error>| match r {
+            Err(Error::ServerExited {
+                status: Some(status),
+                stderr,
+            }) => {
+                assert_eq!(status.code(), Some(3));
+                assert!(stderr.contains("crashing mid-call, on purpose"), "{stderr}");
+            }
+            other => panic!("expected ServerExited with status and stderr, got {other:?}"),
+        };
+        check(r.map(drop));
+        // And every later call says the same.
+        check(client.call_tool("echo", json!({})).await.map(drop));
+        client.close().await.unwrap();
+    });
+}
+
+#[test]
+fn a_dropped_initialize_leaves_the_handshake_to_the_next_one() {
+    smol::block_on(async {
+        // A server that takes a second to start answering.
+        let script = format!("sleep 1; exec '{}' --serve", serve_bin().display());
+        let transport =
+            StdioTransport::spawn(StdioConfig::new("sh").args(["-c", &script])).unwrap();
+        let client = Client::new(transport);
+        let gave_up = smol::future::or(async { Some(client.initialize().await) }, async {
+            smol::Timer::after(Duration::from_millis(200)).await;
+            None
+        })
+        .await;
+        assert!(gave_up.is_none(), "initialize answered too early");
+        // A second initialize waits for the handshake under way; a third, once it is done,
+        // returns its answer again.
+        let first = client.initialize().await.expect("the handshake completes");
+        assert_eq!(first.server_info.name, "mcp-client-serve");
+        assert_eq!(client.initialize().await.unwrap(), first);
+        assert_eq!(client.list_tools().await.unwrap().len(), 6);
+        close_and_check(client).await;
+    });
+}
+
+/// What one storm op did.
+#[derive(Default)]
+struct Tally {
+    ok: AtomicU64,
+    timed_out: AtomicU64,
+    dropped: AtomicU64,
+    parked: AtomicU64,
+    pings: AtomicU64,
+}
+
+impl Tally {
+    fn line(&self) -> String {
+        format!(
+            "{} answered, {} timed out, {} dropped, {} parked, {} pings",
+            self.ok.load(Ordering::Relaxed),
+            self.timed_out.load(Ordering::Relaxed),
+            self.dropped.load(Ordering::Relaxed),
+            self.parked.load(Ordering::Relaxed),
+            self.pings.load(Ordering::Relaxed)
+        )
+    }
+}
+
+/// A small deterministic generator, so a failure can be replayed from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn storm_secs() -> u64 {
+    std::env::var("MCP_STRESS_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(6)
+}
+
+/// Two threads × `loops` concurrent loops of random ops against `client`, for `storm_secs()`:
+/// a call whose unique answer is checked (5 s timeout), a call with a 1–15 ms timeout, a call
+/// dropped after 0–15 ms, a call polled once and parked for 0–10 ms before it is awaited, a
+/// ping. Every op has a watchdog: none may hang, and no answer may reach the wrong caller.
+fn storm<T: Transport>(client: Arc<Client<T>>, loops: usize, seed: u64) -> Arc<Tally> {
+    let tally = Arc::new(Tally::default());
+    let until = Instant::now() + Duration::from_secs(storm_secs());
+    let next_token = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..2)
+        .map(|t| {
+            let (client, tally, next_token) = (client.clone(), tally.clone(), next_token.clone());
+            std::thread::spawn(move || {
+                let ex = smol::LocalExecutor::new();
+                let tasks: Vec<_> = (0..loops)
+                    .map(|l| {
+                        let (client, tally, next_token) = (&client, &tally, &next_token);
+                        let mut rng =
+                            Rng(seed
+                                ^ ((t * 97 + l) as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                        async move {
+                            while Instant::now() < until {
+                                let token = next_token.fetch_add(1, Ordering::Relaxed);
+                                let text = format!("token {token}");
+                                let ms = rng.below(4);
+                                let args = if ms == 0 {
+                                    json!({"text": text})
+                                } else {
+                                    json!({"ms": ms})
+                                };
+                                let tool = if ms == 0 { "echo" } else { "slow" };
+                                let expect = if ms == 0 { text.clone() } else { "done".into() };
+                                let op = rng.below(5);
+                                let work = async {
+                                    match op {
+                                        0 => {
+                                            let r = client
+                                                .call(
+                                                    Request::call_tool(tool, args)
+                                                        .timeout(Duration::from_secs(5)),
+                                                )
+                                                .await;
+                                            assert_eq!(r.expect("answered").text(), expect);
+                                            tally.ok.fetch_add(1, Ordering::Relaxed);
+                                        }
+                                        1 => {
+                                            let d = Duration::from_millis(1 + rng.below(15));
+                                            match client
+                                                .call(Request::call_tool(tool, args).timeout(d))
+                                                .await
+                                            {
+                                                Ok(r) => {
+                                                    assert_eq!(r.text(), expect);
+                                                    tally.ok.fetch_add(1, Ordering::Relaxed);
+                                                }
+                                                Err(Error::Timeout(t)) => {
+                                                    assert_eq!(t, d);
+                                                    tally.timed_out.fetch_add(1, Ordering::Relaxed);
+                                                }
+                                                Err(e) => panic!("{e:?}"),
+                                            }
+                                        }
+                                        2 => {
+                                            let d = Duration::from_millis(rng.below(15));
+                                            let call = client.call(Request::call_tool(tool, args));
+                                            let r = smol::future::or(
+                                                async { Some(call.await) },
+                                                async {
+                                                    smol::Timer::after(d).await;
+                                                    None
+                                                },
+                                            )
+                                            .await;
+                                            match r {
+                                                Some(r) => assert_eq!(r.unwrap().text(), expect),
+                                                None => {
+                                                    tally.dropped.fetch_add(1, Ordering::Relaxed);
+                                                }
+                                            }
+                                        }
+                                        3 => {
+                                            let mut call = Box::pin(
+                                                client.call(
+                                                    Request::call_tool(tool, args)
+                                                        .timeout(Duration::from_secs(5)),
+                                                ),
+                                            );
+                                            if smol::future::poll_once(&mut call).await.is_none() {
+                                                let d = Duration::from_millis(rng.below(10));
+                                                std::thread::sleep(d);
+                                                tally.parked.fetch_add(1, Ordering::Relaxed);
+                                            }
+                                            assert_eq!(call.await.unwrap().text(), expect);
+                                            tally.ok.fetch_add(1, Ordering::Relaxed);
+                                        }
+                                        _ => {
+                                            client
+                                                .request(
+                                                    Request::new("ping", None)
+                                                        .timeout(Duration::from_secs(5)),
+                                                )
+                                                .await
+                                                .expect("ping");
+                                            tally.pings.fetch_add(1, Ordering::Relaxed);
+                                        }
+                                    }
+                                };
+                                smol::future::or(work, async {
+                                    smol::Timer::after(Duration::from_secs(10)).await;
+                                    panic!("op {op} hung for 10 s");
+                                })
+                                .await;
+                            }
+                        }
+                    })
+                    .map(|f| ex.spawn(f))
+                    .collect();
+                smol::block_on(ex.run(async {
+                    for task in tasks {
+                        task.await;
+                    }
+                }))
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a storm thread failed");
+    }
+    tally
+}
+
+#[test]
+fn a_storm_of_timeouts_drops_and_parked_futures_over_stdio_stays_clean() {
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let config = serve(&["threaded"]).stderr(StderrMode::Callback(Arc::new(move |l: &str| {
+        sink.lock().unwrap().push(l.to_owned())
+    })));
+    let client = Arc::new(smol::block_on(connect(config)));
+    let tally = storm(client.clone(), 8, 0x5EED);
+    println!("stdio storm: {}", tally.line());
+    assert!(tally.ok.load(Ordering::Relaxed) > 100, "{}", tally.line());
+    assert!(
+        tally.timed_out.load(Ordering::Relaxed) > 0,
+        "{}",
+        tally.line()
+    );
+    // Still usable afterwards.
+    let r = smol::block_on(client.call_tool("echo", json!({"text": "after"}))).unwrap();
+    assert_eq!(r.text(), "after");
+    smol::block_on(close_and_check(Arc::into_inner(client).unwrap()));
+}
+
+#[test]
+fn a_storm_of_timeouts_drops_and_parked_futures_over_http_stays_clean() {
+    let srv = server::start(server::Behaviour::default()).expect("listen on 127.0.0.1");
+    let client = Arc::new(Client::new(
+        HttpTransport::new(HttpTransportConfig::new(&srv.url)).unwrap(),
+    ));
+    smol::block_on(client.initialize()).unwrap();
+    let tally = storm(client.clone(), 6, 0x4777);
+    println!("http storm: {}", tally.line());
+    assert!(tally.ok.load(Ordering::Relaxed) > 100, "{}", tally.line());
+    let r = smol::block_on(client.call_tool("echo", json!({"text": "after"}))).unwrap();
+    assert_eq!(r.text(), "after");
+    smol::block_on(client.close()).unwrap();
+}
