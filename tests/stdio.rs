@@ -563,3 +563,280 @@ fn by_default_the_server_is_answered_between_calls() {
         close_and_check(client).await;
     });
 }
+
+/// The `initialize` answer a shell-script server prints (the client's first request has id 0).
+const INIT_ANSWER: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"0"}}}"#;
+
+/// A server in `sh`: answers `initialize`, then runs `then`.
+fn sh_server(then: &str) -> StdioConfig {
+    StdioConfig::new("sh").args(["-c", &format!("read line; echo '{INIT_ANSWER}'; {then}")])
+}
+
+fn proc_state(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split_whitespace().next().map(str::to_owned)
+}
+
+#[test]
+fn a_server_that_stops_reading_cannot_grow_the_backlog_and_then_fails_it_clearly() {
+    smol::block_on(async {
+        // After the handshake the server never reads again (its stdin stays open).
+        let mut config = sh_server("sleep 30");
+        config.max_backlog = 1024 * 1024;
+        let client = connect(config).await;
+        let big = "x".repeat(256 * 1024);
+        // Requests that time out before any of their bytes were written leave the queue.
+        for _ in 0..200 {
+            let r = client
+                .request(
+                    Request::call_tool("echo", json!({ "text": big }))
+                        .timeout(Duration::from_millis(1)),
+                )
+                .await;
+            assert!(matches!(r, Err(Error::Timeout(_))), "{r:?}");
+        }
+        let backlog = client.transport().backlog_len();
+        assert!(
+            backlog < 512 * 1024,
+            "200 timed-out 256 KiB calls left {backlog} bytes queued"
+        );
+        // Calls that do not give up fill the queue to its cap: then every call fails at once,
+        // saying why.
+        let started = Instant::now();
+        let ex = smol::LocalExecutor::new();
+        let calls: Vec<_> = (0..8)
+            .map(|_| ex.spawn(client.call_tool("echo", json!({ "text": big }))))
+            .collect();
+        let results = ex
+            .run(async {
+                let mut all = Vec::new();
+                for call in calls {
+                    all.push(call.await);
+                }
+                all
+            })
+            .await;
+        drop(ex);
+        for r in results {
+            let err = r.unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains("the server stopped reading its input"),
+                "{err}"
+            );
+        }
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            client.transport().backlog_len(),
+            0,
+            "the backlog is dropped"
+        );
+        let err = client.call_tool("echo", json!({})).await.unwrap_err();
+        assert!(err.to_string().contains("stopped reading"), "{err}");
+        close_and_check(client).await;
+    });
+}
+
+#[test]
+fn a_server_that_closes_its_stdin_fails_later_calls_at_once() {
+    smol::block_on(async {
+        let client = connect(sh_server("exec 0<&-; sleep 30")).await;
+        for _ in 0..2 {
+            let started = Instant::now();
+            let err = client
+                .call_tool("echo", json!({"text": "anyone?"}))
+                .await
+                .unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains("the server stopped reading its input"),
+                "{err}"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "failed after {:?}, not at once",
+                started.elapsed()
+            );
+        }
+        close_and_check(client).await;
+    });
+}
+
+#[test]
+fn the_crashed_servers_pid_stays_reserved_so_close_signals_no_one_else() {
+    smol::block_on(async {
+        let client = connect(serve(&["crash-on-call"])).await;
+        let pid = client.transport().pid();
+        let err = client.call_tool("echo", json!({})).await.unwrap_err();
+        assert!(matches!(err, Error::ServerExited { .. }), "{err:?}");
+        // Its exit was seen without reaping it: the zombie keeps the pid (and the group id).
+        assert_eq!(proc_state(pid).as_deref(), Some("Z"));
+        // Try to have an unrelated process group leader get that very pid.
+        let wrote = std::fs::write("/proc/sys/kernel/ns_last_pid", format!("{}", pid - 1)).is_ok();
+        let mut other = {
+            use std::os::unix::process::CommandExt;
+            std::process::Command::new("sleep")
+                .arg("30")
+                .process_group(0)
+                .spawn()
+                .unwrap()
+        };
+        if wrote {
+            assert_ne!(other.id(), pid, "the dead server's pid was given away");
+        } else {
+            eprintln!(
+                "note: /proc/sys/kernel/ns_last_pid is not writable here; pid reuse not forced"
+            );
+        }
+        client.close().await.unwrap();
+        assert_eq!(proc_state(pid), None, "close reaps the server");
+        assert!(
+            other.try_wait().unwrap().is_none(),
+            "close signalled an unrelated process"
+        );
+        other.kill().unwrap();
+        other.wait().unwrap();
+    });
+}
+
+#[test]
+fn a_close_future_dropped_early_still_ends_the_server() {
+    smol::block_on(async {
+        let mut config = serve(&["ignore-eof"]);
+        config.close_grace = Duration::from_millis(300);
+        config.term_grace = Duration::from_millis(300);
+        let client = connect(config).await;
+        let pid = client.transport().pid();
+        let closed = smol::future::or(async { Some(client.close().await) }, async {
+            smol::Timer::after(Duration::from_millis(20)).await;
+            None
+        })
+        .await;
+        assert!(closed.is_none(), "close finished within 20 ms");
+        drop(client);
+        assert!(
+            wait_until(Duration::from_secs(3), || !pid_alive(pid)
+                && !group_alive(pid)),
+            "the server outlived its dropped client"
+        );
+    });
+}
+
+#[test]
+fn dropped_transports_can_be_waited_for_before_exit() {
+    let pid = smol::block_on(async {
+        let mut config = serve(&["ignore-eof"]);
+        config.close_grace = Duration::from_millis(200);
+        config.term_grace = Duration::from_millis(200);
+        let client = connect(config).await;
+        client.transport().pid()
+    });
+    // The client was dropped without close(): its shutdown runs on a thread.
+    assert!(mcp_client::stdio::wait_for_shutdowns(Duration::from_secs(
+        5
+    )));
+    assert!(!pid_alive(pid) && !group_alive(pid));
+    assert_eq!(proc_state(pid), None, "reaped");
+}
+
+/// Run by [`a_server_dropped_right_before_exit_dies_with_us`] in a child process of its own.
+#[test]
+#[ignore = "a helper: run as a child process by a_server_dropped_right_before_exit_dies_with_us"]
+fn drop_then_exit_child() {
+    let client = smol::block_on(connect(serve(&["ignore-eof"])));
+    println!("SERVER PID {}", client.transport().pid());
+    drop(client);
+    // Returning ends the test process at once, with the shutdown thread barely started.
+}
+
+#[test]
+fn a_server_dropped_right_before_exit_dies_with_us() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "drop_then_exit_child",
+            "--nocapture",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let pid: u32 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("SERVER PID "))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {stdout}"));
+    assert!(
+        wait_until(Duration::from_secs(3), || !pid_alive(pid)),
+        "the server (ignoring EOF) outlived the process that dropped it"
+    );
+}
+
+#[test]
+fn configuration_extremes_neither_panic_nor_overflow() {
+    smol::block_on(async {
+        let mut config = serve(&[]);
+        config.close_grace = Duration::MAX;
+        config.term_grace = Duration::MAX;
+        config.max_backlog = usize::MAX;
+        let client = Client::with_config(
+            StdioTransport::spawn(config).unwrap(),
+            ClientConfig {
+                session: Config {
+                    frame_limit: usize::MAX,
+                    default_timeout: Some(Duration::MAX),
+                    ..Config::default()
+                },
+                max_tool_pages: usize::MAX,
+                max_tool_bytes: usize::MAX,
+                ..ClientConfig::default()
+            },
+        );
+        client.initialize().await.unwrap();
+        let text = "y".repeat(200_000);
+        let r = client
+            .call_tool("echo", json!({ "text": text }))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), text, "a long answer read in many pieces");
+        assert_eq!(client.list_tools().await.unwrap().len(), 6);
+        let started = Instant::now();
+        close_and_check(client).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the server exits on EOF"
+        );
+    });
+}
+
+#[test]
+fn call_refuses_a_request_that_is_not_a_tool_call() {
+    smol::block_on(async {
+        let client = connect(serve(&[])).await;
+        let err = client.call(Request::new("ping", None)).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Usage(mcp_client::proto::UsageError::NotAToolCall(m)) if m == "ping"),
+            "{err:?}"
+        );
+        // A tools/call built by hand is decoded as one.
+        let r = client
+            .call(Request::new(
+                "tools/call",
+                Some(json!({"name": "echo", "arguments": {"text": "by hand"}})),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "by hand");
+        close_and_check(client).await;
+    });
+}
+
+#[test]
+fn debug_output_shows_environment_names_not_values() {
+    let config = serve(&[]).env("GITHUB_TOKEN", "ghp_SECRET123");
+    let shown = format!("{config:?}");
+    assert!(shown.contains("GITHUB_TOKEN"), "{shown}");
+    assert!(!shown.contains("ghp_SECRET123"), "{shown}");
+}

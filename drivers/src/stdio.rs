@@ -245,6 +245,8 @@ struct Process {
     term_grace: Duration,
     /// The shutdown was handed to a thread (by `close()` or drop); it runs to its end.
     shutdown: Mutex<Option<Receiver<()>>>,
+    /// Counts this server in [`wait_for_shutdowns`] until its shutdown thread is done.
+    running: Mutex<Option<shutdowns::Running>>,
 }
 
 impl StdioTransport {
@@ -287,6 +289,7 @@ impl StdioTransport {
             close_grace: config.close_grace.min(MAX_GRACE),
             term_grace: config.term_grace.min(MAX_GRACE),
             shutdown: Mutex::new(None),
+            running: Mutex::new(Some(shutdowns::begin())),
         });
         let tail = Arc::new(StderrTail::new(config.stderr_lines));
         let end = Arc::new(End {
@@ -382,11 +385,10 @@ impl StdioTransport {
         self.writer.close();
         let (tx, rx) = channel::bounded::<()>(1);
         let process = self.process.clone();
-        let running = shutdowns::begin();
         std::thread::spawn(move || {
             process.shutdown();
             drop(tx);
-            drop(running);
+            drop(lock(&process.running).take());
         });
         *started = Some(rx.clone());
         rx
@@ -739,8 +741,8 @@ fn live_members(pgid: u32) -> impl Iterator<Item = u32> {
         })
 }
 
-/// Shutdowns handed to threads and not finished yet, so that a program can wait for them before it
-/// exits (a thread dies with the process).
+/// Servers not yet shut down and reaped, so that a program can wait for them before it exits (a
+/// shutdown thread dies with the process).
 mod shutdowns {
     use std::sync::{Condvar, Mutex};
     use std::time::{Duration, Instant};
@@ -782,10 +784,10 @@ mod shutdowns {
     }
 }
 
-/// Blocks until every stdio server whose transport was dropped (or closed) has been shut down and
-/// reaped, or `limit` passes; returns whether all were. Call it before the program exits when it
-/// drops transports without awaiting [`close`](Transport::close): their shutdowns run on threads,
-/// which die with the process.
+/// Blocks until every stdio server this process started has been shut down and reaped, or `limit`
+/// passes; returns whether all were. Call it before the program exits when it drops clients
+/// without awaiting [`close`](Transport::close): their shutdowns run on threads, which die with
+/// the process. (A transport still alive somewhere counts as not shut down.)
 pub fn wait_for_shutdowns(limit: Duration) -> bool {
     shutdowns::wait(limit)
 }
