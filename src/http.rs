@@ -10,7 +10,9 @@
 use crate::jsonrpc::RequestId;
 use crate::session::{Transmit, TransmitKind};
 use crate::sse::{SseDecoder, SseEvent};
+use crate::types::SUPPORTED_PROTOCOL_VERSIONS;
 use std::collections::HashSet;
+use std::fmt;
 use std::time::Duration;
 
 /// The header carrying the session id (header names compare case-insensitively).
@@ -18,8 +20,9 @@ pub const SESSION_ID_HEADER: &str = "Mcp-Session-Id";
 /// The header carrying the negotiated protocol revision after the handshake.
 pub const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
 
-/// Settings of the HTTP rules.
-#[derive(Debug, Clone)]
+/// Settings of the HTTP rules. Check them with [`validate`](Self::validate) before use; `Debug`
+/// shows the URL without credentials or query and hides header values.
+#[derive(Clone)]
 pub struct HttpConfig {
     /// The MCP endpoint.
     pub url: String,
@@ -46,6 +49,159 @@ impl HttpConfig {
             default_retry: Duration::from_secs(1),
         }
     }
+
+    /// Checks the settings a server never sees being refused: the URL is `http://` or `https://`
+    /// and carries no credentials, and every extra header has a valid name and a value of visible
+    /// ASCII, spaces and tabs (no other byte can go in a header unmangled), and is not one of the
+    /// headers the rules set themselves.
+    ///
+    /// > "field-name = token", "field-value = *( field-content / obs-fold )", and "a recipient
+    /// > SHOULD treat other octets in field content (obs-text) as opaque data" — RFC 7230 § 3.2
+    ///
+    /// Credentials in the URL (`http://user:pass@host`) are refused rather than dropped: HTTP
+    /// clients do not send them, so they would be silently lost.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let lower = self.url.to_ascii_lowercase();
+        let Some(rest) = lower
+            .strip_prefix("http://")
+            .or_else(|| lower.strip_prefix("https://"))
+        else {
+            return Err(ConfigError::NotHttp {
+                url: redact_url(&self.url),
+            });
+        };
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        if authority.contains('@') {
+            return Err(ConfigError::Credentials);
+        }
+        if authority.is_empty() {
+            return Err(ConfigError::NotHttp {
+                url: redact_url(&self.url),
+            });
+        }
+        for (name, value) in &self.headers {
+            check_header(name, value)?;
+            if RESERVED_HEADERS
+                .iter()
+                .any(|r| r.eq_ignore_ascii_case(name))
+            {
+                return Err(ConfigError::ReservedHeader { name: name.clone() });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("url", &redact_url(&self.url))
+            .field("headers", &RedactedHeaders(&self.headers))
+            .field("renew_expired_session", &self.renew_expired_session)
+            .field("max_resume_attempts", &self.max_resume_attempts)
+            .field("default_retry", &self.default_retry)
+            .finish()
+    }
+}
+
+/// The headers the rules set on their own; an extra header may not override them.
+const RESERVED_HEADERS: &[&str] = &[
+    "Content-Type",
+    "Accept",
+    SESSION_ID_HEADER,
+    PROTOCOL_VERSION_HEADER,
+    "Last-Event-ID",
+    "Content-Length",
+    "Host",
+];
+
+/// Why an [`HttpConfig`] cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The URL is not `http://host…` or `https://host…`.
+    #[error("the MCP endpoint {url} is not an http:// or https:// URL")]
+    NotHttp {
+        /// The URL, without credentials or query.
+        url: String,
+    },
+    /// The URL carries user info.
+    #[error("the MCP endpoint URL carries credentials (user:password@); they would not be sent: pass an Authorization header instead")]
+    Credentials,
+    /// A header name is not an HTTP token.
+    #[error("header name {name:?} is not a valid HTTP header name")]
+    HeaderName {
+        /// The name.
+        name: String,
+    },
+    /// A header value holds a byte other than visible ASCII, space or tab (the value is not shown).
+    #[error("the value of header {name} may only hold visible ASCII characters, spaces and tabs")]
+    HeaderValue {
+        /// The header's name.
+        name: String,
+    },
+    /// A header the rules set themselves.
+    #[error("header {name} is set by the transport and cannot be given")]
+    ReservedHeader {
+        /// The name.
+        name: String,
+    },
+}
+
+/// Whether `name` is an HTTP token (RFC 7230 § 3.2.6: visible ASCII except delimiters).
+pub fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Whether `value` can be sent as a header value: visible ASCII, spaces and tabs only. (HTTP
+/// libraries refuse control characters, and some panic on bytes above 0x7e.)
+pub fn is_header_value(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
+}
+
+fn check_header(name: &str, value: &str) -> Result<(), ConfigError> {
+    if !is_header_name(name) {
+        return Err(ConfigError::HeaderName {
+            name: name.to_owned(),
+        });
+    }
+    if !is_header_value(value) {
+        return Err(ConfigError::HeaderValue {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// `url` as it may appear in an error message or a log: `scheme://host:port/path`, without user
+/// info (`user:password@`), query or fragment, which often carry credentials or API keys.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => (&url[..i + 3], &url[i + 3..]),
+        None => ("", url),
+    };
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    let rest = &rest[..end];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    format!("{scheme}{host}{path}")
+}
+
+/// Header pairs for `Debug`: names shown, values hidden.
+struct RedactedHeaders<'a>(&'a [(String, String)]);
+
+impl fmt::Debug for RedactedHeaders<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| (name, "<redacted>")))
+            .finish()
+    }
 }
 
 /// An HTTP method this transport uses.
@@ -70,8 +226,8 @@ impl Method {
     }
 }
 
-/// One HTTP request to make.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One HTTP request to make. `Debug` hides header values and the URL's credentials and query.
+#[derive(Clone, PartialEq, Eq)]
 pub struct HttpRequest {
     /// The method.
     pub method: Method,
@@ -81,6 +237,35 @@ pub struct HttpRequest {
     pub headers: Vec<(String, String)>,
     /// The body, for a POST.
     pub body: Option<Vec<u8>>,
+}
+
+impl HttpRequest {
+    /// Checks that every header can be sent as it is (see [`is_header_name`] and
+    /// [`is_header_value`]); a driver calls it before handing the request to its HTTP library.
+    pub fn check(&self) -> Result<(), HttpError> {
+        match self
+            .headers
+            .iter()
+            .find(|(name, value)| !is_header_name(name) || !is_header_value(value))
+        {
+            Some((name, _)) => Err(HttpError::InvalidHeader {
+                name: name.clone(),
+                url: redact_url(&self.url),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpRequest")
+            .field("method", &self.method)
+            .field("url", &redact_url(&self.url))
+            .field("headers", &RedactedHeaders(&self.headers))
+            .field("body", &self.body.as_ref().map(Vec::len))
+            .finish()
+    }
 }
 
 /// What a successful response carries.
@@ -97,14 +282,24 @@ pub enum Body {
     EventStream,
 }
 
-/// Why a response is not usable.
+/// Why a response is not usable, or a request cannot be made. Every `url` is redacted
+/// ([`redact_url`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum HttpError {
-    /// The server forgot the session (404 to a request that carried its id): restart the session
-    /// ([`Session::restart`](crate::Session::restart)) and the request will be sent again.
+    /// The server forgot the session (404 to a message that carried its id), or it is being
+    /// renewed: restart the session ([`Session::restart`](crate::Session::restart)) with the
+    /// request's id, if the message was a request, and that request will be sent again.
     #[error("HTTP session expired at {url}")]
     SessionExpired {
+        /// The URL.
+        url: String,
+    },
+    /// A header value (from the server, say) cannot be sent; the request was not made.
+    #[error("header {name} of a request to {url} is not visible ASCII; the request was not sent")]
+    InvalidHeader {
+        /// The header's name.
+        name: String,
         /// The URL.
         url: String,
     },
@@ -142,25 +337,52 @@ pub enum StreamEnd {
     Failed(String),
 }
 
-/// The Streamable HTTP rules for one connection. See the [module docs](self).
-#[derive(Debug, Clone)]
+/// The Streamable HTTP rules for one connection. See the [module docs](self). `Debug` hides the
+/// session id and header values.
+#[derive(Clone)]
 pub struct HttpRules {
     config: HttpConfig,
+    /// The URL for error messages.
+    redacted_url: String,
     session_id: Option<String>,
     protocol_version: Option<String>,
     /// Requests already resent once in a new session after a 404.
     renewed: HashSet<RequestId>,
+    /// The session expired and the new `initialize` has not been answered yet.
+    renewing: bool,
+}
+
+impl fmt::Debug for HttpRules {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpRules")
+            .field("config", &self.config)
+            .field(
+                "session_id",
+                &self.session_id.as_ref().map(|_| "<redacted>"),
+            )
+            .field("protocol_version", &self.protocol_version)
+            .field("renewed", &self.renewed)
+            .field("renewing", &self.renewing)
+            .finish()
+    }
 }
 
 impl HttpRules {
-    /// Rules for this endpoint.
+    /// Rules for this endpoint. (Check the settings first with [`HttpConfig::validate`].)
     pub fn new(config: HttpConfig) -> Self {
         HttpRules {
+            redacted_url: redact_url(&config.url),
             config,
             session_id: None,
             protocol_version: None,
             renewed: HashSet::new(),
+            renewing: false,
         }
+    }
+
+    /// The endpoint's URL as errors show it ([`redact_url`]).
+    pub fn redacted_url(&self) -> &str {
+        &self.redacted_url
     }
 
     /// The settings.
@@ -214,8 +436,13 @@ impl HttpRules {
 
     /// Reads a response's status and headers for the message `kind` it answers.
     ///
-    /// For the `initialize` request, the session id is captured from a successful response. A 404
-    /// to a request that carried a session id forgets that session.
+    /// For the `initialize` request, the session id is captured from a successful response.
+    ///
+    /// A 404 to any message that carried a session id (a request, and also a notification or a
+    /// response) means the session is gone: with renewal on, the session is forgotten and
+    /// [`HttpError::SessionExpired`] says to restart it (a request is renewed once; its second
+    /// 404 is a plain status error). With renewal off the session id is kept, so that every later
+    /// request meets the 404 too and fails with it, rather than going out without an id.
     pub fn on_response(
         &mut self,
         kind: &TransmitKind,
@@ -223,16 +450,23 @@ impl HttpRules {
         status: u16,
         headers: &[(String, String)],
     ) -> Result<Body, HttpError> {
-        let url = || self.config.url.clone();
+        let url = || self.redacted_url.clone();
         if status == 404 && carried_session {
             // > "The server MAY terminate the session at any time, after which it MUST respond to
-            // > requests containing that session ID with HTTP 404 Not Found." — 2025-11-25
-            self.session_id = None;
-            self.protocol_version = None;
-            if let TransmitKind::Request { id, .. } = kind {
-                if self.config.renew_expired_session && self.renewed.insert(*id) {
-                    return Err(HttpError::SessionExpired { url: url() });
-                }
+            // > requests containing that session ID with HTTP 404 Not Found." / "When a client
+            // > receives HTTP 404 in response to a request containing an Mcp-Session-Id, it MUST
+            // > start a new session by sending a new InitializeRequest without a session ID
+            // > attached." — 2025-11-25, Session Management
+            let renew = self.config.renew_expired_session
+                && match kind {
+                    TransmitKind::Request { id, .. } => self.renewed.insert(*id),
+                    _ => true,
+                };
+            if renew {
+                self.session_id = None;
+                self.protocol_version = None;
+                self.renewing = true;
+                return Err(HttpError::SessionExpired { url: url() });
             }
             return Err(HttpError::Status { status, url: url() });
         }
@@ -245,6 +479,7 @@ impl HttpRules {
             return Ok(Body::None);
         };
         if method == "initialize" {
+            self.renewing = false;
             // > "A server using the Streamable HTTP transport MAY assign a session ID at
             // > initialization time, by including it in an Mcp-Session-Id header on the HTTP
             // > response containing the InitializeResult." — 2025-11-25
@@ -299,9 +534,31 @@ impl HttpRules {
             && (head.result.is_some() || head.error.is_some())
             && head.id.as_ref().and_then(serde_json::Value::as_u64) == Some(id.0);
         if answers && method == "initialize" {
-            self.protocol_version = head.result.and_then(|r| r.protocol_version);
+            // Only a revision this client speaks goes into a header: the session refuses any
+            // other (and disconnects), and a server's arbitrary string must not reach an HTTP
+            // library unchecked.
+            self.protocol_version = head
+                .result
+                .and_then(|r| r.protocol_version)
+                .filter(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(&v.as_str()));
         }
         answers
+    }
+
+    /// Whether the message `kind` may be POSTed now. While the session is being renewed (it
+    /// expired, and the new `initialize` is not answered yet), anything but `initialize` would go
+    /// without a session id and be refused: a request gets [`HttpError::SessionExpired`] without
+    /// being sent (restart with its id, and it is sent in the new session), and a notification or
+    /// response is dropped (it belonged to the old session).
+    pub fn check_post(&self, kind: &TransmitKind) -> Result<(), HttpError> {
+        let initialize =
+            matches!(kind, TransmitKind::Request { method, .. } if method == "initialize");
+        if self.renewing && !initialize {
+            return Err(HttpError::SessionExpired {
+                url: self.redacted_url.clone(),
+            });
+        }
+        Ok(())
     }
 
     /// The JSON-RPC message an SSE event carries, if any: events named `message` (or unnamed) with
@@ -339,6 +596,14 @@ impl HttpRules {
                     .into(),
             );
         };
+        // The id goes back in the Last-Event-ID header: one that cannot be sent as a header
+        // value (the SSE format allows any text) makes the stream not resumable.
+        if !is_header_value(last_id) {
+            return StreamEnd::Failed(
+                "the response stream ended before the response, and its last event id is not visible ASCII, so it cannot be resumed"
+                    .into(),
+            );
+        }
         if attempts >= self.config.max_resume_attempts {
             return StreamEnd::Failed(format!(
                 "the response stream ended before the response {} times; giving up",
@@ -364,7 +629,7 @@ impl HttpRules {
         status: u16,
         headers: &[(String, String)],
     ) -> Result<(), HttpError> {
-        let url = self.config.url.clone();
+        let url = self.redacted_url.clone();
         if !(200..300).contains(&status) {
             return Err(HttpError::Status { status, url });
         }
@@ -669,5 +934,179 @@ mod tests {
             &call,
             br#"{"result":{"content":[]},"jsonrpc":"2.0","id":4}"#
         ));
+    }
+
+    #[test]
+    fn a_404_to_a_notification_or_response_renews_the_session() {
+        let mut r = rules();
+        r.on_response(
+            &request(0, "initialize"),
+            false,
+            200,
+            &h(&[
+                ("content-type", "application/json"),
+                ("mcp-session-id", "s1"),
+            ]),
+        )
+        .unwrap();
+        let cancel = TransmitKind::Cancellation { id: RequestId(3) };
+        assert!(matches!(
+            r.on_response(&cancel, true, 404, &[]),
+            Err(HttpError::SessionExpired { .. })
+        ));
+        assert_eq!(r.session_id(), None);
+        // Until the new initialize is answered, nothing else goes out without the id.
+        assert!(matches!(
+            r.check_post(&request(4, "tools/call")),
+            Err(HttpError::SessionExpired { .. })
+        ));
+        assert!(r.check_post(&TransmitKind::Response).is_err());
+        assert_eq!(r.check_post(&request(5, "initialize")), Ok(()));
+        r.on_response(
+            &request(5, "initialize"),
+            false,
+            200,
+            &h(&[
+                ("content-type", "application/json"),
+                ("mcp-session-id", "s2"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(r.check_post(&request(4, "tools/call")), Ok(()));
+        assert_eq!(r.session_id(), Some("s2"));
+        // With renewal off the id is kept: later requests meet the 404 themselves.
+        let mut off = HttpRules::new(HttpConfig {
+            renew_expired_session: false,
+            ..HttpConfig::new("http://h/")
+        });
+        off.session_id = Some("s".into());
+        assert!(matches!(
+            off.on_response(&TransmitKind::Response, true, 404, &[]),
+            Err(HttpError::Status { status: 404, .. })
+        ));
+        assert_eq!(off.session_id(), Some("s"));
+    }
+
+    #[test]
+    fn an_unsupported_protocol_version_never_reaches_a_header() {
+        let mut r = rules();
+        let init = request(0, "initialize");
+        assert!(r.observe_message(
+            &init,
+            "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":\"2025-06-18\u{e9}\"}}"
+                .as_bytes()
+        ));
+        assert_eq!(r.protocol_version(), None);
+        assert!(!r
+            .post(&transmit(request(1, "ping")))
+            .headers
+            .iter()
+            .any(|(k, _)| k == PROTOCOL_VERSION_HEADER));
+    }
+
+    #[test]
+    fn an_event_id_that_is_not_visible_ascii_is_not_resumed_from() {
+        let r = rules();
+        let mut d = SseDecoder::new();
+        d.feed("id: caf\u{e9}\ndata: \n\n".as_bytes());
+        assert!(matches!(
+            r.on_stream_end(&request(2, "tools/call"), false, 0, Some(&d)),
+            StreamEnd::Failed(reason) if reason.contains("visible ASCII")
+        ));
+    }
+
+    #[test]
+    fn headers_and_urls_are_validated() {
+        let ok = |url: &str, headers: &[(&str, &str)]| {
+            HttpConfig {
+                headers: h(headers),
+                ..HttpConfig::new(url)
+            }
+            .validate()
+        };
+        assert_eq!(
+            ok("http://127.0.0.1:1/mcp", &[("Authorization", "Bearer t")]),
+            Ok(())
+        );
+        assert_eq!(
+            ok("HTTPS://example.com/mcp?key=1", &[("X-A", "a\tb c")]),
+            Ok(())
+        );
+        assert_eq!(
+            ok("http://bob:hunter2@127.0.0.1/mcp", &[]),
+            Err(ConfigError::Credentials)
+        );
+        assert!(!ConfigError::Credentials.to_string().contains("hunter2"));
+        assert!(matches!(
+            ok("ftp://h/", &[]),
+            Err(ConfigError::NotHttp { .. })
+        ));
+        assert!(matches!(
+            ok("http:///mcp", &[]),
+            Err(ConfigError::NotHttp { .. })
+        ));
+        assert_eq!(
+            ok("http://h/", &[("X-User", "Jos\u{e9}")]),
+            Err(ConfigError::HeaderValue {
+                name: "X-User".into()
+            })
+        );
+        assert!(matches!(
+            ok("http://h/", &[("X-A", "a\r\nX-B: 1")]),
+            Err(ConfigError::HeaderValue { .. })
+        ));
+        assert!(matches!(
+            ok("http://h/", &[("Bad Name", "v")]),
+            Err(ConfigError::HeaderName { .. })
+        ));
+        assert!(matches!(
+            ok("http://h/", &[("mcp-session-id", "v")]),
+            Err(ConfigError::ReservedHeader { .. })
+        ));
+        let bad = HttpRequest {
+            method: Method::Get,
+            url: "http://u:p@h/mcp?k=SECRET".into(),
+            headers: h(&[("Last-Event-ID", "caf\u{e9}")]),
+            body: None,
+        };
+        assert_eq!(
+            bad.check(),
+            Err(HttpError::InvalidHeader {
+                name: "Last-Event-ID".into(),
+                url: "http://h/mcp".into()
+            })
+        );
+    }
+
+    #[test]
+    fn urls_in_messages_lose_credentials_and_query() {
+        assert_eq!(
+            redact_url("http://bob:hunter2@127.0.0.1:9/mcp?key=SECRET#frag"),
+            "http://127.0.0.1:9/mcp"
+        );
+        assert_eq!(redact_url("https://h.example"), "https://h.example");
+        assert_eq!(redact_url("http://h/a@b/c"), "http://h/a@b/c");
+        assert_eq!(redact_url("u:p@h/x?y"), "h/x");
+    }
+
+    #[test]
+    fn debug_output_hides_header_values_and_url_secrets() {
+        let mut config = HttpConfig::new("http://bob:pw@127.0.0.1/mcp?key=SECRET");
+        config
+            .headers
+            .push(("Authorization".into(), "Bearer TOKEN".into()));
+        let mut r = HttpRules::new(config.clone());
+        r.session_id = Some("SESSION".into());
+        let request = r.post(&transmit(request(1, "ping")));
+        for text in [
+            format!("{config:?}"),
+            format!("{r:?}"),
+            format!("{request:?}"),
+        ] {
+            assert!(text.contains("Authorization"), "{text}");
+            for secret in ["TOKEN", "SECRET", "pw", "SESSION"] {
+                assert!(!text.contains(secret), "{secret} in {text}");
+            }
+        }
     }
 }
