@@ -430,11 +430,20 @@ impl<T: Transport> Shared<T> {
                     st.session.abort(id);
                 }
                 Some(Inbound::SessionExpired { id, error }) => {
-                    if st.session.restart(now).is_err() {
-                        if let Some(w) = st.waiters.remove(&id) {
-                            let _ = w.try_send(Err(error));
+                    if st.session.restart(id, now).is_err() {
+                        match id {
+                            Some(id) => {
+                                if let Some(w) = st.waiters.remove(&id) {
+                                    let _ = w.try_send(Err(error));
+                                }
+                                st.session.abort(id);
+                            }
+                            // No request to fail: the connection is unusable, so it closes.
+                            None => {
+                                st.close_reason.get_or_insert(error);
+                                st.session.close();
+                            }
                         }
-                        st.session.abort(id);
                     }
                 }
                 Some(Inbound::Closed(reason)) => {

@@ -263,7 +263,7 @@ async fn exchange_inner(
         }
         Ok(Body::EventStream) => read_stream(shared, id, transmit, response).await,
         Err(HttpError::SessionExpired { url }) => Err(Inbound::SessionExpired {
-            id,
+            id: Some(id),
             error: Error::Http {
                 status,
                 url,
