@@ -429,3 +429,172 @@ fn a_json_answer_with_the_wrong_id_fails_the_call_at_once() {
         c.close().await.unwrap();
     });
 }
+
+/// A client whose requests time out after `timeout` (so that a regression fails, not hangs).
+fn client_with(config: HttpTransportConfig, timeout: Duration) -> Client<HttpTransport> {
+    let config_c = ClientConfig {
+        session: Config {
+            default_timeout: Some(timeout),
+            ..Config::default()
+        },
+        ..ClientConfig::default()
+    };
+    Client::with_config(HttpTransport::new(config).unwrap(), config_c)
+}
+
+/// Waits up to `within` for `cond`.
+fn eventually(within: Duration, cond: impl Fn() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < within {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+fn count(srv: &server::Server, rpc_method: &str) -> usize {
+    srv.log()
+        .iter()
+        .filter(|l| l.rpc_method().as_deref() == Some(rpc_method))
+        .count()
+}
+
+// ---- H4: nothing unchecked reaches an isahc header ---------------------------------------------
+
+#[test]
+fn a_non_ascii_protocol_version_never_reaches_a_header() {
+    let srv = start(Behaviour {
+        protocol_version: Some("2025-06-18\u{e9}".into()),
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(5),
+        );
+        let err = c.initialize().await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Session(mcp_client::proto::SessionError::UnsupportedVersion { .. })
+            ),
+            "{err:?}"
+        );
+        // Used to panic inside isahc ("request header value is not valid UTF-8").
+        c.close().await.unwrap();
+    });
+    let log = srv.log();
+    let delete = log.iter().find(|l| l.method == "DELETE").expect("a DELETE");
+    assert_eq!(delete.header("mcp-protocol-version"), None);
+}
+
+#[test]
+fn a_non_ascii_event_id_fails_the_call_instead_of_resuming() {
+    let srv = start(Behaviour {
+        cut_stream: true,
+        event_id: Some("caf\u{e9}".into()),
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(4),
+        );
+        c.initialize().await.unwrap();
+        let started = Instant::now();
+        let err = c.call_tool("echo", json!({"text": "x"})).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { context, .. } if context.contains("visible ASCII")),
+            "{err:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "no wait for the timeout"
+        );
+        c.close().await.unwrap();
+    });
+    assert!(srv.log().iter().all(|l| l.method != "GET"), "no resumption");
+}
+
+#[test]
+fn a_bad_user_header_is_refused_by_new() {
+    for (name, value) in [
+        ("X-User", "Jos\u{e9}"),
+        ("X-A", "a\r\nX-B: 1"),
+        ("Bad Name", "value-9"),
+    ] {
+        let config = HttpTransportConfig::new("http://127.0.0.1:9/mcp").header(name, value);
+        let err = HttpTransport::new(config).err().expect("refused");
+        assert!(matches!(err, Error::Config(_)), "{err:?}");
+        assert!(err.to_string().contains(name), "{err}");
+        assert!(
+            !err.to_string().contains(value),
+            "the value is not shown: {err}"
+        );
+    }
+}
+
+// ---- L6: no secrets in errors or Debug ---------------------------------------------------------
+
+#[test]
+fn errors_show_no_url_query_or_credentials() {
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new("http://127.0.0.1:9/mcp?key=SECRET"),
+            Duration::from_secs(10),
+        );
+        let err = c.initialize().await.unwrap_err();
+        assert!(matches!(&err, Error::Io { .. }), "{err:?}");
+        let mut texts = vec![err.to_string(), format!("{err:?}")];
+        let mut source = std::error::Error::source(&err);
+        while let Some(s) = source {
+            texts.push(s.to_string());
+            source = s.source();
+        }
+        for text in texts {
+            assert!(!text.contains("SECRET"), "{text}");
+        }
+        assert!(err.to_string().contains("http://127.0.0.1:9/mcp"), "{err}");
+    });
+    let err = HttpTransport::new(HttpTransportConfig::new(
+        "http://bob:hunter2@127.0.0.1:9/mcp",
+    ))
+    .err()
+    .expect("URL credentials are refused");
+    assert!(err.to_string().contains("Authorization"), "{err}");
+    assert!(!format!("{err} {err:?}").contains("hunter2"), "{err:?}");
+}
+
+#[test]
+fn debug_of_the_config_hides_the_authorization_token() {
+    let config = HttpTransportConfig::new("http://127.0.0.1:9/mcp?key=SECRET")
+        .header("Authorization", "Bearer SECRET456");
+    let text = format!("{config:?}");
+    assert!(text.contains("Authorization"), "{text}");
+    assert!(!text.contains("SECRET"), "{text}");
+}
+
+// ---- L4: configuration extremes ----------------------------------------------------------------
+
+#[test]
+fn max_message_at_usize_max_still_completes_a_call() {
+    for json in [false, true] {
+        let srv = start(Behaviour {
+            json,
+            ..Behaviour::default()
+        });
+        smol::block_on(async {
+            let config = HttpTransportConfig {
+                max_message: usize::MAX,
+                ..HttpTransportConfig::new(srv.url.as_str())
+            };
+            let c = client_with(config, Duration::from_secs(5));
+            c.initialize().await.unwrap();
+            let r = c.call_tool("echo", json!({"text": "max"})).await.unwrap();
+            assert_eq!(r.text(), "max");
+            c.close().await.unwrap();
+        });
+    }
+}
