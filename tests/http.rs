@@ -598,3 +598,97 @@ fn max_message_at_usize_max_still_completes_a_call() {
         });
     }
 }
+
+// ---- M2: a 404 to a notification renews the session --------------------------------------------
+
+#[test]
+fn a_404_to_a_cancellation_renews_the_session() {
+    let srv = start(Behaviour {
+        expire_on_cancel: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(5),
+        );
+        c.initialize().await.unwrap();
+        let err = c
+            .request(
+                Request::call_tool("slow", json!({"ms": 2000})).timeout(Duration::from_millis(300)),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout(_)), "{err:?}");
+        for i in 0..3 {
+            let text = format!("call {i}");
+            let r = c.call_tool("echo", json!({ "text": text })).await.unwrap();
+            assert_eq!(r.text(), text);
+        }
+        assert_eq!(c.transport().session_id().as_deref(), Some("session-2"));
+        c.close().await.unwrap();
+    });
+    assert_eq!(count(&srv, "initialize"), 2);
+    assert_eq!(count(&srv, "notifications/cancelled"), 1);
+}
+
+// ---- H3: a renewal leaves requests on other streams alone ----------------------------------------
+
+#[test]
+fn a_renewal_resends_only_the_request_that_met_the_404() {
+    let srv = start(Behaviour {
+        expire_after: Some(1),
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(8),
+        );
+        c.initialize().await.unwrap();
+        let a = c.call_tool("slow", json!({"ms": 1500}));
+        let b = async {
+            smol::Timer::after(Duration::from_millis(300)).await;
+            c.call_tool("echo", json!({"text": "b"})).await
+        };
+        let (a, b) = smol::future::zip(a, b).await;
+        assert_eq!(b.unwrap().text(), "b", "B renewed and answered");
+        assert_eq!(a.unwrap().text(), "done", "A answered on its own stream");
+        assert_eq!(c.transport().session_id().as_deref(), Some("session-2"));
+        c.close().await.unwrap();
+    });
+    let log = srv.log();
+    let slow = log.iter().filter(|l| l.body.contains("\"slow\"")).count();
+    assert_eq!(slow, 1, "A ran once");
+    let echo: Vec<_> = log.iter().filter(|l| l.body.contains("\"echo\"")).collect();
+    assert_eq!(echo.len(), 2, "B was sent twice");
+    assert_eq!(echo[1].header("mcp-session-id"), Some("session-2"));
+}
+
+// ---- M8: requests during a renewal wait for it ---------------------------------------------------
+
+#[test]
+fn a_request_made_during_a_renewal_waits_for_the_new_session() {
+    let srv = start(Behaviour {
+        expire_after: Some(0),
+        renewal_delay: Some(Duration::from_millis(600)),
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(8),
+        );
+        c.initialize().await.unwrap();
+        let b = c.call_tool("echo", json!({"text": "b"}));
+        let d = async {
+            smol::Timer::after(Duration::from_millis(250)).await;
+            c.call_tool("echo", json!({"text": "d"})).await
+        };
+        let (b, d) = smol::future::zip(b, d).await;
+        assert_eq!(b.unwrap().text(), "b");
+        assert_eq!(d.unwrap().text(), "d", "not Usage(NotReady)");
+        c.close().await.unwrap();
+    });
+    assert_eq!(count(&srv, "initialize"), 2);
+}
