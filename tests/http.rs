@@ -692,3 +692,136 @@ fn a_request_made_during_a_renewal_waits_for_the_new_session() {
     });
     assert_eq!(count(&srv, "initialize"), 2);
 }
+// ---- M3: a stalled notification POST does not stall the transport -------------------------------
+
+#[test]
+fn a_stalled_notification_post_does_not_block_later_requests() {
+    let srv = start(Behaviour {
+        stall_notifications: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let config = HttpTransportConfig {
+            post_timeout: Duration::from_millis(300),
+            ..HttpTransportConfig::new(srv.url.as_str())
+        };
+        let c = client_with(config, Duration::from_secs(2));
+        c.initialize().await.unwrap();
+        for text in ["one", "two"] {
+            let r = c.call_tool("echo", json!({ "text": text })).await.unwrap();
+            assert_eq!(r.text(), text);
+        }
+    });
+    assert_eq!(count(&srv, "tools/call"), 2);
+}
+
+#[test]
+fn the_outbound_queue_is_bounded() {
+    use mcp_client::proto::{RequestId, TransmitKind};
+    use mcp_client::{Inbound, Transmit, Transport};
+    let srv = start(Behaviour {
+        stateless: true,
+        stall_notifications: true,
+        ..Behaviour::default()
+    });
+    let config = HttpTransportConfig {
+        max_queued: 2,
+        post_timeout: Duration::from_secs(5),
+        ..HttpTransportConfig::new(srv.url.as_str())
+    };
+    let t = HttpTransport::new(config).unwrap();
+    let note = || Transmit {
+        payload: br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#.to_vec(),
+        kind: TransmitKind::Notification {
+            method: "notifications/progress".into(),
+        },
+    };
+    // The send loop holds at most one stalled POST; two more fit in the queue.
+    let refused = (0..10).filter(|_| t.send(note()).is_err()).count();
+    assert!(refused >= 7, "{refused} refused");
+    let request = Transmit {
+        payload: br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#.to_vec(),
+        kind: TransmitKind::Request {
+            id: RequestId(7),
+            method: "ping".into(),
+        },
+    };
+    let err = t.send(request).unwrap_err();
+    assert!(err.to_string().contains("queue is full"), "{err}");
+    smol::block_on(async {
+        match t.recv().await {
+            Inbound::Failed { id, error } => {
+                assert_eq!(id, RequestId(7));
+                assert!(error.to_string().contains("queue is full"), "{error}");
+            }
+            other => panic!("{other:?}"),
+        }
+    });
+}
+
+// ---- M4: close() bounds its DELETE ---------------------------------------------------------------
+
+#[test]
+fn close_gives_up_on_a_delete_that_is_not_answered() {
+    let srv = start(Behaviour {
+        stall_delete: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let config = HttpTransportConfig {
+            close_timeout: Duration::from_millis(300),
+            ..HttpTransportConfig::new(srv.url.as_str())
+        };
+        let c = client_with(config, Duration::from_secs(5));
+        c.initialize().await.unwrap();
+        let started = Instant::now();
+        c.close().await.unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+    });
+    assert!(eventually(Duration::from_secs(2), || srv
+        .log()
+        .iter()
+        .any(|l| l.method == "DELETE")));
+    // The default is short too.
+    assert!(HttpTransportConfig::new("http://h/").close_timeout <= Duration::from_secs(2));
+}
+
+// ---- M5: dropping the transport aborts its exchanges --------------------------------------------
+
+#[test]
+fn dropping_the_client_without_close_closes_its_streams() {
+    let srv = start(Behaviour {
+        keep_stream_open: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(30),
+        );
+        c.initialize().await.unwrap();
+        let call = c.call_tool("echo", json!({"text": "never answered"}));
+        let gave_up = smol::future::or(async { Some(call.await) }, async {
+            smol::Timer::after(Duration::from_millis(500)).await;
+            None
+        })
+        .await;
+        assert!(gave_up.is_none(), "the server never answers");
+        drop(c);
+    });
+    assert!(
+        eventually(Duration::from_secs(2), || srv.streams_closed() == 1),
+        "the response stream stayed open"
+    );
+    assert!(
+        eventually(Duration::from_secs(2), || count(
+            &srv,
+            "notifications/cancelled"
+        ) == 1),
+        "the queued cancellation was sent"
+    );
+}
