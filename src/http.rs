@@ -28,9 +28,11 @@ pub struct HttpConfig {
     pub url: String,
     /// Extra headers sent on every request (`Authorization`, say).
     pub headers: Vec<(String, String)>,
-    /// Whether a 404 to a request carrying a session id starts a new session transparently, once
-    /// per request, and resends it (default true). When false, or when the resent request gets a
-    /// 404 again, the request fails with the HTTP status.
+    /// Whether a 404 to a message carrying a session id starts a new session transparently
+    /// (default true): a request that met it is resent in the new session, once per request; a
+    /// notification or response is not resent. When false, or when the resent request gets a 404
+    /// again, the request fails with the HTTP status and the session id is kept, so that later
+    /// requests meet the 404 too.
     pub renew_expired_session: bool,
     /// How many times one response stream is resumed with `GET` + `Last-Event-ID` (default 5).
     pub max_resume_attempts: u32,
@@ -551,6 +553,9 @@ impl HttpRules {
     /// being sent (restart with its id, and it is sent in the new session), and a notification or
     /// response is dropped (it belonged to the old session).
     pub fn check_post(&self, kind: &TransmitKind) -> Result<(), HttpError> {
+        // > "If an Mcp-Session-Id is returned by the server during initialization, clients using
+        // > the Streamable HTTP transport MUST include it in the Mcp-Session-Id header on all of
+        // > their subsequent HTTP requests." — 2025-11-25, Session Management
         let initialize =
             matches!(kind, TransmitKind::Request { method, .. } if method == "initialize");
         if self.renewing && !initialize {
