@@ -305,6 +305,14 @@ pub enum HttpError {
         /// The URL.
         url: String,
     },
+    /// The message met a session that a renewal has already replaced (its 404 came late): a
+    /// request is to be POSTed again as it is, in the current session (once; see
+    /// [`HttpRules::check_post`] first); a notification or response is dropped.
+    #[error("HTTP request to {url} met a session already replaced")]
+    Resend {
+        /// The URL.
+        url: String,
+    },
     /// Any other unexpected status (including redirects, which are never followed).
     #[error("HTTP {status} from {url}")]
     Status {
@@ -350,6 +358,8 @@ pub struct HttpRules {
     protocol_version: Option<String>,
     /// Requests already resent once in a new session after a 404.
     renewed: HashSet<RequestId>,
+    /// Requests already resent once after a late 404 from a replaced session.
+    resent: HashSet<RequestId>,
     /// The session expired and the new `initialize` has not been answered yet.
     renewing: bool,
 }
@@ -378,6 +388,7 @@ impl HttpRules {
             session_id: None,
             protocol_version: None,
             renewed: HashSet::new(),
+            resent: HashSet::new(),
             renewing: false,
         }
     }
@@ -438,22 +449,37 @@ impl HttpRules {
 
     /// Reads a response's status and headers for the message `kind` it answers.
     ///
-    /// For the `initialize` request, the session id is captured from a successful response.
+    /// `carried_session` is the session id the request carried (as [`session_id`](Self::session_id)
+    /// was when it was built). For the `initialize` request, the session id is captured from a
+    /// successful response.
     ///
-    /// A 404 to any message that carried a session id (a request, and also a notification or a
-    /// response) means the session is gone: with renewal on, the session is forgotten and
-    /// [`HttpError::SessionExpired`] says to restart it (a request is renewed once; its second
-    /// 404 is a plain status error). With renewal off the session id is kept, so that every later
-    /// request meets the 404 too and fails with it, rather than going out without an id.
+    /// A 404 to any message that carried the current session id (a request, and also a
+    /// notification or a response) means the session is gone: with renewal on, the session is
+    /// forgotten and [`HttpError::SessionExpired`] says to restart it (a request is renewed once;
+    /// its second 404 is a plain status error). With renewal off the session id is kept, so that
+    /// every later request meets the 404 too and fails with it, rather than going out without an
+    /// id. A 404 for a session that was already replaced is [`HttpError::Resend`].
     pub fn on_response(
         &mut self,
         kind: &TransmitKind,
-        carried_session: bool,
+        carried_session: Option<&str>,
         status: u16,
         headers: &[(String, String)],
     ) -> Result<Body, HttpError> {
         let url = || self.redacted_url.clone();
-        if status == 404 && carried_session {
+        if status == 404 && carried_session.is_some() && carried_session != self.session_id() {
+            // The 404 is late: the session it reports has been renewed (or is being renewed)
+            // since. It says nothing about the current session.
+            let again = match kind {
+                TransmitKind::Request { id, .. } => self.resent.insert(*id),
+                _ => true,
+            };
+            if again && self.config.renew_expired_session {
+                return Err(HttpError::Resend { url: url() });
+            }
+            return Err(HttpError::Status { status, url: url() });
+        }
+        if status == 404 && carried_session.is_some() {
             // > "The server MAY terminate the session at any time, after which it MUST respond to
             // > requests containing that session ID with HTTP 404 Not Found." / "When a client
             // > receives HTTP 404 in response to a request containing an Mcp-Session-Id, it MUST
@@ -545,6 +571,17 @@ impl HttpRules {
                 .filter(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(&v.as_str()));
         }
         answers
+    }
+
+    /// Whether the messages after `kind` must wait until its POST was answered (or abandoned):
+    /// only `notifications/initialized`, which the server must see before the requests that
+    /// follow it. Every other notification or response (a cancellation, a ping answer) goes
+    /// concurrently, so that one stalled POST holds nothing back.
+    ///
+    /// > "After successful initialization, the client MUST send an initialized notification to
+    /// > indicate it is ready to begin normal operations" — MCP 2025-11-25, Lifecycle
+    pub fn is_ordered(kind: &TransmitKind) -> bool {
+        matches!(kind, TransmitKind::Notification { method } if method == "notifications/initialized")
     }
 
     /// Whether the message `kind` may be POSTed now. While the session is being renewed (it
@@ -726,7 +763,7 @@ mod tests {
         assert_eq!(
             r.on_response(
                 &init,
-                false,
+                None,
                 200,
                 &h(&[
                     ("content-type", "application/json"),
@@ -758,27 +795,27 @@ mod tests {
         let call = request(3, "tools/call");
         let ct = |v: &str| h(&[("Content-Type", v)]);
         assert_eq!(
-            r.on_response(&call, false, 200, &ct("application/json; charset=utf-8")),
+            r.on_response(&call, None, 200, &ct("application/json; charset=utf-8")),
             Ok(Body::Json)
         );
         assert_eq!(
-            r.on_response(&call, false, 200, &ct("Text/Event-Stream")),
+            r.on_response(&call, None, 200, &ct("Text/Event-Stream")),
             Ok(Body::EventStream)
         );
         assert!(matches!(
-            r.on_response(&call, false, 200, &ct("text/html")),
+            r.on_response(&call, None, 200, &ct("text/html")),
             Err(HttpError::ContentType { .. })
         ));
         let note = TransmitKind::Notification {
             method: "notifications/initialized".into(),
         };
-        assert_eq!(r.on_response(&note, false, 202, &[]), Ok(Body::None));
+        assert_eq!(r.on_response(&note, None, 202, &[]), Ok(Body::None));
         assert_eq!(
-            r.on_response(&TransmitKind::Response, false, 202, &[]),
+            r.on_response(&TransmitKind::Response, None, 202, &[]),
             Ok(Body::None)
         );
         assert_eq!(
-            r.on_response(&call, false, 500, &ct("text/html")),
+            r.on_response(&call, None, 500, &ct("text/html")),
             Err(HttpError::Status {
                 status: 500,
                 url: "http://127.0.0.1:1/mcp".into()
@@ -787,7 +824,7 @@ mod tests {
         assert_eq!(
             r.on_response(
                 &call,
-                false,
+                None,
                 307,
                 &h(&[("Location", "http://evil.example/")])
             ),
@@ -798,7 +835,7 @@ mod tests {
         );
         // A 404 without a session id is just a 404.
         assert!(matches!(
-            r.on_response(&call, false, 404, &[]),
+            r.on_response(&call, None, 404, &[]),
             Err(HttpError::Status { status: 404, .. })
         ));
     }
@@ -809,7 +846,7 @@ mod tests {
         let init = request(0, "initialize");
         r.on_response(
             &init,
-            false,
+            None,
             200,
             &h(&[
                 ("content-type", "application/json"),
@@ -819,7 +856,7 @@ mod tests {
         .unwrap();
         let call = request(5, "tools/call");
         assert!(matches!(
-            r.on_response(&call, true, 404, &[]),
+            r.on_response(&call, Some("s1"), 404, &[]),
             Err(HttpError::SessionExpired { .. })
         ));
         assert_eq!(
@@ -832,18 +869,54 @@ mod tests {
             .headers
             .iter()
             .any(|(k, _)| k == SESSION_ID_HEADER));
-        // The same request expiring again fails with the status.
+        r.on_response(
+            &request(6, "initialize"),
+            None,
+            200,
+            &h(&[
+                ("content-type", "application/json"),
+                ("mcp-session-id", "s2"),
+            ]),
+        )
+        .unwrap();
+        // The same request expiring again, in the new session, fails with the status.
         assert!(matches!(
-            r.on_response(&call, true, 404, &[]),
+            r.on_response(&call, Some("s2"), 404, &[]),
             Err(HttpError::Status { status: 404, .. })
         ));
+        assert_eq!(r.session_id(), Some("s2"), "kept: nothing renews it");
         let mut off = HttpRules::new(HttpConfig {
             renew_expired_session: false,
             ..HttpConfig::new("u")
         });
+        off.session_id = Some("s".into());
         assert!(matches!(
-            off.on_response(&call, true, 404, &[]),
+            off.on_response(&call, Some("s"), 404, &[]),
             Err(HttpError::Status { status: 404, .. })
+        ));
+    }
+
+    #[test]
+    fn a_late_404_from_a_replaced_session_resends_without_renewing_again() {
+        let mut r = rules();
+        r.session_id = Some("s2".into());
+        let call = request(7, "tools/call");
+        assert!(matches!(
+            r.on_response(&call, Some("s1"), 404, &[]),
+            Err(HttpError::Resend { .. })
+        ));
+        assert_eq!(r.session_id(), Some("s2"), "the current session is kept");
+        assert_eq!(r.check_post(&call), Ok(()));
+        assert!(
+            matches!(
+                r.on_response(&call, Some("s1"), 404, &[]),
+                Err(HttpError::Status { status: 404, .. })
+            ),
+            "once per request"
+        );
+        assert!(matches!(
+            r.on_response(&TransmitKind::Response, Some("s1"), 404, &[]),
+            Err(HttpError::Resend { .. })
         ));
     }
 
@@ -908,7 +981,7 @@ mod tests {
         assert_eq!(r.delete(), None);
         r.on_response(
             &request(0, "initialize"),
-            false,
+            None,
             200,
             &h(&[
                 ("content-type", "application/json"),
@@ -946,7 +1019,7 @@ mod tests {
         let mut r = rules();
         r.on_response(
             &request(0, "initialize"),
-            false,
+            None,
             200,
             &h(&[
                 ("content-type", "application/json"),
@@ -956,7 +1029,7 @@ mod tests {
         .unwrap();
         let cancel = TransmitKind::Cancellation { id: RequestId(3) };
         assert!(matches!(
-            r.on_response(&cancel, true, 404, &[]),
+            r.on_response(&cancel, Some("s1"), 404, &[]),
             Err(HttpError::SessionExpired { .. })
         ));
         assert_eq!(r.session_id(), None);
@@ -969,7 +1042,7 @@ mod tests {
         assert_eq!(r.check_post(&request(5, "initialize")), Ok(()));
         r.on_response(
             &request(5, "initialize"),
-            false,
+            None,
             200,
             &h(&[
                 ("content-type", "application/json"),
@@ -986,7 +1059,7 @@ mod tests {
         });
         off.session_id = Some("s".into());
         assert!(matches!(
-            off.on_response(&TransmitKind::Response, true, 404, &[]),
+            off.on_response(&TransmitKind::Response, Some("s"), 404, &[]),
             Err(HttpError::Status { status: 404, .. })
         ));
         assert_eq!(off.session_id(), Some("s"));

@@ -716,6 +716,37 @@ fn a_stalled_notification_post_does_not_block_later_requests() {
 }
 
 #[test]
+fn a_stalled_cancellation_does_not_delay_the_next_call() {
+    let srv = start(Behaviour {
+        stall_cancellations: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        // The default 10 s POST deadline: the next call must not wait for it.
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(3),
+        );
+        c.initialize().await.unwrap();
+        let err = c
+            .request(
+                Request::call_tool("slow", json!({"ms": 1000})).timeout(Duration::from_millis(200)),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout(_)), "{err:?}");
+        let started = Instant::now();
+        let r = c.call_tool("echo", json!({"text": "next"})).await.unwrap();
+        assert_eq!(r.text(), "next");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            started.elapsed()
+        );
+    });
+}
+
+#[test]
 fn the_outbound_queue_is_bounded() {
     use mcp_client::proto::{RequestId, TransmitKind};
     use mcp_client::{Inbound, Transmit, Transport};
@@ -736,7 +767,7 @@ fn the_outbound_queue_is_bounded() {
             method: "notifications/progress".into(),
         },
     };
-    // The send loop holds at most one stalled POST; two more fit in the queue.
+    // Two stalled POSTs in flight fill the queue.
     let refused = (0..10).filter(|_| t.send(note()).is_err()).count();
     assert!(refused >= 7, "{refused} refused");
     let request = Transmit {

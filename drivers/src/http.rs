@@ -1,11 +1,12 @@
 //! The Streamable HTTP transport, on [isahc](https://docs.rs/isahc). It only moves bytes: every
 //! decision (headers, statuses, session ids, resumption) comes from [`HttpRules`] in the core.
 //!
-//! Each outbound message is one POST. Notifications and responses are sent in order: each waits
-//! until the previous one's status arrived, or its deadline ([`HttpTransportConfig::post_timeout`])
-//! passed, so a stalled POST holds later messages back by at most that long. A request's exchange
-//! runs as its own task, so a response stream can stay open while the answers to the server's
-//! pings go out on their own POSTs. Events are handed to the client as they arrive. A cancelled
+//! Each outbound message is one POST, each with a task of its own: a request's exchange, so a
+//! response stream can stay open while the answers to the server's pings go out on their own
+//! POSTs, and every notification or response, each within its deadline
+//! ([`HttpTransportConfig::post_timeout`]), so one stalled POST holds nothing back. Only what
+//! follows `notifications/initialized` waits for its answer (at most that deadline), so the server
+//! sees it before the first request. Events are handed to the client as they arrive. A cancelled
 //! request's exchange is aborted, and so is every exchange when the transport is closed or dropped.
 
 use crate::transport::{BoxFuture, Inbound, Transport};
@@ -40,12 +41,13 @@ pub struct HttpTransportConfig {
     /// The largest JSON body or SSE event accepted, in bytes (default 64 MiB).
     pub max_message: usize,
     /// The time limit of each notification or response POST (a cancellation, a ping answer):
-    /// past it the POST is abandoned and the next message goes (default 10 s).
+    /// past it the POST is abandoned (default 10 s).
     pub post_timeout: Duration,
     /// How long [`close`](Transport::close) waits for the answer to its `DELETE`, a courtesy to
     /// the server; past it the `DELETE` is abandoned and `close` returns `Ok` (default 2 s).
     pub close_timeout: Duration,
-    /// How many messages may wait to be sent (default 1024). Past it,
+    /// How many messages may wait to be sent, counting the notification and response POSTs still
+    /// in flight (default 1024). Past it,
     /// [`send`](Transport::send) refuses the message with an error; a refused request also fails
     /// at once (its caller is told through [`Inbound::Failed`]).
     pub max_queued: usize,
@@ -96,7 +98,7 @@ pub struct HttpTransport {
     /// The only strong reference: when the transport goes, the abort senders go with it and
     /// every exchange ends.
     exchanges: Arc<Mutex<Exchanges>>,
-    /// Messages queued and not yet taken by the send loop.
+    /// Messages queued, and notification or response POSTs not yet ended.
     queued: Arc<AtomicUsize>,
     max_queued: usize,
     close_timeout: Duration,
@@ -282,11 +284,11 @@ impl Shared {
         })
     }
 
-    /// The POST for `transmit`, and whether it carries a session id (the rules need to know when
+    /// The POST for `transmit`, and the session id it carries (the rules need to know when
     /// reading its answer).
-    fn post(&self, transmit: &Transmit) -> (HttpRequest, bool) {
+    fn post(&self, transmit: &Transmit) -> (HttpRequest, Option<String>) {
         let rules = lock(&self.rules);
-        (rules.post(transmit), rules.session_id().is_some())
+        (rules.post(transmit), rules.session_id().map(str::to_owned))
     }
 
     /// Hands one item to the client, waiting while its queue is full.
@@ -296,9 +298,9 @@ impl Shared {
 }
 
 /// Sends queued messages in order. Requests get an exchange task each; a notification or
-/// response is POSTed by a task of its own, and the next message waits until its status arrived
-/// or its deadline passed, so that the server sees them in order (`notifications/initialized`
-/// before the requests that follow it) and a stalled POST holds the queue back only that long.
+/// response is POSTed by a task of its own, and after an ordered one (see
+/// [`HttpRules::is_ordered`]) the next message waits until its status arrived or its deadline
+/// passed.
 async fn send_loop(
     shared: Arc<Shared>,
     exchanges: Weak<Mutex<Exchanges>>,
@@ -306,9 +308,10 @@ async fn send_loop(
     queue: Receiver<Transmit>,
 ) {
     while let Ok(transmit) = queue.recv().await {
-        queued.fetch_sub(1, Ordering::SeqCst);
         match transmit.kind.clone() {
             TransmitKind::Request { id, .. } => {
+                // A request leaves the count here: its exchange belongs to a waiting caller.
+                queued.fetch_sub(1, Ordering::SeqCst);
                 // After close or drop, no new exchange starts.
                 let Some(running) = exchanges.upgrade() else {
                     continue;
@@ -340,10 +343,18 @@ async fn send_loop(
                         lock(&running).running.remove(&id);
                     }
                 }
+                let ordered = HttpRules::is_ordered(&kind);
                 let (accepted_tx, accepted_rx) = channel::bounded::<()>(1);
-                smol::spawn(post_message(shared.clone(), transmit, accepted_tx)).detach();
-                // Ends when the POST's status is in, or when it was abandoned.
-                let _ = accepted_rx.recv().await;
+                let (shared, queued) = (shared.clone(), queued.clone());
+                smol::spawn(async move {
+                    post_message(shared, transmit, accepted_tx).await;
+                    queued.fetch_sub(1, Ordering::SeqCst);
+                })
+                .detach();
+                if ordered {
+                    // Ends when the POST's status is in, or when it was abandoned.
+                    let _ = accepted_rx.recv().await;
+                }
             }
         }
     }
@@ -362,7 +373,8 @@ async fn post_message(shared: Arc<Shared>, transmit: Transmit, accepted: Sender<
         let response = shared.send(request).await.ok()?;
         let head = head(&response);
         let status = response.status().as_u16();
-        let verdict = lock(&shared.rules).on_response(&transmit.kind, carried, status, &head);
+        let verdict =
+            lock(&shared.rules).on_response(&transmit.kind, carried.as_deref(), status, &head);
         Some((response, verdict))
     };
     let answered = smol::future::or(posted, async {
@@ -424,15 +436,25 @@ async fn exchange_inner(
             body: String::new(),
         },
     };
-    // While the session is being renewed, the request waits for the new one without being sent.
-    if let Err(HttpError::SessionExpired { url }) = lock(&shared.rules).check_post(&transmit.kind) {
-        return Err(expired(url));
-    }
-    let (request, carried) = shared.post(transmit);
-    let mut response = shared.send(request).await.map_err(failed)?;
-    let status = response.status().as_u16();
-    let head = head(&response);
-    let verdict = lock(&shared.rules).on_response(&transmit.kind, carried, status, &head);
+    let (mut response, verdict) = loop {
+        // While the session is being renewed, the request waits for the new one without being
+        // sent.
+        if let Err(HttpError::SessionExpired { url }) =
+            lock(&shared.rules).check_post(&transmit.kind)
+        {
+            return Err(expired(url));
+        }
+        let (request, carried) = shared.post(transmit);
+        let response = shared.send(request).await.map_err(failed)?;
+        let status = response.status().as_u16();
+        let head = head(&response);
+        let verdict =
+            lock(&shared.rules).on_response(&transmit.kind, carried.as_deref(), status, &head);
+        // A late 404 from a replaced session: POST it again, in the current one.
+        if !matches!(verdict, Err(HttpError::Resend { .. })) {
+            break (response, verdict);
+        }
+    };
     match verdict {
         Ok(Body::None) => Ok(()),
         Ok(Body::Json) => {

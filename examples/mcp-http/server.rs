@@ -51,6 +51,8 @@ pub struct Behaviour {
     pub expire_on_cancel: bool,
     /// Notifications are never answered (the server holds the POST for 30 s).
     pub stall_notifications: bool,
+    /// `notifications/cancelled` is never answered (held for 30 s).
+    pub stall_cancellations: bool,
     /// `DELETE` is never answered (held for 30 s).
     pub stall_delete: bool,
     /// `tools/call` opens an event stream and keeps it open for 30 s with a comment every 100 ms,
@@ -398,7 +400,7 @@ fn handle_post(
         }
     }
     let Some(id) = msg.get("id").cloned() else {
-        if b.stall_notifications {
+        if b.stall_notifications || (b.stall_cancellations && method == "notifications/cancelled") {
             std::thread::sleep(Duration::from_secs(30));
         }
         return respond(out, "202 Accepted", &[], b"");
