@@ -632,6 +632,39 @@ fn a_404_to_a_cancellation_renews_the_session() {
     assert_eq!(count(&srv, "notifications/cancelled"), 1);
 }
 
+#[test]
+fn dropping_the_transport_aborts_its_exchanges() {
+    use mcp_client::proto::{RequestId, TransmitKind};
+    use mcp_client::{Transmit, Transport};
+    let srv = start(Behaviour {
+        stateless: true,
+        keep_stream_open: true,
+        ..Behaviour::default()
+    });
+    let t = HttpTransport::new(HttpTransportConfig::new(srv.url.as_str())).unwrap();
+    // A request with no session and no cancellation: only the drop can end its stream.
+    t.send(Transmit {
+        payload: br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#
+            .to_vec(),
+        kind: TransmitKind::Request {
+            id: RequestId(1),
+            method: "tools/call".into(),
+        },
+    })
+    .unwrap();
+    assert!(eventually(Duration::from_secs(2), || count(
+        &srv,
+        "tools/call"
+    ) == 1));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(srv.streams_closed(), 0, "the stream is open");
+    drop(t);
+    assert!(
+        eventually(Duration::from_secs(2), || srv.streams_closed() == 1),
+        "the response stream stayed open"
+    );
+}
+
 // ---- H3: a renewal leaves requests on other streams alone ----------------------------------------
 
 #[test]

@@ -399,7 +399,7 @@ async fn post_message(shared: Arc<Shared>, transmit: Transmit, accepted: Sender<
             .await;
         return;
     }
-    // Drain a small body so the connection can be reused, within the same time limit.
+    // Drain a small body so the connection can be reused, within another `post_timeout`.
     let mut sink = Vec::new();
     let drain = async {
         let _ = response
