@@ -106,7 +106,8 @@ impl fmt::Debug for HttpConfig {
     }
 }
 
-/// The headers the rules set on their own; an extra header may not override them.
+/// The headers the rules (or the body's framing) set on their own; an extra header may not
+/// override them.
 const RESERVED_HEADERS: &[&str] = &[
     "Content-Type",
     "Accept",
@@ -114,7 +115,7 @@ const RESERVED_HEADERS: &[&str] = &[
     PROTOCOL_VERSION_HEADER,
     "Last-Event-ID",
     "Content-Length",
-    "Host",
+    "Transfer-Encoding",
 ];
 
 /// Why an [`HttpConfig`] cannot be used.
