@@ -10,7 +10,9 @@
 use crate::jsonrpc::RequestId;
 use crate::session::{Transmit, TransmitKind};
 use crate::sse::{SseDecoder, SseEvent};
+use crate::types::SUPPORTED_PROTOCOL_VERSIONS;
 use std::collections::HashSet;
+use std::fmt;
 use std::time::Duration;
 
 /// The header carrying the session id (header names compare case-insensitively).
@@ -18,16 +20,19 @@ pub const SESSION_ID_HEADER: &str = "Mcp-Session-Id";
 /// The header carrying the negotiated protocol revision after the handshake.
 pub const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
 
-/// Settings of the HTTP rules.
-#[derive(Debug, Clone)]
+/// Settings of the HTTP rules. Check them with [`validate`](Self::validate) before use; `Debug`
+/// shows the URL without credentials or query and hides header values.
+#[derive(Clone)]
 pub struct HttpConfig {
     /// The MCP endpoint.
     pub url: String,
     /// Extra headers sent on every request (`Authorization`, say).
     pub headers: Vec<(String, String)>,
-    /// Whether a 404 to a request carrying a session id starts a new session transparently, once
-    /// per request, and resends it (default true). When false, or when the resent request gets a
-    /// 404 again, the request fails with the HTTP status.
+    /// Whether a 404 to a message carrying a session id starts a new session transparently
+    /// (default true): a request that met it is resent in the new session, once per request; a
+    /// notification or response is not resent. When false, or when the resent request gets a 404
+    /// again, the request fails with the HTTP status and the session id is kept, so that later
+    /// requests meet the 404 too.
     pub renew_expired_session: bool,
     /// How many times one response stream is resumed with `GET` + `Last-Event-ID` (default 5).
     pub max_resume_attempts: u32,
@@ -45,6 +50,160 @@ impl HttpConfig {
             max_resume_attempts: 5,
             default_retry: Duration::from_secs(1),
         }
+    }
+
+    /// Checks the settings a server never sees being refused: the URL is `http://` or `https://`
+    /// and carries no credentials, and every extra header has a valid name and a value of visible
+    /// ASCII, spaces and tabs (no other byte can go in a header unmangled), and is not one of the
+    /// headers the rules set themselves.
+    ///
+    /// > "field-name = token", "field-value = *( field-content / obs-fold )", and "a recipient
+    /// > SHOULD treat other octets in field content (obs-text) as opaque data" — RFC 7230 § 3.2
+    ///
+    /// Credentials in the URL (`http://user:pass@host`) are refused rather than dropped: HTTP
+    /// clients do not send them, so they would be silently lost.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let lower = self.url.to_ascii_lowercase();
+        let Some(rest) = lower
+            .strip_prefix("http://")
+            .or_else(|| lower.strip_prefix("https://"))
+        else {
+            return Err(ConfigError::NotHttp {
+                url: redact_url(&self.url),
+            });
+        };
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        if authority.contains('@') {
+            return Err(ConfigError::Credentials);
+        }
+        if authority.is_empty() {
+            return Err(ConfigError::NotHttp {
+                url: redact_url(&self.url),
+            });
+        }
+        for (name, value) in &self.headers {
+            check_header(name, value)?;
+            if RESERVED_HEADERS
+                .iter()
+                .any(|r| r.eq_ignore_ascii_case(name))
+            {
+                return Err(ConfigError::ReservedHeader { name: name.clone() });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("url", &redact_url(&self.url))
+            .field("headers", &RedactedHeaders(&self.headers))
+            .field("renew_expired_session", &self.renew_expired_session)
+            .field("max_resume_attempts", &self.max_resume_attempts)
+            .field("default_retry", &self.default_retry)
+            .finish()
+    }
+}
+
+/// The headers the rules (or the body's framing) set on their own; an extra header may not
+/// override them.
+const RESERVED_HEADERS: &[&str] = &[
+    "Content-Type",
+    "Accept",
+    SESSION_ID_HEADER,
+    PROTOCOL_VERSION_HEADER,
+    "Last-Event-ID",
+    "Content-Length",
+    "Transfer-Encoding",
+];
+
+/// Why an [`HttpConfig`] cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The URL is not `http://host…` or `https://host…`.
+    #[error("the MCP endpoint {url} is not an http:// or https:// URL")]
+    NotHttp {
+        /// The URL, without credentials or query.
+        url: String,
+    },
+    /// The URL carries user info.
+    #[error("the MCP endpoint URL carries credentials (user:password@); they would not be sent: pass an Authorization header instead")]
+    Credentials,
+    /// A header name is not an HTTP token.
+    #[error("header name {name:?} is not a valid HTTP header name")]
+    HeaderName {
+        /// The name.
+        name: String,
+    },
+    /// A header value holds a byte other than visible ASCII, space or tab (the value is not shown).
+    #[error("the value of header {name} may only hold visible ASCII characters, spaces and tabs")]
+    HeaderValue {
+        /// The header's name.
+        name: String,
+    },
+    /// A header the rules set themselves.
+    #[error("header {name} is set by the transport and cannot be given")]
+    ReservedHeader {
+        /// The name.
+        name: String,
+    },
+}
+
+/// Whether `name` is an HTTP token (RFC 7230 § 3.2.6: visible ASCII except delimiters).
+pub fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Whether `value` can be sent as a header value: visible ASCII, spaces and tabs only. (HTTP
+/// libraries refuse control characters, and some panic on bytes above 0x7e.)
+pub fn is_header_value(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
+}
+
+fn check_header(name: &str, value: &str) -> Result<(), ConfigError> {
+    if !is_header_name(name) {
+        return Err(ConfigError::HeaderName {
+            name: name.to_owned(),
+        });
+    }
+    if !is_header_value(value) {
+        return Err(ConfigError::HeaderValue {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// `url` as it may appear in an error message or a log: `scheme://host:port/path`, without user
+/// info (`user:password@`), query or fragment, which often carry credentials or API keys.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => (&url[..i + 3], &url[i + 3..]),
+        None => ("", url),
+    };
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    let rest = &rest[..end];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    format!("{scheme}{host}{path}")
+}
+
+/// Header pairs for `Debug`: names shown, values hidden.
+struct RedactedHeaders<'a>(&'a [(String, String)]);
+
+impl fmt::Debug for RedactedHeaders<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| (name, "<redacted>")))
+            .finish()
     }
 }
 
@@ -70,8 +229,8 @@ impl Method {
     }
 }
 
-/// One HTTP request to make.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One HTTP request to make. `Debug` hides header values and the URL's credentials and query.
+#[derive(Clone, PartialEq, Eq)]
 pub struct HttpRequest {
     /// The method.
     pub method: Method,
@@ -81,6 +240,35 @@ pub struct HttpRequest {
     pub headers: Vec<(String, String)>,
     /// The body, for a POST.
     pub body: Option<Vec<u8>>,
+}
+
+impl HttpRequest {
+    /// Checks that every header can be sent as it is (see [`is_header_name`] and
+    /// [`is_header_value`]); a driver calls it before handing the request to its HTTP library.
+    pub fn check(&self) -> Result<(), HttpError> {
+        match self
+            .headers
+            .iter()
+            .find(|(name, value)| !is_header_name(name) || !is_header_value(value))
+        {
+            Some((name, _)) => Err(HttpError::InvalidHeader {
+                name: name.clone(),
+                url: redact_url(&self.url),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpRequest")
+            .field("method", &self.method)
+            .field("url", &redact_url(&self.url))
+            .field("headers", &RedactedHeaders(&self.headers))
+            .field("body", &self.body.as_ref().map(Vec::len))
+            .finish()
+    }
 }
 
 /// What a successful response carries.
@@ -97,14 +285,32 @@ pub enum Body {
     EventStream,
 }
 
-/// Why a response is not usable.
+/// Why a response is not usable, or a request cannot be made. Every `url` is redacted
+/// ([`redact_url`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum HttpError {
-    /// The server forgot the session (404 to a request that carried its id): restart the session
-    /// ([`Session::restart`](crate::Session::restart)) and the request will be sent again.
+    /// The server forgot the session (404 to a message that carried its id), or it is being
+    /// renewed: restart the session ([`Session::restart`](crate::Session::restart)) with the
+    /// request's id, if the message was a request, and that request will be sent again.
     #[error("HTTP session expired at {url}")]
     SessionExpired {
+        /// The URL.
+        url: String,
+    },
+    /// A header value (from the server, say) cannot be sent; the request was not made.
+    #[error("header {name} of a request to {url} is not visible ASCII; the request was not sent")]
+    InvalidHeader {
+        /// The header's name.
+        name: String,
+        /// The URL.
+        url: String,
+    },
+    /// The message met a session that a renewal has already replaced (its 404 came late): a
+    /// request is to be POSTed again as it is, in the current session (once; see
+    /// [`HttpRules::check_post`] first); a notification or response is dropped.
+    #[error("HTTP request to {url} met a session already replaced")]
+    Resend {
         /// The URL.
         url: String,
     },
@@ -142,25 +348,55 @@ pub enum StreamEnd {
     Failed(String),
 }
 
-/// The Streamable HTTP rules for one connection. See the [module docs](self).
-#[derive(Debug, Clone)]
+/// The Streamable HTTP rules for one connection. See the [module docs](self). `Debug` hides the
+/// session id and header values.
+#[derive(Clone)]
 pub struct HttpRules {
     config: HttpConfig,
+    /// The URL for error messages.
+    redacted_url: String,
     session_id: Option<String>,
     protocol_version: Option<String>,
     /// Requests already resent once in a new session after a 404.
     renewed: HashSet<RequestId>,
+    /// Requests already resent once after a late 404 from a replaced session.
+    resent: HashSet<RequestId>,
+    /// The session expired and the new `initialize` has not been answered yet.
+    renewing: bool,
+}
+
+impl fmt::Debug for HttpRules {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpRules")
+            .field("config", &self.config)
+            .field(
+                "session_id",
+                &self.session_id.as_ref().map(|_| "<redacted>"),
+            )
+            .field("protocol_version", &self.protocol_version)
+            .field("renewed", &self.renewed)
+            .field("renewing", &self.renewing)
+            .finish()
+    }
 }
 
 impl HttpRules {
-    /// Rules for this endpoint.
+    /// Rules for this endpoint. (Check the settings first with [`HttpConfig::validate`].)
     pub fn new(config: HttpConfig) -> Self {
         HttpRules {
+            redacted_url: redact_url(&config.url),
             config,
             session_id: None,
             protocol_version: None,
             renewed: HashSet::new(),
+            resent: HashSet::new(),
+            renewing: false,
         }
+    }
+
+    /// The endpoint's URL as errors show it ([`redact_url`]).
+    pub fn redacted_url(&self) -> &str {
+        &self.redacted_url
     }
 
     /// The settings.
@@ -214,25 +450,52 @@ impl HttpRules {
 
     /// Reads a response's status and headers for the message `kind` it answers.
     ///
-    /// For the `initialize` request, the session id is captured from a successful response. A 404
-    /// to a request that carried a session id forgets that session.
+    /// `carried_session` is the session id the request carried (as [`session_id`](Self::session_id)
+    /// was when it was built). For the `initialize` request, the session id is captured from a
+    /// successful response.
+    ///
+    /// A 404 to any message that carried the current session id (a request, and also a
+    /// notification or a response) means the session is gone: with renewal on, the session is
+    /// forgotten and [`HttpError::SessionExpired`] says to restart it (a request is renewed once;
+    /// its second 404 is a plain status error). With renewal off the session id is kept, so that
+    /// every later request meets the 404 too and fails with it, rather than going out without an
+    /// id. A 404 for a session that was already replaced is [`HttpError::Resend`].
     pub fn on_response(
         &mut self,
         kind: &TransmitKind,
-        carried_session: bool,
+        carried_session: Option<&str>,
         status: u16,
         headers: &[(String, String)],
     ) -> Result<Body, HttpError> {
-        let url = || self.config.url.clone();
-        if status == 404 && carried_session {
+        let url = || self.redacted_url.clone();
+        if status == 404 && carried_session.is_some() && carried_session != self.session_id() {
+            // The 404 is late: the session it reports has been renewed (or is being renewed)
+            // since. It says nothing about the current session.
+            let again = match kind {
+                TransmitKind::Request { id, .. } => self.resent.insert(*id),
+                _ => true,
+            };
+            if again && self.config.renew_expired_session {
+                return Err(HttpError::Resend { url: url() });
+            }
+            return Err(HttpError::Status { status, url: url() });
+        }
+        if status == 404 && carried_session.is_some() {
             // > "The server MAY terminate the session at any time, after which it MUST respond to
-            // > requests containing that session ID with HTTP 404 Not Found." — 2025-11-25
-            self.session_id = None;
-            self.protocol_version = None;
-            if let TransmitKind::Request { id, .. } = kind {
-                if self.config.renew_expired_session && self.renewed.insert(*id) {
-                    return Err(HttpError::SessionExpired { url: url() });
-                }
+            // > requests containing that session ID with HTTP 404 Not Found." / "When a client
+            // > receives HTTP 404 in response to a request containing an Mcp-Session-Id, it MUST
+            // > start a new session by sending a new InitializeRequest without a session ID
+            // > attached." — 2025-11-25, Session Management
+            let renew = self.config.renew_expired_session
+                && match kind {
+                    TransmitKind::Request { id, .. } => self.renewed.insert(*id),
+                    _ => true,
+                };
+            if renew {
+                self.session_id = None;
+                self.protocol_version = None;
+                self.renewing = true;
+                return Err(HttpError::SessionExpired { url: url() });
             }
             return Err(HttpError::Status { status, url: url() });
         }
@@ -245,6 +508,7 @@ impl HttpRules {
             return Ok(Body::None);
         };
         if method == "initialize" {
+            self.renewing = false;
             // > "A server using the Streamable HTTP transport MAY assign a session ID at
             // > initialization time, by including it in an Mcp-Session-Id header on the HTTP
             // > response containing the InitializeResult." — 2025-11-25
@@ -299,9 +563,45 @@ impl HttpRules {
             && (head.result.is_some() || head.error.is_some())
             && head.id.as_ref().and_then(serde_json::Value::as_u64) == Some(id.0);
         if answers && method == "initialize" {
-            self.protocol_version = head.result.and_then(|r| r.protocol_version);
+            // Only a revision this client speaks goes into a header: the session refuses any
+            // other (and disconnects), and a server's arbitrary string must not reach an HTTP
+            // library unchecked.
+            self.protocol_version = head
+                .result
+                .and_then(|r| r.protocol_version)
+                .filter(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(&v.as_str()));
         }
         answers
+    }
+
+    /// Whether the messages after `kind` must wait until its POST was answered (or abandoned):
+    /// only `notifications/initialized`, which the server must see before the requests that
+    /// follow it. Every other notification or response (a cancellation, a ping answer) goes
+    /// concurrently, so that one stalled POST holds nothing back.
+    ///
+    /// > "After successful initialization, the client MUST send an initialized notification to
+    /// > indicate it is ready to begin normal operations" — MCP 2025-11-25, Lifecycle
+    pub fn is_ordered(kind: &TransmitKind) -> bool {
+        matches!(kind, TransmitKind::Notification { method } if method == "notifications/initialized")
+    }
+
+    /// Whether the message `kind` may be POSTed now. While the session is being renewed (it
+    /// expired, and the new `initialize` is not answered yet), anything but `initialize` would go
+    /// without a session id and be refused: a request gets [`HttpError::SessionExpired`] without
+    /// being sent (restart with its id, and it is sent in the new session), and a notification or
+    /// response is dropped (it belonged to the old session).
+    pub fn check_post(&self, kind: &TransmitKind) -> Result<(), HttpError> {
+        // > "If an Mcp-Session-Id is returned by the server during initialization, clients using
+        // > the Streamable HTTP transport MUST include it in the Mcp-Session-Id header on all of
+        // > their subsequent HTTP requests." — 2025-11-25, Session Management
+        let initialize =
+            matches!(kind, TransmitKind::Request { method, .. } if method == "initialize");
+        if self.renewing && !initialize {
+            return Err(HttpError::SessionExpired {
+                url: self.redacted_url.clone(),
+            });
+        }
+        Ok(())
     }
 
     /// The JSON-RPC message an SSE event carries, if any: events named `message` (or unnamed) with
@@ -339,6 +639,14 @@ impl HttpRules {
                     .into(),
             );
         };
+        // The id goes back in the Last-Event-ID header: one that cannot be sent as a header
+        // value (the SSE format allows any text) makes the stream not resumable.
+        if !is_header_value(last_id) {
+            return StreamEnd::Failed(
+                "the response stream ended before the response, and its last event id is not visible ASCII, so it cannot be resumed"
+                    .into(),
+            );
+        }
         if attempts >= self.config.max_resume_attempts {
             return StreamEnd::Failed(format!(
                 "the response stream ended before the response {} times; giving up",
@@ -364,7 +672,7 @@ impl HttpRules {
         status: u16,
         headers: &[(String, String)],
     ) -> Result<(), HttpError> {
-        let url = self.config.url.clone();
+        let url = self.redacted_url.clone();
         if !(200..300).contains(&status) {
             return Err(HttpError::Status { status, url });
         }
@@ -456,7 +764,7 @@ mod tests {
         assert_eq!(
             r.on_response(
                 &init,
-                false,
+                None,
                 200,
                 &h(&[
                     ("content-type", "application/json"),
@@ -488,27 +796,27 @@ mod tests {
         let call = request(3, "tools/call");
         let ct = |v: &str| h(&[("Content-Type", v)]);
         assert_eq!(
-            r.on_response(&call, false, 200, &ct("application/json; charset=utf-8")),
+            r.on_response(&call, None, 200, &ct("application/json; charset=utf-8")),
             Ok(Body::Json)
         );
         assert_eq!(
-            r.on_response(&call, false, 200, &ct("Text/Event-Stream")),
+            r.on_response(&call, None, 200, &ct("Text/Event-Stream")),
             Ok(Body::EventStream)
         );
         assert!(matches!(
-            r.on_response(&call, false, 200, &ct("text/html")),
+            r.on_response(&call, None, 200, &ct("text/html")),
             Err(HttpError::ContentType { .. })
         ));
         let note = TransmitKind::Notification {
             method: "notifications/initialized".into(),
         };
-        assert_eq!(r.on_response(&note, false, 202, &[]), Ok(Body::None));
+        assert_eq!(r.on_response(&note, None, 202, &[]), Ok(Body::None));
         assert_eq!(
-            r.on_response(&TransmitKind::Response, false, 202, &[]),
+            r.on_response(&TransmitKind::Response, None, 202, &[]),
             Ok(Body::None)
         );
         assert_eq!(
-            r.on_response(&call, false, 500, &ct("text/html")),
+            r.on_response(&call, None, 500, &ct("text/html")),
             Err(HttpError::Status {
                 status: 500,
                 url: "http://127.0.0.1:1/mcp".into()
@@ -517,7 +825,7 @@ mod tests {
         assert_eq!(
             r.on_response(
                 &call,
-                false,
+                None,
                 307,
                 &h(&[("Location", "http://evil.example/")])
             ),
@@ -528,7 +836,7 @@ mod tests {
         );
         // A 404 without a session id is just a 404.
         assert!(matches!(
-            r.on_response(&call, false, 404, &[]),
+            r.on_response(&call, None, 404, &[]),
             Err(HttpError::Status { status: 404, .. })
         ));
     }
@@ -539,7 +847,7 @@ mod tests {
         let init = request(0, "initialize");
         r.on_response(
             &init,
-            false,
+            None,
             200,
             &h(&[
                 ("content-type", "application/json"),
@@ -549,7 +857,7 @@ mod tests {
         .unwrap();
         let call = request(5, "tools/call");
         assert!(matches!(
-            r.on_response(&call, true, 404, &[]),
+            r.on_response(&call, Some("s1"), 404, &[]),
             Err(HttpError::SessionExpired { .. })
         ));
         assert_eq!(
@@ -562,18 +870,54 @@ mod tests {
             .headers
             .iter()
             .any(|(k, _)| k == SESSION_ID_HEADER));
-        // The same request expiring again fails with the status.
+        r.on_response(
+            &request(6, "initialize"),
+            None,
+            200,
+            &h(&[
+                ("content-type", "application/json"),
+                ("mcp-session-id", "s2"),
+            ]),
+        )
+        .unwrap();
+        // The same request expiring again, in the new session, fails with the status.
         assert!(matches!(
-            r.on_response(&call, true, 404, &[]),
+            r.on_response(&call, Some("s2"), 404, &[]),
             Err(HttpError::Status { status: 404, .. })
         ));
+        assert_eq!(r.session_id(), Some("s2"), "kept: nothing renews it");
         let mut off = HttpRules::new(HttpConfig {
             renew_expired_session: false,
             ..HttpConfig::new("u")
         });
+        off.session_id = Some("s".into());
         assert!(matches!(
-            off.on_response(&call, true, 404, &[]),
+            off.on_response(&call, Some("s"), 404, &[]),
             Err(HttpError::Status { status: 404, .. })
+        ));
+    }
+
+    #[test]
+    fn a_late_404_from_a_replaced_session_resends_without_renewing_again() {
+        let mut r = rules();
+        r.session_id = Some("s2".into());
+        let call = request(7, "tools/call");
+        assert!(matches!(
+            r.on_response(&call, Some("s1"), 404, &[]),
+            Err(HttpError::Resend { .. })
+        ));
+        assert_eq!(r.session_id(), Some("s2"), "the current session is kept");
+        assert_eq!(r.check_post(&call), Ok(()));
+        assert!(
+            matches!(
+                r.on_response(&call, Some("s1"), 404, &[]),
+                Err(HttpError::Status { status: 404, .. })
+            ),
+            "once per request"
+        );
+        assert!(matches!(
+            r.on_response(&TransmitKind::Response, Some("s1"), 404, &[]),
+            Err(HttpError::Resend { .. })
         ));
     }
 
@@ -638,7 +982,7 @@ mod tests {
         assert_eq!(r.delete(), None);
         r.on_response(
             &request(0, "initialize"),
-            false,
+            None,
             200,
             &h(&[
                 ("content-type", "application/json"),
@@ -669,5 +1013,179 @@ mod tests {
             &call,
             br#"{"result":{"content":[]},"jsonrpc":"2.0","id":4}"#
         ));
+    }
+
+    #[test]
+    fn a_404_to_a_notification_or_response_renews_the_session() {
+        let mut r = rules();
+        r.on_response(
+            &request(0, "initialize"),
+            None,
+            200,
+            &h(&[
+                ("content-type", "application/json"),
+                ("mcp-session-id", "s1"),
+            ]),
+        )
+        .unwrap();
+        let cancel = TransmitKind::Cancellation { id: RequestId(3) };
+        assert!(matches!(
+            r.on_response(&cancel, Some("s1"), 404, &[]),
+            Err(HttpError::SessionExpired { .. })
+        ));
+        assert_eq!(r.session_id(), None);
+        // Until the new initialize is answered, nothing else goes out without the id.
+        assert!(matches!(
+            r.check_post(&request(4, "tools/call")),
+            Err(HttpError::SessionExpired { .. })
+        ));
+        assert!(r.check_post(&TransmitKind::Response).is_err());
+        assert_eq!(r.check_post(&request(5, "initialize")), Ok(()));
+        r.on_response(
+            &request(5, "initialize"),
+            None,
+            200,
+            &h(&[
+                ("content-type", "application/json"),
+                ("mcp-session-id", "s2"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(r.check_post(&request(4, "tools/call")), Ok(()));
+        assert_eq!(r.session_id(), Some("s2"));
+        // With renewal off the id is kept: later requests meet the 404 themselves.
+        let mut off = HttpRules::new(HttpConfig {
+            renew_expired_session: false,
+            ..HttpConfig::new("http://h/")
+        });
+        off.session_id = Some("s".into());
+        assert!(matches!(
+            off.on_response(&TransmitKind::Response, Some("s"), 404, &[]),
+            Err(HttpError::Status { status: 404, .. })
+        ));
+        assert_eq!(off.session_id(), Some("s"));
+    }
+
+    #[test]
+    fn an_unsupported_protocol_version_never_reaches_a_header() {
+        let mut r = rules();
+        let init = request(0, "initialize");
+        assert!(r.observe_message(
+            &init,
+            "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":\"2025-06-18\u{e9}\"}}"
+                .as_bytes()
+        ));
+        assert_eq!(r.protocol_version(), None);
+        assert!(!r
+            .post(&transmit(request(1, "ping")))
+            .headers
+            .iter()
+            .any(|(k, _)| k == PROTOCOL_VERSION_HEADER));
+    }
+
+    #[test]
+    fn an_event_id_that_is_not_visible_ascii_is_not_resumed_from() {
+        let r = rules();
+        let mut d = SseDecoder::new();
+        d.feed("id: caf\u{e9}\ndata: \n\n".as_bytes());
+        assert!(matches!(
+            r.on_stream_end(&request(2, "tools/call"), false, 0, Some(&d)),
+            StreamEnd::Failed(reason) if reason.contains("visible ASCII")
+        ));
+    }
+
+    #[test]
+    fn headers_and_urls_are_validated() {
+        let ok = |url: &str, headers: &[(&str, &str)]| {
+            HttpConfig {
+                headers: h(headers),
+                ..HttpConfig::new(url)
+            }
+            .validate()
+        };
+        assert_eq!(
+            ok("http://127.0.0.1:1/mcp", &[("Authorization", "Bearer t")]),
+            Ok(())
+        );
+        assert_eq!(
+            ok("HTTPS://example.com/mcp?key=1", &[("X-A", "a\tb c")]),
+            Ok(())
+        );
+        assert_eq!(
+            ok("http://bob:hunter2@127.0.0.1/mcp", &[]),
+            Err(ConfigError::Credentials)
+        );
+        assert!(!ConfigError::Credentials.to_string().contains("hunter2"));
+        assert!(matches!(
+            ok("ftp://h/", &[]),
+            Err(ConfigError::NotHttp { .. })
+        ));
+        assert!(matches!(
+            ok("http:///mcp", &[]),
+            Err(ConfigError::NotHttp { .. })
+        ));
+        assert_eq!(
+            ok("http://h/", &[("X-User", "Jos\u{e9}")]),
+            Err(ConfigError::HeaderValue {
+                name: "X-User".into()
+            })
+        );
+        assert!(matches!(
+            ok("http://h/", &[("X-A", "a\r\nX-B: 1")]),
+            Err(ConfigError::HeaderValue { .. })
+        ));
+        assert!(matches!(
+            ok("http://h/", &[("Bad Name", "v")]),
+            Err(ConfigError::HeaderName { .. })
+        ));
+        assert!(matches!(
+            ok("http://h/", &[("mcp-session-id", "v")]),
+            Err(ConfigError::ReservedHeader { .. })
+        ));
+        let bad = HttpRequest {
+            method: Method::Get,
+            url: "http://u:p@h/mcp?k=SECRET".into(),
+            headers: h(&[("Last-Event-ID", "caf\u{e9}")]),
+            body: None,
+        };
+        assert_eq!(
+            bad.check(),
+            Err(HttpError::InvalidHeader {
+                name: "Last-Event-ID".into(),
+                url: "http://h/mcp".into()
+            })
+        );
+    }
+
+    #[test]
+    fn urls_in_messages_lose_credentials_and_query() {
+        assert_eq!(
+            redact_url("http://bob:hunter2@127.0.0.1:9/mcp?key=SECRET#frag"),
+            "http://127.0.0.1:9/mcp"
+        );
+        assert_eq!(redact_url("https://h.example"), "https://h.example");
+        assert_eq!(redact_url("http://h/a@b/c"), "http://h/a@b/c");
+        assert_eq!(redact_url("u:p@h/x?y"), "h/x");
+    }
+
+    #[test]
+    fn debug_output_hides_header_values_and_url_secrets() {
+        let mut config = HttpConfig::new("http://bob:pw@127.0.0.1/mcp?key=SECRET");
+        config
+            .headers
+            .push(("Authorization".into(), "Bearer TOKEN".into()));
+        let mut r = HttpRules::new(config.clone());
+        r.session_id = Some("SESSION".into());
+        let request = r.post(&transmit(request(1, "ping")));
+        for text in [
+            format!("{config:?}"),
+            format!("{r:?}"),
+            format!("{request:?}"),
+        ] {
+            assert!(text.contains("Authorization"), "{text}");
+            for secret in ["TOKEN", "SECRET", "pw", "SESSION"] {
+                assert!(!text.contains(secret), "{secret} in {text}");
+            }
+        }
     }
 }

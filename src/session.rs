@@ -327,6 +327,9 @@ struct Pending {
     method: String,
     /// The request as sent, kept to resend it after [`Session::restart`].
     payload: Vec<u8>,
+    /// To be transmitted once the renewed session is ready: it met the expired session, or it
+    /// was sent while the session was being renewed. The server has not seen it.
+    unsent: bool,
     expect: Expect,
     deadline: Option<Instant>,
     timeout: Option<Duration>,
@@ -568,16 +571,22 @@ impl Session {
             expect: Expect::Initialize,
             ..Request::new("initialize", Some(params))
         };
-        let id = self.core.enqueue(request, now);
+        let id = self.core.enqueue(request, now, true);
         self.core.init_id = Some(id);
         self.core.state = State::Initializing;
         id
     }
 
     /// Sends a request. Fails with [`UsageError::NotReady`] before the handshake completed.
+    ///
+    /// While the session is being renewed ([`restart`](Self::restart)), the request is accepted
+    /// and waits, pending but not transmitted (its timeout runs), until the new session is ready.
     pub fn send(&mut self, request: Request, now: Instant) -> Result<RequestId, UsageError> {
         match self.core.state {
-            State::Ready => Ok(self.core.enqueue(request, now)),
+            State::Ready => Ok(self.core.enqueue(request, now, true)),
+            State::Initializing if self.core.init.is_some() => {
+                Ok(self.core.enqueue(request, now, false))
+            }
             State::Closed => Err(UsageError::Closed),
             State::New | State::Initializing => Err(UsageError::NotReady),
         }
@@ -633,23 +642,33 @@ impl Session {
         true
     }
 
-    /// The transport's session is gone (over HTTP: a 404 to a request that carried a session id),
-    /// so start a new one: a fresh `initialize` is queued, and once it completes, every request
-    /// still pending is sent again, with its id, deadline and waiter unchanged.
+    /// The transport's session is gone (over HTTP: a 404 to a message that carried a session id),
+    /// so start a new one: a fresh `initialize` is queued. `expired` is the request that met the
+    /// expired session (`None` when a notification or response did): it is marked to be sent
+    /// again, with its id, deadline and waiter unchanged, once the new session is ready. Other
+    /// pending requests are not resent: they were accepted and are being answered on their own
+    /// (over HTTP, on their own response streams), and sending them again would run them twice.
+    /// Requests sent during the renewal wait for it (see [`send`](Self::send)).
     ///
     /// > "When a client receives HTTP 404 in response to a request containing an `Mcp-Session-Id`,
     /// > it MUST start a new session by sending a new `InitializeRequest` without a session ID
     /// > attached." — MCP 2025-11-25, Transports § Session Management
     ///
-    /// Calling it while a restart is already under way does nothing.
-    pub fn restart(&mut self, now: Instant) -> Result<(), UsageError> {
-        match self.core.state {
-            State::Ready => {}
-            State::Initializing if self.core.init.is_some() => return Ok(()),
+    /// Calling it while a restart is already under way starts nothing new, but still marks
+    /// `expired` for resending.
+    pub fn restart(&mut self, expired: Option<RequestId>, now: Instant) -> Result<(), UsageError> {
+        let renewing = match self.core.state {
+            State::Ready => false,
+            State::Initializing if self.core.init.is_some() => true,
             State::Initializing | State::New => return Err(UsageError::NotReady),
             State::Closed => return Err(UsageError::Closed),
+        };
+        if let Some(p) = expired.and_then(|id| self.core.pending.get_mut(&id)) {
+            p.unsent = true;
         }
-        self.initialize_inner(now);
+        if !renewing {
+            self.initialize_inner(now);
+        }
         Ok(())
     }
 
@@ -680,7 +699,9 @@ impl Session {
 }
 
 impl Core {
-    fn enqueue(&mut self, request: Request, now: Instant) -> RequestId {
+    /// Adds a pending request; `transmit`: queue it for sending now (else it waits, unsent, for
+    /// the renewed session).
+    fn enqueue(&mut self, request: Request, now: Instant, transmit: bool) -> RequestId {
         let id = RequestId(self.next_id);
         self.next_id += 1;
         let timeout = match request.timeout {
@@ -689,17 +710,20 @@ impl Core {
             Timeout::Never => None,
         };
         let payload = jsonrpc::encode_request(id, &request.method, request.params.as_ref());
-        self.transmits.push_back(Transmit {
-            payload: payload.clone(),
-            kind: TransmitKind::Request {
-                id,
-                method: request.method.clone(),
-            },
-        });
+        if transmit {
+            self.transmits.push_back(Transmit {
+                payload: payload.clone(),
+                kind: TransmitKind::Request {
+                    id,
+                    method: request.method.clone(),
+                },
+            });
+        }
         self.pending.insert(
             id,
             Pending {
                 payload,
+                unsent: !transmit,
                 method: request.method,
                 expect: request.expect,
                 deadline: timeout.and_then(|t| now.checked_add(t)),
@@ -726,10 +750,11 @@ impl Core {
             self.fail(SessionError::Initialize(error));
             return;
         }
-        if self.pending.remove(&id).is_none() {
+        let Some(pending) = self.pending.remove(&id) else {
             return;
-        }
-        if self.state != State::Closed {
+        };
+        // A request the server has not seen (waiting for a renewed session) needs no cancelling.
+        if self.state != State::Closed && !pending.unsent {
             let params = json!({ "requestId": id, "reason": reason });
             self.transmits.push_back(Transmit {
                 payload: jsonrpc::encode_notification("notifications/cancelled", Some(&params)),
@@ -1042,8 +1067,10 @@ impl Core {
         // > "After successful initialization, the client MUST send an initialized notification"
         self.notify("notifications/initialized", None);
         if restarted {
-            // A new session after the old one expired: what was pending is sent again.
-            for (id, p) in &self.pending {
+            // A new session after the old one expired: the requests that met the expiry, and
+            // those sent during the renewal, go out now; the others stay on their streams.
+            for (id, p) in self.pending.iter_mut().filter(|(_, p)| p.unsent) {
+                p.unsent = false;
                 self.transmits.push_back(Transmit {
                     payload: p.payload.clone(),
                     kind: TransmitKind::Request {

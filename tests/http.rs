@@ -429,3 +429,464 @@ fn a_json_answer_with_the_wrong_id_fails_the_call_at_once() {
         c.close().await.unwrap();
     });
 }
+
+/// A client whose requests time out after `timeout` (so that a regression fails, not hangs).
+fn client_with(config: HttpTransportConfig, timeout: Duration) -> Client<HttpTransport> {
+    let config_c = ClientConfig {
+        session: Config {
+            default_timeout: Some(timeout),
+            ..Config::default()
+        },
+        ..ClientConfig::default()
+    };
+    Client::with_config(HttpTransport::new(config).unwrap(), config_c)
+}
+
+/// Waits up to `within` for `cond`.
+fn eventually(within: Duration, cond: impl Fn() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < within {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+fn count(srv: &server::Server, rpc_method: &str) -> usize {
+    srv.log()
+        .iter()
+        .filter(|l| l.rpc_method().as_deref() == Some(rpc_method))
+        .count()
+}
+
+// ---- H4: nothing unchecked reaches an isahc header ---------------------------------------------
+
+#[test]
+fn a_non_ascii_protocol_version_never_reaches_a_header() {
+    let srv = start(Behaviour {
+        protocol_version: Some("2025-06-18\u{e9}".into()),
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(5),
+        );
+        let err = c.initialize().await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Session(mcp_client::proto::SessionError::UnsupportedVersion { .. })
+            ),
+            "{err:?}"
+        );
+        // Used to panic inside isahc ("request header value is not valid UTF-8").
+        c.close().await.unwrap();
+    });
+    let log = srv.log();
+    let delete = log.iter().find(|l| l.method == "DELETE").expect("a DELETE");
+    assert_eq!(delete.header("mcp-protocol-version"), None);
+}
+
+#[test]
+fn a_non_ascii_event_id_fails_the_call_instead_of_resuming() {
+    let srv = start(Behaviour {
+        cut_stream: true,
+        event_id: Some("caf\u{e9}".into()),
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(4),
+        );
+        c.initialize().await.unwrap();
+        let started = Instant::now();
+        let err = c.call_tool("echo", json!({"text": "x"})).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { context, .. } if context.contains("visible ASCII")),
+            "{err:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "no wait for the timeout"
+        );
+        c.close().await.unwrap();
+    });
+    assert!(srv.log().iter().all(|l| l.method != "GET"), "no resumption");
+}
+
+#[test]
+fn a_bad_user_header_is_refused_by_new() {
+    for (name, value) in [
+        ("X-User", "Jos\u{e9}"),
+        ("X-A", "a\r\nX-B: 1"),
+        ("Bad Name", "value-9"),
+    ] {
+        let config = HttpTransportConfig::new("http://127.0.0.1:9/mcp").header(name, value);
+        let err = HttpTransport::new(config).err().expect("refused");
+        assert!(matches!(err, Error::Config(_)), "{err:?}");
+        assert!(err.to_string().contains(name), "{err}");
+        assert!(
+            !err.to_string().contains(value),
+            "the value is not shown: {err}"
+        );
+    }
+}
+
+// ---- L6: no secrets in errors or Debug ---------------------------------------------------------
+
+#[test]
+fn errors_show_no_url_query_or_credentials() {
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new("http://127.0.0.1:9/mcp?key=SECRET"),
+            Duration::from_secs(10),
+        );
+        let err = c.initialize().await.unwrap_err();
+        assert!(matches!(&err, Error::Io { .. }), "{err:?}");
+        let mut texts = vec![err.to_string(), format!("{err:?}")];
+        let mut source = std::error::Error::source(&err);
+        while let Some(s) = source {
+            texts.push(s.to_string());
+            source = s.source();
+        }
+        for text in texts {
+            assert!(!text.contains("SECRET"), "{text}");
+        }
+        assert!(err.to_string().contains("http://127.0.0.1:9/mcp"), "{err}");
+    });
+    let err = HttpTransport::new(HttpTransportConfig::new(
+        "http://bob:hunter2@127.0.0.1:9/mcp",
+    ))
+    .err()
+    .expect("URL credentials are refused");
+    assert!(err.to_string().contains("Authorization"), "{err}");
+    assert!(!format!("{err} {err:?}").contains("hunter2"), "{err:?}");
+}
+
+#[test]
+fn debug_of_the_config_hides_the_authorization_token() {
+    let config = HttpTransportConfig::new("http://127.0.0.1:9/mcp?key=SECRET")
+        .header("Authorization", "Bearer SECRET456");
+    let text = format!("{config:?}");
+    assert!(text.contains("Authorization"), "{text}");
+    assert!(!text.contains("SECRET"), "{text}");
+}
+
+// ---- L4: configuration extremes ----------------------------------------------------------------
+
+#[test]
+fn max_message_at_usize_max_still_completes_a_call() {
+    for json in [false, true] {
+        let srv = start(Behaviour {
+            json,
+            ..Behaviour::default()
+        });
+        smol::block_on(async {
+            let config = HttpTransportConfig {
+                max_message: usize::MAX,
+                ..HttpTransportConfig::new(srv.url.as_str())
+            };
+            let c = client_with(config, Duration::from_secs(5));
+            c.initialize().await.unwrap();
+            let r = c.call_tool("echo", json!({"text": "max"})).await.unwrap();
+            assert_eq!(r.text(), "max");
+            c.close().await.unwrap();
+        });
+    }
+}
+
+// ---- M2: a 404 to a notification renews the session --------------------------------------------
+
+#[test]
+fn a_404_to_a_cancellation_renews_the_session() {
+    let srv = start(Behaviour {
+        expire_on_cancel: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(5),
+        );
+        c.initialize().await.unwrap();
+        let err = c
+            .request(
+                Request::call_tool("slow", json!({"ms": 2000})).timeout(Duration::from_millis(300)),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout(_)), "{err:?}");
+        for i in 0..3 {
+            let text = format!("call {i}");
+            let r = c.call_tool("echo", json!({ "text": text })).await.unwrap();
+            assert_eq!(r.text(), text);
+        }
+        assert_eq!(c.transport().session_id().as_deref(), Some("session-2"));
+        c.close().await.unwrap();
+    });
+    assert_eq!(count(&srv, "initialize"), 2);
+    assert_eq!(count(&srv, "notifications/cancelled"), 1);
+}
+
+#[test]
+fn dropping_the_transport_aborts_its_exchanges() {
+    use mcp_client::proto::{RequestId, TransmitKind};
+    use mcp_client::{Transmit, Transport};
+    let srv = start(Behaviour {
+        stateless: true,
+        keep_stream_open: true,
+        ..Behaviour::default()
+    });
+    let t = HttpTransport::new(HttpTransportConfig::new(srv.url.as_str())).unwrap();
+    // A request with no session and no cancellation: only the drop can end its stream.
+    t.send(Transmit {
+        payload: br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#
+            .to_vec(),
+        kind: TransmitKind::Request {
+            id: RequestId(1),
+            method: "tools/call".into(),
+        },
+    })
+    .unwrap();
+    assert!(eventually(Duration::from_secs(2), || count(
+        &srv,
+        "tools/call"
+    ) == 1));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(srv.streams_closed(), 0, "the stream is open");
+    drop(t);
+    assert!(
+        eventually(Duration::from_secs(2), || srv.streams_closed() == 1),
+        "the response stream stayed open"
+    );
+}
+
+// ---- H3: a renewal leaves requests on other streams alone ----------------------------------------
+
+#[test]
+fn a_renewal_resends_only_the_request_that_met_the_404() {
+    let srv = start(Behaviour {
+        expire_after: Some(1),
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(8),
+        );
+        c.initialize().await.unwrap();
+        let a = c.call_tool("slow", json!({"ms": 1500}));
+        let b = async {
+            smol::Timer::after(Duration::from_millis(300)).await;
+            c.call_tool("echo", json!({"text": "b"})).await
+        };
+        let (a, b) = smol::future::zip(a, b).await;
+        assert_eq!(b.unwrap().text(), "b", "B renewed and answered");
+        assert_eq!(a.unwrap().text(), "done", "A answered on its own stream");
+        assert_eq!(c.transport().session_id().as_deref(), Some("session-2"));
+        c.close().await.unwrap();
+    });
+    let log = srv.log();
+    let slow = log.iter().filter(|l| l.body.contains("\"slow\"")).count();
+    assert_eq!(slow, 1, "A ran once");
+    let echo: Vec<_> = log.iter().filter(|l| l.body.contains("\"echo\"")).collect();
+    assert_eq!(echo.len(), 2, "B was sent twice");
+    assert_eq!(echo[1].header("mcp-session-id"), Some("session-2"));
+}
+
+// ---- M8: requests during a renewal wait for it ---------------------------------------------------
+
+#[test]
+fn a_request_made_during_a_renewal_waits_for_the_new_session() {
+    let srv = start(Behaviour {
+        expire_after: Some(0),
+        renewal_delay: Some(Duration::from_millis(600)),
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(8),
+        );
+        c.initialize().await.unwrap();
+        let b = c.call_tool("echo", json!({"text": "b"}));
+        let d = async {
+            smol::Timer::after(Duration::from_millis(250)).await;
+            c.call_tool("echo", json!({"text": "d"})).await
+        };
+        let (b, d) = smol::future::zip(b, d).await;
+        assert_eq!(b.unwrap().text(), "b");
+        assert_eq!(d.unwrap().text(), "d", "not Usage(NotReady)");
+        c.close().await.unwrap();
+    });
+    assert_eq!(count(&srv, "initialize"), 2);
+}
+// ---- M3: a stalled notification POST does not stall the transport -------------------------------
+
+#[test]
+fn a_stalled_notification_post_does_not_block_later_requests() {
+    let srv = start(Behaviour {
+        stall_notifications: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let config = HttpTransportConfig {
+            post_timeout: Duration::from_millis(300),
+            ..HttpTransportConfig::new(srv.url.as_str())
+        };
+        let c = client_with(config, Duration::from_secs(2));
+        c.initialize().await.unwrap();
+        for text in ["one", "two"] {
+            let r = c.call_tool("echo", json!({ "text": text })).await.unwrap();
+            assert_eq!(r.text(), text);
+        }
+    });
+    assert_eq!(count(&srv, "tools/call"), 2);
+}
+
+#[test]
+fn a_stalled_cancellation_does_not_delay_the_next_call() {
+    let srv = start(Behaviour {
+        stall_cancellations: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        // The default 10 s POST deadline: the next call must not wait for it.
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(3),
+        );
+        c.initialize().await.unwrap();
+        let err = c
+            .request(
+                Request::call_tool("slow", json!({"ms": 1000})).timeout(Duration::from_millis(200)),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout(_)), "{err:?}");
+        let started = Instant::now();
+        let r = c.call_tool("echo", json!({"text": "next"})).await.unwrap();
+        assert_eq!(r.text(), "next");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            started.elapsed()
+        );
+    });
+}
+
+#[test]
+fn the_outbound_queue_is_bounded() {
+    use mcp_client::proto::{RequestId, TransmitKind};
+    use mcp_client::{Inbound, Transmit, Transport};
+    let srv = start(Behaviour {
+        stateless: true,
+        stall_notifications: true,
+        ..Behaviour::default()
+    });
+    let config = HttpTransportConfig {
+        max_queued: 2,
+        post_timeout: Duration::from_secs(5),
+        ..HttpTransportConfig::new(srv.url.as_str())
+    };
+    let t = HttpTransport::new(config).unwrap();
+    let note = || Transmit {
+        payload: br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#.to_vec(),
+        kind: TransmitKind::Notification {
+            method: "notifications/progress".into(),
+        },
+    };
+    // Two stalled POSTs in flight fill the queue.
+    let refused = (0..10).filter(|_| t.send(note()).is_err()).count();
+    assert!(refused >= 7, "{refused} refused");
+    let request = Transmit {
+        payload: br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#.to_vec(),
+        kind: TransmitKind::Request {
+            id: RequestId(7),
+            method: "ping".into(),
+        },
+    };
+    let err = t.send(request).unwrap_err();
+    assert!(err.to_string().contains("queue is full"), "{err}");
+    smol::block_on(async {
+        t.ready().await;
+        match t.try_recv().expect("something arrived") {
+            Inbound::Failed { id, error } => {
+                assert_eq!(id, RequestId(7));
+                assert!(error.to_string().contains("queue is full"), "{error}");
+            }
+            other => panic!("{other:?}"),
+        }
+    });
+}
+
+// ---- M4: close() bounds its DELETE ---------------------------------------------------------------
+
+#[test]
+fn close_gives_up_on_a_delete_that_is_not_answered() {
+    let srv = start(Behaviour {
+        stall_delete: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let config = HttpTransportConfig {
+            close_timeout: Duration::from_millis(300),
+            ..HttpTransportConfig::new(srv.url.as_str())
+        };
+        let c = client_with(config, Duration::from_secs(5));
+        c.initialize().await.unwrap();
+        let started = Instant::now();
+        c.close().await.unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+    });
+    assert!(eventually(Duration::from_secs(2), || srv
+        .log()
+        .iter()
+        .any(|l| l.method == "DELETE")));
+    // The default is short too.
+    assert!(HttpTransportConfig::new("http://h/").close_timeout <= Duration::from_secs(2));
+}
+
+// ---- M5: dropping the transport aborts its exchanges --------------------------------------------
+
+#[test]
+fn dropping_the_client_without_close_closes_its_streams() {
+    let srv = start(Behaviour {
+        keep_stream_open: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(30),
+        );
+        c.initialize().await.unwrap();
+        let call = c.call_tool("echo", json!({"text": "never answered"}));
+        let gave_up = smol::future::or(async { Some(call.await) }, async {
+            smol::Timer::after(Duration::from_millis(500)).await;
+            None
+        })
+        .await;
+        assert!(gave_up.is_none(), "the server never answers");
+        drop(c);
+    });
+    assert!(
+        eventually(Duration::from_secs(2), || srv.streams_closed() == 1),
+        "the response stream stayed open"
+    );
+    assert!(
+        eventually(Duration::from_secs(2), || count(
+            &srv,
+            "notifications/cancelled"
+        ) == 1),
+        "the queued cancellation was sent"
+    );
+}

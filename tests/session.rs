@@ -767,22 +767,17 @@ fn request_ids_are_unique_and_increasing() {
 }
 
 #[test]
-fn restart_renews_the_handshake_and_resends_pending_requests() {
+fn restart_renews_the_handshake_and_resends_the_request_that_met_the_expiry() {
     let (mut s, now) = ready();
     let call = s.call_tool("echo", json!({"text": "again"}), now).unwrap();
     let first = sent(&mut s);
-    s.restart(now).unwrap();
-    s.restart(now).unwrap(); // a second expiry during the restart changes nothing
+    s.restart(Some(call), now).unwrap();
+    s.restart(Some(call), now).unwrap(); // a second expiry during the restart starts nothing
     let out = sent(&mut s);
     assert_eq!(out.len(), 1);
     assert_eq!(out[0]["method"], "initialize");
     let init_id = out[0]["id"].as_u64().unwrap();
     assert!(s.is_pending(call));
-    assert_eq!(
-        s.list_tools(None, now),
-        Err(UsageError::NotReady),
-        "new requests wait for the new session"
-    );
     line(
         &mut s,
         &INIT_RESULT.replace("\"id\":0", &format!("\"id\":{init_id}")),
@@ -814,11 +809,111 @@ fn restart_renews_the_handshake_and_resends_pending_requests() {
     );
 }
 
+/// Answers the renewal's `initialize` (the only transmit queued) and returns what follows it.
+fn finish_renewal(s: &mut Session, now: Instant) -> Vec<Value> {
+    let out = sent(s);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["method"], "initialize");
+    let init_id = out[0]["id"].as_u64().unwrap();
+    line(
+        s,
+        &INIT_RESULT.replace("\"id\":0", &format!("\"id\":{init_id}")),
+        now,
+    );
+    sent(s)
+}
+
+#[test]
+fn restart_resends_only_the_requests_that_met_the_expiry() {
+    let (mut s, now) = ready();
+    let a = s.call_tool("slow", json!({}), now).unwrap();
+    let b = s.call_tool("echo", json!({"text": "b"}), now).unwrap();
+    let c = s.call_tool("echo", json!({"text": "c"}), now).unwrap();
+    sent(&mut s);
+    s.restart(Some(b), now).unwrap();
+    // Another request meets the 404 while the renewal is under way: it is marked too.
+    s.restart(Some(c), now).unwrap();
+    let out = finish_renewal(&mut s, now);
+    let ids: Vec<_> = out.iter().map(|m| m["id"].as_u64()).collect();
+    assert_eq!(
+        ids,
+        [None, Some(b.0), Some(c.0)],
+        "initialized, b, c: {out:?}"
+    );
+    assert!(s.is_pending(a), "a stays on its own stream");
+    line(
+        &mut s,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":{a},"result":{{"content":[{{"type":"text","text":"a"}}]}}}}"#
+        ),
+        now,
+    );
+    assert_eq!(
+        events(&mut s),
+        vec![Event::Response {
+            id: a,
+            result: Ok(call_result("a"))
+        }]
+    );
+}
+
+#[test]
+fn a_404_to_a_notification_renews_without_resending_anything() {
+    let (mut s, now) = ready();
+    let a = s.call_tool("slow", json!({}), now).unwrap();
+    sent(&mut s);
+    s.restart(None, now).unwrap();
+    let out = finish_renewal(&mut s, now);
+    assert_eq!(out.len(), 1, "only notifications/initialized: {out:?}");
+    assert!(s.is_pending(a));
+    assert!(s.is_ready());
+}
+
+#[test]
+fn requests_sent_during_a_renewal_wait_for_the_new_session() {
+    let (mut s, now) = ready();
+    s.restart(None, now).unwrap();
+    assert_eq!(sent(&mut s).len(), 1, "the initialize");
+    let d = s.call_tool("echo", json!({"text": "d"}), now).unwrap();
+    assert!(
+        sent(&mut s).is_empty(),
+        "not transmitted in the expired session"
+    );
+    assert!(s.is_pending(d));
+    // A waiting request that times out tells the server nothing: it never saw it.
+    let e = s
+        .send(
+            mcp_proto::Request::call_tool("echo", json!({})).timeout(Duration::from_secs(1)),
+            now,
+        )
+        .unwrap();
+    s.handle_timeout(now + Duration::from_secs(1));
+    assert!(
+        sent(&mut s).is_empty(),
+        "no cancellation for an unsent request"
+    );
+    assert!(matches!(
+        events(&mut s).as_slice(),
+        [Event::Response { id, result: Err(RequestError::Timeout(_)) }] if *id == e
+    ));
+    // The renewal's initialize is the next id after the first session's.
+    let init_id = 1;
+    line(
+        &mut s,
+        &INIT_RESULT.replace("\"id\":0", &format!("\"id\":{init_id}")),
+        now,
+    );
+    let out = sent(&mut s);
+    assert_eq!(out[0]["method"], "notifications/initialized");
+    assert_eq!(out[1]["id"], d.0, "{out:?}");
+    assert_eq!(out.len(), 2);
+}
+
 #[test]
 fn a_failed_restart_fails_the_requests_it_kept() {
     let (mut s, now) = ready();
     let call = s.call_tool("echo", json!({}), now).unwrap();
-    s.restart(now).unwrap();
+    s.restart(Some(call), now).unwrap();
     sent(&mut s);
     s.handle_eof(now);
     assert_eq!(
@@ -837,7 +932,7 @@ fn a_failed_restart_fails_the_requests_it_kept() {
 fn restart_before_the_handshake_is_a_usage_error() {
     let now = Instant::now();
     let mut s = Session::new(Config::default());
-    assert_eq!(s.restart(now), Err(UsageError::NotReady));
+    assert_eq!(s.restart(None, now), Err(UsageError::NotReady));
 }
 
 #[test]

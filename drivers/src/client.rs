@@ -124,11 +124,20 @@ impl State {
                 self.session.abort(id);
             }
             Inbound::SessionExpired { id, error } => {
-                if self.session.restart(now).is_err() {
-                    if let Some(w) = self.waiters.remove(&id) {
-                        let _ = w.try_send(Err(error));
+                if self.session.restart(id, now).is_err() {
+                    match id {
+                        Some(id) => {
+                            if let Some(w) = self.waiters.remove(&id) {
+                                let _ = w.try_send(Err(error));
+                            }
+                            self.session.abort(id);
+                        }
+                        // No request to fail: the connection is unusable, so it closes.
+                        None => {
+                            self.close_reason.get_or_insert(error);
+                            self.session.close();
+                        }
                     }
-                    self.session.abort(id);
                 }
             }
             Inbound::Closed(reason) => {

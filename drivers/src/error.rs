@@ -60,6 +60,10 @@ pub enum Error {
     /// The client was used wrongly (for instance, a call before `initialize`).
     #[error(transparent)]
     Usage(#[from] UsageError),
+    /// The transport's settings cannot be used (a URL with credentials, a header that cannot be
+    /// sent).
+    #[error(transparent)]
+    Config(#[from] mcp_proto::http::ConfigError),
     /// `tools/list` pagination went wrong: a repeated cursor, or more pages than the cap.
     #[error("tools/list pagination: {0}")]
     Pagination(String),

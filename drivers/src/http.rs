@@ -1,31 +1,38 @@
 //! The Streamable HTTP transport, on [isahc](https://docs.rs/isahc). It only moves bytes: every
 //! decision (headers, statuses, session ids, resumption) comes from [`HttpRules`] in the core.
 //!
-//! Each outbound message is one POST. Notifications and responses are sent in order, each after the
-//! previous one was accepted; a request's exchange runs as its own task, so a response stream can
-//! stay open while the answers to the server's pings go out on their own POSTs. Events are handed
-//! to the client as they arrive. A cancelled request's exchange is aborted.
+//! Each outbound message is one POST, each with a task of its own: a request's exchange, so a
+//! response stream can stay open while the answers to the server's pings go out on their own
+//! POSTs, and every notification or response, each within its deadline
+//! ([`HttpTransportConfig::post_timeout`]), so one stalled POST holds nothing back. Only what
+//! follows `notifications/initialized` waits for its answer (at most that deadline), so the server
+//! sees it before the first request. Events are handed to the client as they arrive. A cancelled
+//! request's exchange is aborted, and so is every exchange when the transport is closed or dropped.
 
 use crate::transport::{BoxFuture, Inbound, Transport};
 use crate::Error;
 use isahc::config::{Configurable, RedirectPolicy};
 use isahc::{AsyncBody, HttpClient, Response};
-use mcp_proto::http::{Body, HttpConfig, HttpError, HttpRequest, HttpRules, StreamEnd};
+use mcp_proto::http::{redact_url, Body, HttpConfig, HttpError, HttpRequest, HttpRules, StreamEnd};
 use mcp_proto::sse::{SseDecoder, SseItem};
 use mcp_proto::{RequestError, RequestId, Transmit, TransmitKind};
 use smol::channel::{self, Receiver, Sender};
 use smol::io::AsyncReadExt;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
 
 /// How many received messages may wait for the client before reading the response pauses.
 const INBOUND_QUEUE: usize = 64;
 
-/// How to reach a Streamable HTTP server.
-#[derive(Debug, Clone)]
+/// How to reach a Streamable HTTP server. `Debug` hides header values and the URL's credentials
+/// and query.
+#[derive(Clone)]
 pub struct HttpTransportConfig {
     /// The endpoint and the rules' settings (extra headers such as `Authorization`, session renewal,
-    /// resumption).
+    /// resumption). [`HttpTransport::new`] refuses settings that fail [`HttpConfig::validate`]: a
+    /// URL with credentials, a header with a bad name or a value that is not visible ASCII.
     pub rules: HttpConfig,
     /// The isahc client to use. The default one keeps connections alive, follows no redirects (so
     /// credentials never travel to another origin) and has no wall-clock timeout: a response stream
@@ -33,6 +40,17 @@ pub struct HttpTransportConfig {
     pub client: Option<HttpClient>,
     /// The largest JSON body or SSE event accepted, in bytes (default 64 MiB).
     pub max_message: usize,
+    /// The time limit of each notification or response POST (a cancellation, a ping answer):
+    /// past it the POST is abandoned (default 10 s).
+    pub post_timeout: Duration,
+    /// How long [`close`](Transport::close) waits for the answer to its `DELETE`, a courtesy to
+    /// the server; past it the `DELETE` is abandoned and `close` returns `Ok` (default 2 s).
+    pub close_timeout: Duration,
+    /// How many messages may wait to be sent, counting the notification and response POSTs still
+    /// in flight (default 1024). Past it,
+    /// [`send`](Transport::send) refuses the message with an error; a refused request also fails
+    /// at once (its caller is told through [`Inbound::Failed`]).
+    pub max_queued: usize,
 }
 
 impl HttpTransportConfig {
@@ -42,6 +60,9 @@ impl HttpTransportConfig {
             rules: HttpConfig::new(url),
             client: None,
             max_message: mcp_proto::framing::DEFAULT_FRAME_LIMIT,
+            post_timeout: Duration::from_secs(10),
+            close_timeout: Duration::from_secs(2),
+            max_queued: 1024,
         }
     }
 
@@ -52,12 +73,35 @@ impl HttpTransportConfig {
     }
 }
 
+impl std::fmt::Debug for HttpTransportConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpTransportConfig")
+            .field("rules", &self.rules)
+            .field("client", &self.client.as_ref().map(|_| "HttpClient"))
+            .field("max_message", &self.max_message)
+            .field("post_timeout", &self.post_timeout)
+            .field("close_timeout", &self.close_timeout)
+            .field("max_queued", &self.max_queued)
+            .finish()
+    }
+}
+
 /// A Streamable HTTP connection to one MCP endpoint. See the [module docs](self).
+///
+/// Dropping it without [`close`](Transport::close) aborts every exchange (their response streams
+/// close) and ends no session; messages already queued (cancellations) are still sent, each
+/// within `post_timeout`.
 pub struct HttpTransport {
     outbound: Sender<Transmit>,
     inbound: Receiver<Inbound>,
     shared: Arc<Shared>,
-    _sender: smol::Task<()>,
+    /// The only strong reference: when the transport goes, the abort senders go with it and
+    /// every exchange ends.
+    exchanges: Arc<Mutex<Exchanges>>,
+    /// Messages queued, and notification or response POSTs not yet ended.
+    queued: Arc<AtomicUsize>,
+    max_queued: usize,
+    close_timeout: Duration,
 }
 
 struct Shared {
@@ -66,15 +110,41 @@ struct Shared {
     inbound: Sender<Inbound>,
     /// Notified after each item handed to `inbound`, for the client's `ready` waiters.
     arrived: event_listener::Event,
-    /// Abort handles of running request exchanges: dropping the sender aborts the exchange.
-    exchanges: Mutex<HashMap<RequestId, Sender<()>>>,
     max_message: usize,
-    closed: std::sync::atomic::AtomicBool,
+    post_timeout: Duration,
+    closed: AtomicBool,
+}
+
+/// The running request exchanges, by request id, each with its generation: dropping the sender
+/// aborts the exchange, and an exchange's cleanup removes only its own entry (a request resent in
+/// a new session gets a new one under the same id).
+#[derive(Default)]
+struct Exchanges {
+    next: u64,
+    running: HashMap<RequestId, (u64, Sender<()>)>,
+}
+
+impl Exchanges {
+    fn insert(&mut self, id: RequestId, abort: Sender<()>) -> u64 {
+        self.next += 1;
+        self.running.insert(id, (self.next, abort));
+        self.next
+    }
+
+    fn remove(&mut self, id: RequestId, generation: u64) {
+        if self.running.get(&id).is_some_and(|(g, _)| *g == generation) {
+            self.running.remove(&id);
+        }
+    }
 }
 
 impl HttpTransport {
     /// A transport for this endpoint. Nothing is sent until the client sends `initialize`.
+    ///
+    /// Fails with [`Error::Config`] when the settings fail [`HttpConfig::validate`]; credentials
+    /// in the URL are refused (pass an `Authorization` header instead).
     pub fn new(config: HttpTransportConfig) -> Result<Self, Error> {
+        config.rules.validate()?;
         let client = match config.client {
             Some(c) => c,
             None => HttpClient::builder()
@@ -82,6 +152,7 @@ impl HttpTransport {
                 .build()
                 .map_err(|e| Error::io("building the HTTP client", std::io::Error::other(e)))?,
         };
+        // Bounded by `queued`, counted in `send`.
         let (out_tx, out_rx) = channel::unbounded();
         // Bounded: a server streaming faster than the client reads is slowed down, not buffered.
         let (in_tx, in_rx) = channel::bounded(INBOUND_QUEUE);
@@ -90,16 +161,29 @@ impl HttpTransport {
             rules: Mutex::new(HttpRules::new(config.rules)),
             inbound: in_tx,
             arrived: event_listener::Event::new(),
-            exchanges: Mutex::new(HashMap::new()),
             max_message: config.max_message,
+            post_timeout: config.post_timeout,
             closed: false.into(),
         });
-        let sender = smol::spawn(send_loop(shared.clone(), out_rx));
+        let exchanges = Arc::new(Mutex::new(Exchanges::default()));
+        let queued = Arc::new(AtomicUsize::new(0));
+        // Detached, so that what was queued before a drop still goes out; it ends when the
+        // queue is closed and empty.
+        smol::spawn(send_loop(
+            shared.clone(),
+            Arc::downgrade(&exchanges),
+            queued.clone(),
+            out_rx,
+        ))
+        .detach();
         Ok(HttpTransport {
             outbound: out_tx,
             inbound: in_rx,
             shared,
-            _sender: sender,
+            exchanges,
+            queued,
+            max_queued: config.max_queued,
+            close_timeout: config.close_timeout,
         })
     }
 
@@ -109,9 +193,40 @@ impl HttpTransport {
     }
 }
 
+impl Drop for HttpTransport {
+    fn drop(&mut self) {
+        // No new exchange starts; dropping the abort senders ends the running ones. The send
+        // loop still posts what is queued (cancellations), then ends.
+        self.shared.closed.store(true, Ordering::SeqCst);
+        lock(&self.exchanges).running.clear();
+        self.outbound.close();
+    }
+}
+
 impl Transport for HttpTransport {
     fn send(&self, message: Transmit) -> Result<(), Error> {
-        self.outbound.try_send(message).map_err(|_| Error::Closed)
+        if self.queued.fetch_add(1, Ordering::SeqCst) >= self.max_queued {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+            let error = Error::io(
+                format!(
+                    "the HTTP transport's outbound queue is full ({} messages wait to be sent)",
+                    self.max_queued
+                ),
+                std::io::Error::from(std::io::ErrorKind::WouldBlock),
+            );
+            if let TransmitKind::Request { id, .. } = message.kind {
+                let _ = self.shared.inbound.try_send(Inbound::Failed {
+                    id,
+                    error: error.clone(),
+                });
+                self.shared.arrived.notify(usize::MAX);
+            }
+            return Err(error);
+        }
+        self.outbound.try_send(message).map_err(|_| {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+            Error::Closed
+        })
     }
 
     fn try_recv(&self) -> Option<Inbound> {
@@ -133,19 +248,24 @@ impl Transport for HttpTransport {
 
     fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
         Box::pin(async move {
-            if self
-                .shared
-                .closed
-                .swap(true, std::sync::atomic::Ordering::SeqCst)
-            {
+            if self.shared.closed.swap(true, Ordering::SeqCst) {
                 return Ok(());
             }
             self.outbound.close();
-            lock(&self.shared.exchanges).clear();
+            lock(&self.exchanges).running.clear();
             let delete = lock(&self.shared.rules).delete();
             let result = match delete {
                 // A 405 (the server does not let clients end sessions) is fine; so is any answer.
-                Some(request) => self.shared.send(request).await.map(drop),
+                // Ending the session is a courtesy: a server that does not answer in time is
+                // left to expire it.
+                Some(request) => {
+                    let delete = async { Some(self.shared.send(request).await.map(drop)) };
+                    let give_up = async {
+                        smol::Timer::after(self.close_timeout).await;
+                        None
+                    };
+                    smol::future::or(delete, give_up).await.unwrap_or(Ok(()))
+                }
                 None => Ok(()),
             };
             let _ = self.shared.inbound.try_send(Inbound::Closed(None));
@@ -157,7 +277,9 @@ impl Transport for HttpTransport {
 
 impl Shared {
     async fn send(&self, request: HttpRequest) -> Result<Response<AsyncBody>, Error> {
-        let url = request.url.clone();
+        let url = redact_url(&request.url);
+        // isahc panics on a header value that is not visible ASCII; such a request is not made.
+        request.check().map_err(http_error)?;
         let mut builder = isahc::Request::builder()
             .method(request.method.as_str())
             .uri(request.url.as_str());
@@ -180,11 +302,11 @@ impl Shared {
         })
     }
 
-    /// The POST for `transmit`, and whether it carries a session id (the rules need to know when
+    /// The POST for `transmit`, and the session id it carries (the rules need to know when
     /// reading its answer).
-    fn post(&self, transmit: &Transmit) -> (HttpRequest, bool) {
+    fn post(&self, transmit: &Transmit) -> (HttpRequest, Option<String>) {
         let rules = lock(&self.rules);
-        (rules.post(transmit), rules.session_id().is_some())
+        (rules.post(transmit), rules.session_id().map(str::to_owned))
     }
 
     /// Hands one item to the client, waiting while its queue is full.
@@ -194,52 +316,121 @@ impl Shared {
     }
 }
 
-/// Sends queued messages in order. Requests get an exchange task each; notifications and
-/// responses are sent one after the other, each awaited, so the server sees them in order.
-async fn send_loop(shared: Arc<Shared>, queue: Receiver<Transmit>) {
+/// Sends queued messages in order. Requests get an exchange task each; a notification or
+/// response is POSTed by a task of its own, and after an ordered one (see
+/// [`HttpRules::is_ordered`]) the next message waits until its status arrived or its deadline
+/// passed.
+async fn send_loop(
+    shared: Arc<Shared>,
+    exchanges: Weak<Mutex<Exchanges>>,
+    queued: Arc<AtomicUsize>,
+    queue: Receiver<Transmit>,
+) {
     while let Ok(transmit) = queue.recv().await {
         match transmit.kind.clone() {
             TransmitKind::Request { id, .. } => {
+                // A request leaves the count here: its exchange belongs to a waiting caller.
+                queued.fetch_sub(1, Ordering::SeqCst);
+                // After close or drop, no new exchange starts.
+                let Some(running) = exchanges.upgrade() else {
+                    continue;
+                };
+                if shared.closed.load(Ordering::SeqCst) {
+                    continue;
+                }
                 let (abort_tx, abort_rx) = channel::bounded::<()>(1);
-                lock(&shared.exchanges).insert(id, abort_tx);
-                let shared2 = shared.clone();
+                let generation = lock(&running).insert(id, abort_tx);
+                drop(running);
+                let shared = shared.clone();
+                let exchanges = exchanges.clone();
                 smol::spawn(async move {
-                    let exchange = exchange(&shared2, id, &transmit);
+                    let exchange = exchange(&shared, id, &transmit);
                     smol::future::or(exchange, async {
                         let _ = abort_rx.recv().await;
                     })
                     .await;
-                    lock(&shared2.exchanges).remove(&id);
+                    if let Some(running) = exchanges.upgrade() {
+                        lock(&running).remove(id, generation);
+                    }
                 })
                 .detach();
             }
-            TransmitKind::Cancellation { id } => {
-                // Giving up on a request also ends its HTTP exchange.
-                lock(&shared.exchanges).remove(&id);
-                let _ = post_and_discard(&shared, &transmit).await;
-            }
-            _ => {
-                let _ = post_and_discard(&shared, &transmit).await;
+            kind => {
+                if let TransmitKind::Cancellation { id } = kind {
+                    // Giving up on a request also ends its HTTP exchange.
+                    if let Some(running) = exchanges.upgrade() {
+                        lock(&running).running.remove(&id);
+                    }
+                }
+                let ordered = HttpRules::is_ordered(&kind);
+                let (accepted_tx, accepted_rx) = channel::bounded::<()>(1);
+                let (shared, queued) = (shared.clone(), queued.clone());
+                smol::spawn(async move {
+                    post_message(shared, transmit, accepted_tx).await;
+                    queued.fetch_sub(1, Ordering::SeqCst);
+                })
+                .detach();
+                if ordered {
+                    // Ends when the POST's status is in, or when it was abandoned.
+                    let _ = accepted_rx.recv().await;
+                }
             }
         }
     }
 }
 
-/// POSTs a notification or response; the answer (202) carries nothing to read.
-async fn post_and_discard(shared: &Shared, transmit: &Transmit) -> Result<(), Error> {
-    let (request, carried) = shared.post(transmit);
-    let mut response = shared.send(request).await?;
-    let head = head(&response);
-    let verdict =
-        lock(&shared.rules).on_response(&transmit.kind, carried, response.status().as_u16(), &head);
-    // Drain a small body so the connection can be reused.
+/// POSTs a notification or response within the deadline; `accepted` is dropped once its status
+/// arrived. The answer (202) carries nothing to read. A 404 that means the session expired is
+/// reported to the client (it renews the session); other failures are dropped: the message
+/// concerned no request.
+async fn post_message(shared: Arc<Shared>, transmit: Transmit, accepted: Sender<()>) {
+    let deadline = smol::Timer::after(shared.post_timeout);
+    let posted = async {
+        // A message for a session being renewed is dropped: it belonged to the old one.
+        lock(&shared.rules).check_post(&transmit.kind).ok()?;
+        let (request, carried) = shared.post(&transmit);
+        let response = shared.send(request).await.ok()?;
+        let head = head(&response);
+        let status = response.status().as_u16();
+        let verdict =
+            lock(&shared.rules).on_response(&transmit.kind, carried.as_deref(), status, &head);
+        Some((response, verdict))
+    };
+    let answered = smol::future::or(posted, async {
+        deadline.await;
+        None
+    })
+    .await;
+    drop(accepted);
+    let Some((mut response, verdict)) = answered else {
+        return;
+    };
+    if let Err(HttpError::SessionExpired { url }) = verdict {
+        shared
+            .deliver(Inbound::SessionExpired {
+                id: None,
+                error: Error::Http {
+                    status: 404,
+                    url,
+                    body: String::new(),
+                },
+            })
+            .await;
+        return;
+    }
+    // Drain a small body so the connection can be reused, within another `post_timeout`.
     let mut sink = Vec::new();
-    let _ = response
-        .body_mut()
-        .take(64 * 1024)
-        .read_to_end(&mut sink)
-        .await;
-    verdict.map(drop).map_err(http_error)
+    let drain = async {
+        let _ = response
+            .body_mut()
+            .take(64 * 1024)
+            .read_to_end(&mut sink)
+            .await;
+    };
+    smol::future::or(drain, async {
+        smol::Timer::after(shared.post_timeout).await;
+    })
+    .await;
 }
 
 /// One request's exchange: POST, then read its JSON body or event stream (resuming it if it
@@ -256,11 +447,33 @@ async fn exchange_inner(
     transmit: &Transmit,
 ) -> Result<(), Inbound> {
     let failed = |error: Error| Inbound::Failed { id, error };
-    let (request, carried) = shared.post(transmit);
-    let mut response = shared.send(request).await.map_err(failed)?;
-    let status = response.status().as_u16();
-    let head = head(&response);
-    let verdict = lock(&shared.rules).on_response(&transmit.kind, carried, status, &head);
+    let expired = |url: String| Inbound::SessionExpired {
+        id: Some(id),
+        error: Error::Http {
+            status: 404,
+            url,
+            body: String::new(),
+        },
+    };
+    let (mut response, verdict) = loop {
+        // While the session is being renewed, the request waits for the new one without being
+        // sent.
+        if let Err(HttpError::SessionExpired { url }) =
+            lock(&shared.rules).check_post(&transmit.kind)
+        {
+            return Err(expired(url));
+        }
+        let (request, carried) = shared.post(transmit);
+        let response = shared.send(request).await.map_err(failed)?;
+        let status = response.status().as_u16();
+        let head = head(&response);
+        let verdict =
+            lock(&shared.rules).on_response(&transmit.kind, carried.as_deref(), status, &head);
+        // A late 404 from a replaced session: POST it again, in the current one.
+        if !matches!(verdict, Err(HttpError::Resend { .. })) {
+            break (response, verdict);
+        }
+    };
     match verdict {
         Ok(Body::None) => Ok(()),
         Ok(Body::Json) => {
@@ -280,14 +493,7 @@ async fn exchange_inner(
             }
         }
         Ok(Body::EventStream) => read_stream(shared, id, transmit, response).await,
-        Err(HttpError::SessionExpired { url }) => Err(Inbound::SessionExpired {
-            id,
-            error: Error::Http {
-                status,
-                url,
-                body: String::new(),
-            },
-        }),
+        Err(HttpError::SessionExpired { url }) => Err(expired(url)),
         Err(e) => Err(failed(http_failure(e, response.body_mut()).await)),
     }
 }
@@ -324,7 +530,7 @@ async fn read_stream(
                     }
                     SseItem::Overflow => {
                         return Err(failed(Error::Request(RequestError::TooLarge {
-                            len: shared.max_message as u64 + 1,
+                            len: (shared.max_message as u64).saturating_add(1),
                             limit: shared.max_message,
                         })));
                     }
@@ -373,7 +579,11 @@ fn head(response: &Response<AsyncBody>) -> Vec<(String, String)> {
 /// Reads a whole body of at most `limit` bytes.
 async fn read_limited(body: &mut AsyncBody, limit: usize) -> Result<Vec<u8>, Error> {
     let mut out = Vec::new();
-    let read = body.take(limit as u64 + 1).read_to_end(&mut out).await;
+    // One byte past the limit tells an oversized body; at `usize::MAX` nothing is past it.
+    let read = body
+        .take((limit as u64).saturating_add(1))
+        .read_to_end(&mut out)
+        .await;
     read.map_err(|e| Error::io("reading a response body", e))?;
     if out.len() > limit {
         return Err(Error::Request(RequestError::TooLarge {

@@ -19,12 +19,14 @@ pub enum Inbound {
     /// The peer is gone; nothing more will arrive. The error says why, when known (for instance
     /// [`Error::ServerExited`] with the exit status and the stderr tail).
     Closed(Option<Error>),
-    /// The transport's session ended (HTTP 404 to a request carrying its id): the client restarts
-    /// the session ([`mcp_proto::Session::restart`]) and the pending requests are sent again; if it
-    /// cannot, request `id` fails with `error`.
+    /// The transport's session ended (HTTP 404 to a message carrying its id): the client restarts
+    /// the session ([`mcp_proto::Session::restart`]) and request `id` is sent again in the new
+    /// one; if it cannot, request `id` fails with `error` (with no `id`, the client closes with
+    /// `error`).
     SessionExpired {
-        /// The request that met the expired session.
-        id: mcp_proto::RequestId,
+        /// The request that met the expired session; `None` when it was a notification or a
+        /// response.
+        id: Option<mcp_proto::RequestId>,
         /// The error to report if the session cannot be restarted.
         error: Error,
     },

@@ -42,6 +42,24 @@ pub struct Behaviour {
     pub stateless: bool,
     /// `tools/call` is answered in JSON with the wrong id.
     pub wrong_id: bool,
+    /// `initialize` is answered with this `protocolVersion` instead of the one asked for.
+    pub protocol_version: Option<String>,
+    /// With `cut_stream`: the priming event's id (default `e1`).
+    pub event_id: Option<String>,
+    /// A `notifications/cancelled` makes the server forget every session first, so it is answered
+    /// 404.
+    pub expire_on_cancel: bool,
+    /// Notifications are never answered (the server holds the POST for 30 s).
+    pub stall_notifications: bool,
+    /// `notifications/cancelled` is never answered (held for 30 s).
+    pub stall_cancellations: bool,
+    /// `DELETE` is never answered (held for 30 s).
+    pub stall_delete: bool,
+    /// `tools/call` opens an event stream and keeps it open for 30 s with a comment every 100 ms,
+    /// never answering; the server counts the streams it saw closed ([`Server::streams_closed`]).
+    pub keep_stream_open: bool,
+    /// Every `initialize` but the first is answered only after this delay.
+    pub renewal_delay: Option<Duration>,
 }
 
 /// One request the server received.
@@ -88,6 +106,9 @@ struct State {
     answers: HashMap<String, Value>,
     /// Results held back for a resumed stream, by the last event id the client will send.
     held: HashMap<String, Value>,
+    /// `keep_stream_open` streams whose writes started failing.
+    streams_closed: usize,
+    initializes: usize,
 }
 
 /// A running server.
@@ -101,6 +122,11 @@ impl Server {
     /// Every request received so far.
     pub fn log(&self) -> Vec<Logged> {
         self.shared.0.lock().unwrap().log.clone()
+    }
+
+    /// How many `keep_stream_open` streams the client closed.
+    pub fn streams_closed(&self) -> usize {
+        self.shared.0.lock().unwrap().streams_closed
     }
 }
 
@@ -290,6 +316,9 @@ fn serve_connection(stream: TcpStream, b: &Behaviour, shared: &Shared) -> std::i
             "POST" => handle_post(&mut out, &req, b, shared)?,
             "GET" => handle_get(&mut out, &req, b, shared)?,
             "DELETE" => {
+                if b.stall_delete {
+                    std::thread::sleep(Duration::from_secs(30));
+                }
                 if let Some(id) = req.header("mcp-session-id") {
                     shared.0.lock().unwrap().sessions.remove(id);
                 }
@@ -338,7 +367,18 @@ fn handle_post(
     let method = msg["method"].as_str().unwrap_or("").to_owned();
     let session = req.header("mcp-session-id").map(str::to_owned);
     let mut new_session = None;
+    if method == "notifications/cancelled" && b.expire_on_cancel {
+        shared.0.lock().unwrap().sessions.clear();
+    }
     if method == "initialize" {
+        let renewal = {
+            let mut st = shared.0.lock().unwrap();
+            st.initializes += 1;
+            st.initializes > 1
+        };
+        if let Some(delay) = b.renewal_delay.filter(|_| renewal) {
+            std::thread::sleep(delay);
+        }
         if !b.stateless {
             let mut st = shared.0.lock().unwrap();
             st.next_session += 1;
@@ -360,6 +400,9 @@ fn handle_post(
         }
     }
     let Some(id) = msg.get("id").cloned() else {
+        if b.stall_notifications || (b.stall_cancellations && method == "notifications/cancelled") {
+            std::thread::sleep(Duration::from_secs(30));
+        }
         return respond(out, "202 Accepted", &[], b"");
     };
     if method.is_empty() {
@@ -372,7 +415,7 @@ fn handle_post(
     }
     let result = match method.as_str() {
         "initialize" => Ok(json!({
-            "protocolVersion": msg["params"]["protocolVersion"].as_str().unwrap_or("2025-11-25"),
+            "protocolVersion": b.protocol_version.as_deref().unwrap_or(msg["params"]["protocolVersion"].as_str().unwrap_or("2025-11-25")),
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "mcp-http-demo", "version": "1.0.0"}
         })),
@@ -415,9 +458,26 @@ fn handle_post(
             }
             if b.cut_stream {
                 let answer = json!({"jsonrpc": "2.0", "id": id, "result": tools::call(&msg["params"], "").unwrap_or_else(|e| json!({"error": e}))});
-                shared.0.lock().unwrap().held.insert("e1".into(), answer);
+                let event_id = b.event_id.clone().unwrap_or_else(|| "e1".into());
+                shared
+                    .0
+                    .lock()
+                    .unwrap()
+                    .held
+                    .insert(event_id.clone(), answer);
                 let mut sse = Sse::open(out, b, None)?;
-                sse.raw("id: e1\nretry: 300\ndata: \n\n")?;
+                sse.raw(&format!("id: {event_id}\nretry: 300\ndata: \n\n"))?;
+                return sse.end();
+            }
+            if b.keep_stream_open {
+                let mut sse = Sse::open(out, b, None)?;
+                for _ in 0..300 {
+                    if sse.raw(": keep-alive\n\n").is_err() {
+                        shared.0.lock().unwrap().streams_closed += 1;
+                        return Ok(());
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
                 return sse.end();
             }
             if b.ping_in_stream {
