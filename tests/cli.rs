@@ -165,3 +165,28 @@ fn timeout_exits_1() {
         out.stderr
     );
 }
+
+#[test]
+fn timeout_extremes_are_refused_or_mean_none() {
+    for tiny in ["1e-12", "0", "-1", "NaN"] {
+        let out = against_serve(&["--call", "echo", "--timeout", tiny]);
+        assert_eq!(out.status.code(), Some(1), "{tiny}: {out:?}");
+        assert_eq!(
+            out.stderr.trim(),
+            "mcp-client: --timeout needs at least 0.001 seconds",
+            "{tiny}"
+        );
+    }
+    for huge in ["1e30", "inf"] {
+        let out = against_serve(&[
+            "--call",
+            "echo",
+            "--args",
+            r#"{"text":"t"}"#,
+            "--timeout",
+            huge,
+        ]);
+        assert!(out.status.success(), "{huge}: {out:?}");
+        assert_eq!(out.stdout, "t\n", "{huge}");
+    }
+}

@@ -9,7 +9,7 @@
 //!   --call NAME       call tool NAME (without --call: list the tools)
 //!   --args JSON       arguments for --call, a JSON object (default {})
 //!   --repeat N        make the call N times in a row in one session; last line on stderr: "calls/s: R"
-//!   --timeout SECS    per-request timeout (default 60)
+//!   --timeout SECS    per-request timeout (default 60; at least 0.001; too large for a Duration: none)
 //!   --header 'K: V'   extra HTTP header on every request, repeatable (with --url)
 //!   --json            list: the tools as a JSON array, each tool object exactly as the server sent it;
 //!                     call: one JSON object {"text": <bridged text>, "isError": bool, "structuredContent": <value|null>}
@@ -42,7 +42,8 @@ struct Options {
     call: Option<String>,
     args: Option<String>,
     repeat: u64,
-    timeout: Option<f64>,
+    /// `Some(None)`: no timeout (a value too large for a `Duration`).
+    timeout: Option<Option<Duration>>,
     headers: Vec<String>,
     json: bool,
     url: Option<String>,
@@ -72,10 +73,11 @@ fn parse(mut argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
                 let secs: f64 = value(&mut argv, "--timeout")?
                     .parse()
                     .map_err(|_| "--timeout needs seconds")?;
-                if !(secs.is_finite() && secs > 0.0) {
-                    return Err("--timeout needs a positive number of seconds".into());
+                if secs.is_nan() || secs < 0.001 {
+                    return Err("--timeout needs at least 0.001 seconds".into());
                 }
-                o.timeout = Some(secs);
+                // A timeout too long for a Duration (or infinite) means none.
+                o.timeout = Some(Duration::try_from_secs_f64(secs).ok());
             }
             Some("--header") => o.headers.push(value(&mut argv, "--header")?),
             Some("--json") => o.json = true,
@@ -145,11 +147,7 @@ fn client_config(options: &Options) -> ClientConfig {
     ClientConfig {
         session: Config {
             client_info: Implementation::new("mcp-client", env!("CARGO_PKG_VERSION")),
-            default_timeout: Some(
-                options
-                    .timeout
-                    .map_or(Duration::from_secs(60), Duration::from_secs_f64),
-            ),
+            default_timeout: options.timeout.unwrap_or(Some(Duration::from_secs(60))),
             ..Config::default()
         },
         ..ClientConfig::default()
