@@ -251,6 +251,53 @@ fn unknown_server_request_gets_method_not_found() {
 }
 
 #[test]
+fn answers_to_server_requests_are_bounded_whatever_the_server_sends() {
+    use mcp_proto::session::{MAX_ECHOED_ID, MAX_ECHOED_METHOD};
+    let (mut s, now) = ready();
+    // A ping whose id is 1 MiB long is left unanswered, with a warning.
+    let huge_id = "i".repeat(1024 * 1024);
+    line(
+        &mut s,
+        &format!(r#"{{"jsonrpc":"2.0","id":"{huge_id}","method":"ping"}}"#),
+        now,
+    );
+    assert!(sent(&mut s).is_empty(), "a huge id is not echoed");
+    assert_eq!(
+        events(&mut s),
+        vec![Event::Warning(Warning::RequestIdTooLong {
+            len: huge_id.len() + 2,
+            limit: MAX_ECHOED_ID
+        })]
+    );
+    assert_eq!(s.stats().pings_answered, 0);
+    // An id at the limit is still answered.
+    let at_limit = "j".repeat(MAX_ECHOED_ID - 2);
+    line(
+        &mut s,
+        &format!(r#"{{"jsonrpc":"2.0","id":"{at_limit}","method":"ping"}}"#),
+        now,
+    );
+    assert_eq!(sent(&mut s)[0]["id"], at_limit.as_str());
+    // A long method name is not quoted back; a short one is.
+    let long_method = "m".repeat(64 * 1024);
+    line(
+        &mut s,
+        &format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{long_method}"}}"#),
+        now,
+    );
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","id":2,"method":"roots/list"}"#,
+        now,
+    );
+    let out = sent(&mut s);
+    assert_eq!(out[0]["error"]["message"], "Method not found");
+    assert!(out[0].to_string().len() < 200, "{}", out[0]);
+    assert_eq!(out[1]["error"]["message"], "Method not found: roots/list");
+    assert!("roots/list".len() <= MAX_ECHOED_METHOD);
+}
+
+#[test]
 fn notifications_are_dropped_but_list_changed_is_an_event() {
     let (mut s, now) = ready();
     line(
