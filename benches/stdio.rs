@@ -18,6 +18,7 @@
 //!     Each line also gives this process's CPU time per call (all threads, 10 ms ticks) and the
 //!     context switches of its threads per call: on a loaded machine the hand-offs between threads
 //!     dominate, and wall-clock numbers swing with the load (compare rounds).
+//! (e) The same calls made by 32 callers at once (tasks on one thread), against (a).
 //! (d) Peak memory for one 16 MiB `big` result: the bench re-runs itself as a child that connects,
 //!     reads VmHWM, makes the call, reads VmHWM again. Once with our client, once with the baseline.
 //!
@@ -165,6 +166,29 @@ fn main() {
         ours_c.extend(o);
         base_c.extend(b);
     }
+    let mut concurrent = None;
+    if let Some(c) = &mut ours {
+        // (e) The same calls with 32 callers waiting at once: every waiting caller may read, so
+        // this shows what sharing the reading costs against one caller at a time.
+        let width = 32;
+        let mut runs: Vec<Cost> = (0..p.rounds)
+            .map(|_| {
+                Cost::measure(|| {
+                    c.concurrent_calls(p.calls, width);
+                })
+            })
+            .collect();
+        runs.sort_by_key(|c| c.wall);
+        let mid = runs[runs.len() / 2];
+        let seq = median(ours_c.iter().map(|c| c.wall).collect());
+        concurrent = Some(format!(
+            "(e) {width} concurrent callers: {:>7.0} calls/s ({:.1} µs/call CPU in this process, {:.1} context switches/call), {:.2}x one caller at a time",
+            per_s(p.calls, mid.wall),
+            us_per(p.calls, mid.cpu),
+            mid.switches as f64 / p.calls as f64,
+            seq.as_secs_f64() / mid.wall.as_secs_f64()
+        ));
+    }
     if let Some(c) = ours {
         c.close();
     }
@@ -197,6 +221,9 @@ fn main() {
         );
     }
 
+    if let Some(line) = concurrent {
+        println!("{line}");
+    }
     println!(
         "(d) peak RSS for one {} MiB result (VmHWM, child process)",
         BIG / MIB
@@ -312,6 +339,33 @@ impl Ours {
             }
             started.elapsed()
         })
+    }
+
+    /// `n` calls made by `width` callers at once (tasks on one thread), each checking its answer.
+    fn concurrent_calls(&mut self, n: usize, width: usize) -> Duration {
+        let client = &self.client;
+        let ex = smol::LocalExecutor::new();
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..width)
+            .map(|w| {
+                ex.spawn(async move {
+                    for i in (w..n).step_by(width) {
+                        let text = format!("c{i}");
+                        let r = client
+                            .call_tool("echo", json!({ "text": text }))
+                            .await
+                            .expect("call");
+                        assert_eq!(r.text(), text);
+                    }
+                })
+            })
+            .collect();
+        smol::block_on(ex.run(async {
+            for t in tasks {
+                t.await;
+            }
+        }));
+        started.elapsed()
     }
 
     fn close(self) {
