@@ -194,3 +194,36 @@ fn closing_the_transport_fails_waiting_calls() {
         assert!(matches!(err, Error::Closed), "{err:?}");
     });
 }
+
+#[test]
+fn tools_past_the_byte_cap_stop_the_listing() {
+    // Every page is well within the message limit, but together they are not.
+    let transport = MemoryTransport::new(|_, params| {
+        let n: u64 = params
+            .get("cursor")
+            .and_then(Value::as_str)
+            .map_or(0, |c| c.parse().unwrap());
+        let big = json!({"name": format!("t{n}"), "description": "d".repeat(100_000),
+                         "inputSchema": {"type": "object"}});
+        Some(json!({"tools": [big], "nextCursor": (n + 1).to_string()}))
+    });
+    let requests = transport.requests.clone();
+    smol::block_on(async {
+        let config = ClientConfig {
+            max_tool_bytes: 1_000_000,
+            ..ClientConfig::default()
+        };
+        let client = Client::with_config(transport, config);
+        client.initialize().await.unwrap();
+        let err = client.list_tools().await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "tools/list pagination: the tools listed exceed 1000000 bytes"
+        );
+        assert_eq!(
+            requests.load(Ordering::SeqCst),
+            1 + 10,
+            "initialize and ten pages of 100 kB"
+        );
+    });
+}

@@ -158,7 +158,8 @@ const MAX_GRACE: Duration = Duration::from_secs(24 * 3600);
 /// same sequence on a thread of its own; [`wait_for_shutdowns`] lets a program that is about to
 /// exit wait for those threads, and on Linux the server is also killed if this process dies first
 /// (`PR_SET_PDEATHSIG`), so no path leaves it running. The group is only ever signalled while its
-/// leader is unreaped, so the process group id cannot belong to anyone else.
+/// leader is unreaped, so the process group id cannot belong to anyone else: a server that exits on
+/// its own stays a zombie until `close()` or drop, which is what keeps its pid reserved.
 pub struct StdioTransport {
     writer: Arc<Writer>,
     stdout: Async<OwnedFd>,
