@@ -200,6 +200,31 @@ fn a_cancelled_wait_at_the_servers_exit_keeps_its_status_and_stderr() {
 }
 
 #[test]
+fn a_timeout_during_the_exit_wait_does_not_lose_why_the_server_stopped() {
+    // The server logs its reason, closes stdout, and lingers a second before it exits, so the
+    // client waits for its status; a 150 ms timeout fires in that window.
+    let init = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"sh","version":"0"}}}"#;
+    let script = format!(
+        "read l; echo '{init}'; read l; read l; echo 'fatal: database is locked' >&2; exec 1>&-; sleep 1; exit 7"
+    );
+    smol::block_on(async {
+        let client = connect(StdioConfig::new("sh").args(["-c", &script])).await;
+        let call = client.call(Request::call_tool("echo", json!({})).no_timeout());
+        let ping = client.request(Request::new("ping", None).timeout(Duration::from_millis(150)));
+        // The ping first, so that with a single driver it is the ping's wait that is cut short.
+        let (ping, call) = smol::future::zip(ping, call).await;
+        assert!(matches!(ping, Err(Error::Timeout(_))), "{ping:?}");
+        match call {
+            Err(Error::ServerExited { stderr, .. }) => {
+                assert!(stderr.contains("fatal: database is locked"), "{stderr}")
+            }
+            other => panic!("expected ServerExited with its stderr, got {other:?}"),
+        }
+        client.close().await.unwrap();
+    });
+}
+
+#[test]
 fn a_dropped_initialize_leaves_the_handshake_to_the_next_one() {
     smol::block_on(async {
         // A server that takes a second to start answering.

@@ -703,20 +703,34 @@ fn the_crashed_servers_pid_stays_reserved_so_close_signals_no_one_else() {
 #[test]
 fn a_close_future_dropped_early_still_ends_the_server() {
     smol::block_on(async {
-        let mut config = serve(&["ignore-eof"]);
-        config.close_grace = Duration::from_millis(300);
-        config.term_grace = Duration::from_millis(300);
+        // A server that stops reading and does not exit on EOF: close() first waits for the
+        // backlog to drain, and the application gives up on close() meanwhile.
+        let mut config = sh_server("sleep 30");
+        config.close_grace = Duration::from_millis(500);
+        config.term_grace = Duration::from_millis(500);
         let client = connect(config).await;
         let pid = client.transport().pid();
+        let big = "x".repeat(1024 * 1024);
+        let r = client
+            .request(
+                Request::call_tool("echo", json!({ "text": big }))
+                    .timeout(Duration::from_millis(1)),
+            )
+            .await;
+        assert!(matches!(r, Err(Error::Timeout(_))), "{r:?}");
+        assert!(
+            client.transport().backlog_len() > 0,
+            "part of the call waits"
+        );
         let closed = smol::future::or(async { Some(client.close().await) }, async {
-            smol::Timer::after(Duration::from_millis(20)).await;
+            smol::Timer::after(Duration::from_millis(100)).await;
             None
         })
         .await;
-        assert!(closed.is_none(), "close finished within 20 ms");
+        assert!(closed.is_none(), "close finished within 100 ms");
         drop(client);
         assert!(
-            wait_until(Duration::from_secs(3), || !pid_alive(pid)
+            wait_until(Duration::from_secs(5), || !pid_alive(pid)
                 && !group_alive(pid)),
             "the server outlived its dropped client"
         );
