@@ -376,12 +376,16 @@ fn storm<T: Transport>(client: Arc<Client<T>>, loops: usize, seed: u64) -> Arc<T
                                                         .timeout(Duration::from_secs(5)),
                                                 ),
                                             );
-                                            if smol::future::poll_once(&mut call).await.is_none() {
-                                                let d = Duration::from_millis(rng.below(10));
-                                                std::thread::sleep(d);
-                                                tally.parked.fetch_add(1, Ordering::Relaxed);
-                                            }
-                                            assert_eq!(call.await.unwrap().text(), expect);
+                                            let r = match smol::future::poll_once(&mut call).await {
+                                                Some(r) => r,
+                                                None => {
+                                                    let d = Duration::from_millis(rng.below(10));
+                                                    std::thread::sleep(d);
+                                                    tally.parked.fetch_add(1, Ordering::Relaxed);
+                                                    call.await
+                                                }
+                                            };
+                                            assert_eq!(r.unwrap().text(), expect);
                                             tally.ok.fetch_add(1, Ordering::Relaxed);
                                         }
                                         _ => {
