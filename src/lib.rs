@@ -23,6 +23,7 @@ pub mod error;
 pub mod framing;
 pub mod http;
 pub mod jsonrpc;
+pub mod pagination;
 pub mod session;
 pub mod sse;
 pub mod types;
@@ -30,9 +31,9 @@ pub mod types;
 pub use bridge::{tool_output, ToolDefinition, ToolOutput};
 pub use error::{RequestError, SessionError, UsageError, Warning};
 pub use jsonrpc::{RequestId, RpcError};
+pub use pagination::{Pagination, PaginationError};
 pub use session::{
-    Config, Era, Event, Pagination, PaginationError, Reply, Request, Session, State, Stats,
-    Transmit, TransmitKind,
+    Config, Era, Event, Reply, Request, Session, State, Stats, Transmit, TransmitKind,
 };
 pub use types::{
     CallToolResult, ContentBlock, Implementation, InitializeResult, ListToolsResult, Tool,

@@ -1,22 +1,28 @@
 //! The MCP client session: a pure state machine. See [`Session`].
+//!
+//! This file keeps the public loop (inputs, commands, outputs) and the pending-request table; the
+//! rules live one concern a file:
+//! - [`request`]: what a request is, how it is built, and how its answer is decoded;
+//! - `dispatch`: what the server sent, classified and handed to the right place (answers, server
+//!   requests, notifications, junk);
+//! - `legacy`: the `initialize` handshake of the legacy era (2024-11-05 … 2025-11-25) and its
+//!   renewal.
+
+mod dispatch;
+mod legacy;
+pub mod request;
+
+pub use dispatch::{MAX_ECHOED_ID, MAX_ECHOED_METHOD};
+use request::{Expect, Timeout};
+pub use request::{Reply, Request};
 
 use crate::error::{RequestError, SessionError, UsageError, Warning};
 use crate::framing::{Frame, LineFramer, DEFAULT_FRAME_LIMIT};
-use crate::jsonrpc::{self, Incoming, RawMessage, RequestId, RpcError};
-use crate::types::{
-    CallToolResult, Implementation, InitializeParams, InitializeResult, ListToolsResult,
-    LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
-};
-use serde_json::value::RawValue;
+use crate::jsonrpc::{self, RequestId};
+use crate::types::{Implementation, InitializeResult};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
-
-/// The longest server request id (as JSON text, in bytes) the session answers; a request with a
-/// longer one is left unanswered, so that a server cannot make the client echo huge ids.
-pub const MAX_ECHOED_ID: usize = 256;
-/// The longest method name quoted back in a -32601 "Method not found" answer.
-pub const MAX_ECHOED_METHOD: usize = 128;
 
 /// The default per-request timeout: 60 seconds.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -66,186 +72,6 @@ pub enum State {
     Ready,
     /// Closed, ended by the peer, or failed. Nothing more is sent.
     Closed,
-}
-
-/// A request to send: a method, its params, and its own timeout.
-#[derive(Debug, Clone)]
-pub struct Request {
-    method: String,
-    params: Option<Value>,
-    expect: Expect,
-    timeout: Timeout,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Timeout {
-    Default,
-    After(Duration),
-    Never,
-}
-
-/// How a response's `result` is decoded.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Expect {
-    Initialize,
-    ListTools,
-    CallTool,
-    Raw,
-}
-
-impl Request {
-    /// Any request, by method name; its result is handed back as raw JSON ([`Reply::Raw`]).
-    pub fn new(method: impl Into<String>, params: Option<Value>) -> Self {
-        Request {
-            method: method.into(),
-            params,
-            expect: Expect::Raw,
-            timeout: Timeout::Default,
-        }
-    }
-
-    /// `tools/list` for one page: the first page with `None`, else the previous page's `nextCursor`.
-    /// Its reply is [`Reply::Tools`].
-    pub fn list_tools(cursor: Option<&str>) -> Self {
-        let params = cursor.map(|c| json!({ "cursor": c }));
-        Request {
-            expect: Expect::ListTools,
-            ..Request::new("tools/list", params)
-        }
-    }
-
-    /// `tools/call` with the model's raw arguments (`null` becomes `{}`). Its reply is
-    /// [`Reply::ToolCall`].
-    ///
-    /// > "arguments: { [key: string]: unknown }" — MCP 2025-11-25 schema, `CallToolRequestParams`
-    pub fn call_tool(name: &str, arguments: Value) -> Self {
-        let arguments = if arguments.is_null() {
-            json!({})
-        } else {
-            arguments
-        };
-        Request {
-            expect: Expect::CallTool,
-            ..Request::new(
-                "tools/call",
-                Some(json!({ "name": name, "arguments": arguments })),
-            )
-        }
-    }
-
-    /// Sets this request's timeout, replacing the session default.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Timeout::After(timeout);
-        self
-    }
-
-    /// This request never times out.
-    pub fn no_timeout(mut self) -> Self {
-        self.timeout = Timeout::Never;
-        self
-    }
-
-    /// The method name.
-    pub fn method(&self) -> &str {
-        &self.method
-    }
-}
-
-/// The guard on following `nextCursor` across `tools/list` pages: cursors are opaque, so a server
-/// that repeats one, never stops paging, or sends more than the application keeps, must not keep a
-/// client listing (and buffering) forever. Cursors are remembered by a 64-bit hash, so memory grows
-/// by 8 bytes a page whatever the server sends.
-#[derive(Debug, Clone)]
-pub struct Pagination {
-    seen: HashSet<u64>,
-    pages: usize,
-    max_pages: usize,
-    bytes: usize,
-    max_bytes: usize,
-}
-
-/// Why a listing stopped early.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum PaginationError {
-    /// The server sent a cursor it had sent before (the cursor's start is kept for the message).
-    #[error("the server repeated cursor {0:?}")]
-    RepeatedCursor(String),
-    /// The server sent more pages than the cap.
-    #[error("more than {0} pages of tools")]
-    TooManyPages(usize),
-    /// The pages together hold more than the cap, in bytes.
-    #[error("the tools listed exceed {0} bytes")]
-    TooLarge(usize),
-}
-
-impl Pagination {
-    /// A guard allowing at most `max_pages` pages (and any number of bytes).
-    pub fn new(max_pages: usize) -> Self {
-        Pagination {
-            seen: HashSet::new(),
-            pages: 0,
-            max_pages,
-            bytes: 0,
-            max_bytes: usize::MAX,
-        }
-    }
-
-    /// Also allows at most `max_bytes` of items across all pages.
-    pub fn max_bytes(mut self, max_bytes: usize) -> Self {
-        self.max_bytes = max_bytes;
-        self
-    }
-
-    /// Call before requesting each page: fails once the cap is reached.
-    pub fn admit(&mut self) -> Result<(), PaginationError> {
-        if self.pages >= self.max_pages {
-            return Err(PaginationError::TooManyPages(self.max_pages));
-        }
-        self.pages += 1;
-        Ok(())
-    }
-
-    /// Call with each page's `nextCursor` and the size of its items: the cursor to request next
-    /// (`None`: that was the last page), or an error for a cursor seen before or for items past
-    /// the byte cap.
-    pub fn follow(
-        &mut self,
-        next_cursor: Option<String>,
-        page_bytes: usize,
-    ) -> Result<Option<String>, PaginationError> {
-        self.bytes = self.bytes.saturating_add(page_bytes);
-        if self.bytes > self.max_bytes {
-            return Err(PaginationError::TooLarge(self.max_bytes));
-        }
-        match next_cursor {
-            None => Ok(None),
-            Some(c) if !self.seen.insert(hash(&c)) => Err(PaginationError::RepeatedCursor(
-                c.chars().take(80).collect(),
-            )),
-            Some(c) => Ok(Some(c)),
-        }
-    }
-}
-
-fn hash(s: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    // Fixed keys: deterministic, as the core must be. A crafted collision only ends a listing early.
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
-}
-
-/// A decoded successful answer.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum Reply {
-    /// A `tools/list` page.
-    Tools(ListToolsResult),
-    /// A `tools/call` result (which may still report `isError`).
-    ToolCall(CallToolResult),
-    /// The result of any other request, as sent.
-    Raw(Value),
 }
 
 /// Something the session tells its driver.
@@ -547,36 +373,6 @@ impl Session {
 
     // ---- commands ------------------------------------------------------------------------------
 
-    /// Starts the handshake: queues `initialize` offering the latest legacy revision.
-    ///
-    /// > "The initialization phase MUST be the first interaction between client and server."
-    /// > — MCP 2025-11-25, Lifecycle § Initialization
-    pub fn initialize(&mut self, now: Instant) -> Result<RequestId, UsageError> {
-        match self.core.state {
-            State::New => {}
-            State::Closed => return Err(UsageError::Closed),
-            State::Initializing | State::Ready => return Err(UsageError::AlreadyInitialized),
-        }
-        Ok(self.initialize_inner(now))
-    }
-
-    fn initialize_inner(&mut self, now: Instant) -> RequestId {
-        let params = InitializeParams {
-            protocol_version: LATEST_PROTOCOL_VERSION.to_owned(),
-            capabilities: json!({}),
-            client_info: self.core.config.client_info.clone(),
-        };
-        let params = serde_json::to_value(params).expect("InitializeParams serializes");
-        let request = Request {
-            expect: Expect::Initialize,
-            ..Request::new("initialize", Some(params))
-        };
-        let id = self.core.enqueue(request, now, true);
-        self.core.init_id = Some(id);
-        self.core.state = State::Initializing;
-        id
-    }
-
     /// Sends a request. Fails with [`UsageError::NotReady`] before the handshake completed.
     ///
     /// While the session is being renewed ([`restart`](Self::restart)), the request is accepted
@@ -640,36 +436,6 @@ impl Session {
         }
         self.core.complete(id, Err(RequestError::Closed));
         true
-    }
-
-    /// The transport's session is gone (over HTTP: a 404 to a message that carried a session id),
-    /// so start a new one: a fresh `initialize` is queued. `expired` is the request that met the
-    /// expired session (`None` when a notification or response did): it is marked to be sent
-    /// again, with its id, deadline and waiter unchanged, once the new session is ready. Other
-    /// pending requests are not resent: they were accepted and are being answered on their own
-    /// (over HTTP, on their own response streams), and sending them again would run them twice.
-    /// Requests sent during the renewal wait for it (see [`send`](Self::send)).
-    ///
-    /// > "When a client receives HTTP 404 in response to a request containing an `Mcp-Session-Id`,
-    /// > it MUST start a new session by sending a new `InitializeRequest` without a session ID
-    /// > attached." — MCP 2025-11-25, Transports § Session Management
-    ///
-    /// Calling it while a restart is already under way starts nothing new, but still marks
-    /// `expired` for resending.
-    pub fn restart(&mut self, expired: Option<RequestId>, now: Instant) -> Result<(), UsageError> {
-        let renewing = match self.core.state {
-            State::Ready => false,
-            State::Initializing if self.core.init.is_some() => true,
-            State::Initializing | State::New => return Err(UsageError::NotReady),
-            State::Closed => return Err(UsageError::Closed),
-        };
-        if let Some(p) = expired.and_then(|id| self.core.pending.get_mut(&id)) {
-            p.unsent = true;
-        }
-        if !renewing {
-            self.initialize_inner(now);
-        }
-        Ok(())
     }
 
     /// Closes the session: pending requests fail with [`RequestError::Closed`], nothing more is
@@ -806,222 +572,6 @@ impl Core {
         }
     }
 
-    fn handle_frame(&mut self, frame: Frame<'_>, now: Instant) {
-        self.last_received = Some(now);
-        match frame {
-            Frame::Line(line) => self.handle_message(line),
-            Frame::Oversized { len, id_hint } => self.handle_oversized(len, id_hint.as_deref()),
-        }
-    }
-
-    /// A message over the limit was discarded. Fail the request it answers when that can be told:
-    /// its id was readable, or only one request is pending.
-    fn handle_oversized(&mut self, len: u64, id_hint: Option<&str>) {
-        self.stats.messages_ignored += 1;
-        let limit = self.config.frame_limit;
-        let target = id_hint
-            .and_then(|id| id.parse::<u64>().ok())
-            .map(RequestId)
-            .filter(|id| self.pending.contains_key(id))
-            .or_else(|| match (id_hint, self.pending.len()) {
-                // An id that is not one of ours: a server request, or a stray answer.
-                (Some(_), _) => None,
-                (None, 1) => self.pending.keys().next().copied(),
-                (None, _) => None,
-            });
-        self.events
-            .push_back(Event::Warning(Warning::Oversized { len, limit }));
-        if let Some(id) = target {
-            self.complete(id, Err(RequestError::TooLarge { len, limit }));
-        }
-    }
-
-    fn handle_message(&mut self, message: &[u8]) {
-        // A BOM or surrounding whitespace around a whole message is tolerated.
-        let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
-        let trimmed = message.trim_ascii_start();
-        if trimmed.first() == Some(&b'[') {
-            // > "MCP implementations MAY support sending JSON-RPC batches, but MUST support
-            // > receiving JSON-RPC batches." — MCP 2025-03-26, Transports
-            match serde_json::from_slice::<Vec<&RawValue>>(trimmed) {
-                Ok(items) if items.is_empty() => {
-                    self.ignore(Warning::NotJsonRpc("an empty batch".into()))
-                }
-                Ok(items) => {
-                    for item in items {
-                        self.handle_one(item.get().as_bytes());
-                    }
-                }
-                Err(e) => self.not_json(message, &e),
-            }
-        } else {
-            self.handle_one(message);
-        }
-    }
-
-    fn handle_one(&mut self, message: &[u8]) {
-        if self.fast_response(message) {
-            return;
-        }
-        let raw = match serde_json::from_slice::<RawMessage<'_>>(message) {
-            Ok(raw) => raw,
-            Err(e) if e.is_data() => {
-                return self.ignore(Warning::NotJsonRpc(e.to_string()));
-            }
-            Err(e) => return self.not_json(message, &e),
-        };
-        match raw.classify() {
-            Incoming::Request { id, method } => self.handle_server_request(id, &method),
-            Incoming::Notification { method } => {
-                if method == "notifications/tools/list_changed" {
-                    self.events.push_back(Event::ToolsListChanged);
-                } else {
-                    self.stats.notifications_dropped += 1;
-                }
-            }
-            Incoming::Result { id, result } => {
-                if let Some(own) = self.own_pending(id) {
-                    let outcome = self.decode(own, result);
-                    self.complete(own, outcome);
-                }
-            }
-            Incoming::Error {
-                id: Some(id),
-                error,
-            } => {
-                if let Some(own) = self.own_pending(id) {
-                    self.complete(own, Err(RequestError::Rpc(error)));
-                }
-            }
-            Incoming::Error { id: None, error } => self.ignore(Warning::ErrorWithoutId(error)),
-            Incoming::Invalid(reason) => self.ignore(Warning::NotJsonRpc(reason.into())),
-        }
-    }
-
-    /// The fast path for the common case: an answer to a pending request whose id shows at the
-    /// message's start or end is parsed once, straight into its result type, instead of once as an
-    /// envelope and again as a result. Anything else (and any doubt) takes the general path, which
-    /// gives the same outcome for what the fast path accepts.
-    fn fast_response(&mut self, message: &[u8]) -> bool {
-        #[derive(serde::Deserialize)]
-        struct Answer<T> {
-            id: u64,
-            #[serde(default = "Option::default")]
-            result: Option<T>,
-            #[serde(default)]
-            method: Option<serde::de::IgnoredAny>,
-            #[serde(default)]
-            error: Option<serde::de::IgnoredAny>,
-        }
-        fn parse<T: serde::de::DeserializeOwned>(message: &[u8], id: RequestId) -> Option<T> {
-            let a: Answer<T> = serde_json::from_slice(message).ok()?;
-            if a.id != id.0 || a.method.is_some() || a.error.is_some() {
-                return None;
-            }
-            a.result
-        }
-        let Some(id) = crate::framing::peek_id(message)
-            .and_then(|id| id.parse::<u64>().ok())
-            .map(RequestId)
-        else {
-            return false;
-        };
-        let reply = match self.pending.get(&id).map(|p| p.expect) {
-            Some(Expect::CallTool) => parse(message, id).map(Reply::ToolCall),
-            Some(Expect::ListTools) => parse(message, id).map(Reply::Tools),
-            Some(Expect::Raw) => parse::<Value>(message, id)
-                .filter(|v| !v.is_null())
-                .map(Reply::Raw),
-            Some(Expect::Initialize) | None => None,
-        };
-        match reply {
-            Some(reply) => {
-                self.complete(id, Ok(reply));
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Resolves a response id to a pending request of ours. Answers to requests no longer pending
-    /// are counted and dropped silently; ids we never sent are reported.
-    fn own_pending(&mut self, id: &RawValue) -> Option<RequestId> {
-        match jsonrpc::parse_own_id(id) {
-            Some(own) if self.pending.contains_key(&own) => Some(own),
-            // > "receivers … MAY ignore the response" to a cancelled request — 2025-11-25
-            Some(own) if own.0 < self.next_id => {
-                self.stats.late_responses += 1;
-                None
-            }
-            _ => {
-                let id: String = id.get().chars().take(MAX_ECHOED_ID).collect();
-                self.ignore(Warning::UnknownId(id));
-                None
-            }
-        }
-    }
-
-    /// > "The receiver MUST promptly respond with an empty response" to `ping`
-    /// > — MCP 2025-11-25, Utilities § Ping.
-    ///
-    /// Any other request gets -32601, as this client declares no capabilities.
-    ///
-    /// What goes back is bounded whatever the server sends: a request whose id is longer than
-    /// [`MAX_ECHOED_ID`] bytes is left unanswered (with a warning), and a method name is quoted in
-    /// the -32601 message only up to [`MAX_ECHOED_METHOD`] bytes.
-    fn handle_server_request(&mut self, id: &RawValue, method: &str) {
-        if id.get().len() > MAX_ECHOED_ID {
-            return self.ignore(Warning::RequestIdTooLong {
-                len: id.get().len(),
-                limit: MAX_ECHOED_ID,
-            });
-        }
-        let outcome = if method == "ping" {
-            self.stats.pings_answered += 1;
-            Ok(json!({}))
-        } else {
-            self.stats.requests_rejected += 1;
-            Err(RpcError {
-                code: jsonrpc::METHOD_NOT_FOUND,
-                message: if method.len() <= MAX_ECHOED_METHOD {
-                    format!("Method not found: {method}")
-                } else {
-                    "Method not found".to_owned()
-                },
-                data: None,
-            })
-        };
-        if self.state == State::Closed {
-            return;
-        }
-        self.transmits.push_back(Transmit {
-            payload: jsonrpc::encode_response(id, outcome),
-            kind: TransmitKind::Response,
-        });
-    }
-
-    fn decode(&self, id: RequestId, result: &RawValue) -> Result<Reply, RequestError> {
-        let Some(p) = self.pending.get(&id) else {
-            return Err(RequestError::Closed);
-        };
-        let invalid = |e: serde_json::Error| RequestError::InvalidResult {
-            method: p.method.clone(),
-            reason: e.to_string(),
-        };
-        let json = result.get();
-        match p.expect {
-            // Decoded again in `complete`; here only its shape is checked.
-            Expect::Initialize => serde_json::from_str(json).map(Reply::Raw).map_err(invalid),
-            Expect::ListTools => serde_json::from_str(json)
-                .map(Reply::Tools)
-                .map_err(invalid),
-            Expect::CallTool => serde_json::from_str(json)
-                .map(Reply::ToolCall)
-                .map_err(invalid),
-            Expect::Raw => serde_json::from_str(json).map(Reply::Raw).map_err(invalid),
-        }
-    }
-
     /// Request `id` got its outcome.
     fn complete(&mut self, id: RequestId, outcome: Result<Reply, RequestError>) {
         let Some(pending) = self.pending.remove(&id) else {
@@ -1034,68 +584,6 @@ impl Core {
             id,
             result: outcome,
         });
-    }
-
-    fn complete_initialize(&mut self, outcome: Result<Reply, RequestError>) {
-        let result = outcome.and_then(|reply| match reply {
-            Reply::Raw(v) => serde_json::from_value::<InitializeResult>(v).map_err(|e| {
-                RequestError::InvalidResult {
-                    method: "initialize".into(),
-                    reason: e.to_string(),
-                }
-            }),
-            _ => unreachable!("initialize results decode as Reply::Raw"),
-        });
-        let init = match result {
-            Ok(init) => init,
-            Err(e) => return self.fail(SessionError::Initialize(e)),
-        };
-        // > "If the client does not support the version in the server's response, it SHOULD
-        // > disconnect." — MCP 2025-11-25, Lifecycle § Version Negotiation
-        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&init.protocol_version.as_str()) {
-            return self.fail(SessionError::UnsupportedVersion {
-                offered: init.protocol_version,
-                supported: SUPPORTED_PROTOCOL_VERSIONS
-                    .iter()
-                    .map(|v| v.to_string())
-                    .collect(),
-            });
-        }
-        let restarted = self.init.is_some();
-        self.init = Some(init);
-        self.state = State::Ready;
-        // > "After successful initialization, the client MUST send an initialized notification"
-        self.notify("notifications/initialized", None);
-        if restarted {
-            // A new session after the old one expired: the requests that met the expiry, and
-            // those sent during the renewal, go out now; the others stay on their streams.
-            for (id, p) in self.pending.iter_mut().filter(|(_, p)| p.unsent) {
-                p.unsent = false;
-                self.transmits.push_back(Transmit {
-                    payload: p.payload.clone(),
-                    kind: TransmitKind::Request {
-                        id: *id,
-                        method: p.method.clone(),
-                    },
-                });
-            }
-        } else {
-            self.events.push_back(Event::Ready);
-        }
-    }
-
-    fn not_json(&mut self, message: &[u8], error: &serde_json::Error) {
-        let excerpt = String::from_utf8_lossy(&message[..message.len().min(80)]).into_owned();
-        self.ignore(Warning::NotJson {
-            len: message.len(),
-            error: error.to_string(),
-            excerpt,
-        });
-    }
-
-    fn ignore(&mut self, warning: Warning) {
-        self.stats.messages_ignored += 1;
-        self.events.push_back(Event::Warning(warning));
     }
 }
 

@@ -1,0 +1,184 @@
+//! What the server sent: each message classified once and handed on — answers to their pending
+//! requests, server requests answered (ping) or refused (-32601), notifications noted or counted,
+//! and everything unusable counted and reported as a [`Warning`].
+
+use super::{Core, Event, Transmit, TransmitKind};
+use crate::error::{RequestError, Warning};
+use crate::framing::Frame;
+use crate::jsonrpc::{self, Incoming, RawMessage, RequestId, RpcError};
+use crate::session::State;
+use serde_json::json;
+use serde_json::value::RawValue;
+use std::time::Instant;
+
+/// The longest server request id (as JSON text, in bytes) the session answers; a request with a
+/// longer one is left unanswered, so that a server cannot make the client echo huge ids.
+pub const MAX_ECHOED_ID: usize = 256;
+
+/// The longest method name quoted back in a -32601 "Method not found" answer.
+pub const MAX_ECHOED_METHOD: usize = 128;
+
+impl Core {
+    pub(super) fn handle_frame(&mut self, frame: Frame<'_>, now: Instant) {
+        self.last_received = Some(now);
+        match frame {
+            Frame::Line(line) => self.handle_message(line),
+            Frame::Oversized { len, id_hint } => self.handle_oversized(len, id_hint.as_deref()),
+        }
+    }
+
+    /// A message over the limit was discarded. Fail the request it answers when that can be told:
+    /// its id was readable, or only one request is pending.
+    pub(super) fn handle_oversized(&mut self, len: u64, id_hint: Option<&str>) {
+        self.stats.messages_ignored += 1;
+        let limit = self.config.frame_limit;
+        let target = id_hint
+            .and_then(|id| id.parse::<u64>().ok())
+            .map(RequestId)
+            .filter(|id| self.pending.contains_key(id))
+            .or_else(|| match (id_hint, self.pending.len()) {
+                // An id that is not one of ours: a server request, or a stray answer.
+                (Some(_), _) => None,
+                (None, 1) => self.pending.keys().next().copied(),
+                (None, _) => None,
+            });
+        self.events
+            .push_back(Event::Warning(Warning::Oversized { len, limit }));
+        if let Some(id) = target {
+            self.complete(id, Err(RequestError::TooLarge { len, limit }));
+        }
+    }
+
+    pub(super) fn handle_message(&mut self, message: &[u8]) {
+        // A BOM or surrounding whitespace around a whole message is tolerated.
+        let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
+        let trimmed = message.trim_ascii_start();
+        if trimmed.first() == Some(&b'[') {
+            // > "MCP implementations MAY support sending JSON-RPC batches, but MUST support
+            // > receiving JSON-RPC batches." — MCP 2025-03-26, Transports
+            match serde_json::from_slice::<Vec<&RawValue>>(trimmed) {
+                Ok(items) if items.is_empty() => {
+                    self.ignore(Warning::NotJsonRpc("an empty batch".into()))
+                }
+                Ok(items) => {
+                    for item in items {
+                        self.handle_one(item.get().as_bytes());
+                    }
+                }
+                Err(e) => self.not_json(message, &e),
+            }
+        } else {
+            self.handle_one(message);
+        }
+    }
+
+    pub(super) fn handle_one(&mut self, message: &[u8]) {
+        if self.fast_response(message) {
+            return;
+        }
+        let raw = match serde_json::from_slice::<RawMessage<'_>>(message) {
+            Ok(raw) => raw,
+            Err(e) if e.is_data() => {
+                return self.ignore(Warning::NotJsonRpc(e.to_string()));
+            }
+            Err(e) => return self.not_json(message, &e),
+        };
+        match raw.classify() {
+            Incoming::Request { id, method } => self.handle_server_request(id, &method),
+            Incoming::Notification { method } => {
+                if method == "notifications/tools/list_changed" {
+                    self.events.push_back(Event::ToolsListChanged);
+                } else {
+                    self.stats.notifications_dropped += 1;
+                }
+            }
+            Incoming::Result { id, result } => {
+                if let Some(own) = self.own_pending(id) {
+                    let outcome = self.decode(own, result);
+                    self.complete(own, outcome);
+                }
+            }
+            Incoming::Error {
+                id: Some(id),
+                error,
+            } => {
+                if let Some(own) = self.own_pending(id) {
+                    self.complete(own, Err(RequestError::Rpc(error)));
+                }
+            }
+            Incoming::Error { id: None, error } => self.ignore(Warning::ErrorWithoutId(error)),
+            Incoming::Invalid(reason) => self.ignore(Warning::NotJsonRpc(reason.into())),
+        }
+    }
+
+    /// Resolves a response id to a pending request of ours. Answers to requests no longer pending
+    /// are counted and dropped silently; ids we never sent are reported.
+    pub(super) fn own_pending(&mut self, id: &RawValue) -> Option<RequestId> {
+        match jsonrpc::parse_own_id(id) {
+            Some(own) if self.pending.contains_key(&own) => Some(own),
+            // > "receivers … MAY ignore the response" to a cancelled request — 2025-11-25
+            Some(own) if own.0 < self.next_id => {
+                self.stats.late_responses += 1;
+                None
+            }
+            _ => {
+                let id: String = id.get().chars().take(MAX_ECHOED_ID).collect();
+                self.ignore(Warning::UnknownId(id));
+                None
+            }
+        }
+    }
+
+    /// > "The receiver MUST promptly respond with an empty response" to `ping`
+    /// > — MCP 2025-11-25, Utilities § Ping.
+    ///
+    /// Any other request gets -32601, as this client declares no capabilities.
+    ///
+    /// What goes back is bounded whatever the server sends: a request whose id is longer than
+    /// [`MAX_ECHOED_ID`] bytes is left unanswered (with a warning), and a method name is quoted in
+    /// the -32601 message only up to [`MAX_ECHOED_METHOD`] bytes.
+    pub(super) fn handle_server_request(&mut self, id: &RawValue, method: &str) {
+        if id.get().len() > MAX_ECHOED_ID {
+            return self.ignore(Warning::RequestIdTooLong {
+                len: id.get().len(),
+                limit: MAX_ECHOED_ID,
+            });
+        }
+        let outcome = if method == "ping" {
+            self.stats.pings_answered += 1;
+            Ok(json!({}))
+        } else {
+            self.stats.requests_rejected += 1;
+            Err(RpcError {
+                code: jsonrpc::METHOD_NOT_FOUND,
+                message: if method.len() <= MAX_ECHOED_METHOD {
+                    format!("Method not found: {method}")
+                } else {
+                    "Method not found".to_owned()
+                },
+                data: None,
+            })
+        };
+        if self.state == State::Closed {
+            return;
+        }
+        self.transmits.push_back(Transmit {
+            payload: jsonrpc::encode_response(id, outcome),
+            kind: TransmitKind::Response,
+        });
+    }
+
+    pub(super) fn not_json(&mut self, message: &[u8], error: &serde_json::Error) {
+        let excerpt = String::from_utf8_lossy(&message[..message.len().min(80)]).into_owned();
+        self.ignore(Warning::NotJson {
+            len: message.len(),
+            error: error.to_string(),
+            excerpt,
+        });
+    }
+
+    pub(super) fn ignore(&mut self, warning: Warning) {
+        self.stats.messages_ignored += 1;
+        self.events.push_back(Event::Warning(warning));
+    }
+}

@@ -1,0 +1,123 @@
+//! The legacy era's handshake (2024-11-05 … 2025-11-25): `initialize`, version negotiation,
+//! `notifications/initialized`, and the renewal of an expired HTTP session.
+
+use super::{Core, Event, Expect, Reply, Request, Session, State, Transmit, TransmitKind};
+use crate::error::{RequestError, SessionError, UsageError};
+use crate::jsonrpc::RequestId;
+use crate::types::{
+    InitializeParams, InitializeResult, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+};
+use serde_json::json;
+use std::time::Instant;
+
+impl Session {
+    /// Starts the handshake: queues `initialize` offering the latest legacy revision.
+    ///
+    /// > "The initialization phase MUST be the first interaction between client and server."
+    /// > — MCP 2025-11-25, Lifecycle § Initialization
+    pub fn initialize(&mut self, now: Instant) -> Result<RequestId, UsageError> {
+        match self.core.state {
+            State::New => {}
+            State::Closed => return Err(UsageError::Closed),
+            State::Initializing | State::Ready => return Err(UsageError::AlreadyInitialized),
+        }
+        Ok(self.initialize_inner(now))
+    }
+
+    pub(super) fn initialize_inner(&mut self, now: Instant) -> RequestId {
+        let params = InitializeParams {
+            protocol_version: LATEST_PROTOCOL_VERSION.to_owned(),
+            capabilities: json!({}),
+            client_info: self.core.config.client_info.clone(),
+        };
+        let params = serde_json::to_value(params).expect("InitializeParams serializes");
+        let request = Request {
+            expect: Expect::Initialize,
+            ..Request::new("initialize", Some(params))
+        };
+        let id = self.core.enqueue(request, now, true);
+        self.core.init_id = Some(id);
+        self.core.state = State::Initializing;
+        id
+    }
+
+    /// The transport's session is gone (over HTTP: a 404 to a message that carried a session id),
+    /// so start a new one: a fresh `initialize` is queued. `expired` is the request that met the
+    /// expired session (`None` when a notification or response did): it is marked to be sent
+    /// again, with its id, deadline and waiter unchanged, once the new session is ready. Other
+    /// pending requests are not resent: they were accepted and are being answered on their own
+    /// (over HTTP, on their own response streams), and sending them again would run them twice.
+    /// Requests sent during the renewal wait for it (see [`send`](Self::send)).
+    ///
+    /// > "When a client receives HTTP 404 in response to a request containing an `Mcp-Session-Id`,
+    /// > it MUST start a new session by sending a new `InitializeRequest` without a session ID
+    /// > attached." — MCP 2025-11-25, Transports § Session Management
+    ///
+    /// Calling it while a restart is already under way starts nothing new, but still marks
+    /// `expired` for resending.
+    pub fn restart(&mut self, expired: Option<RequestId>, now: Instant) -> Result<(), UsageError> {
+        let renewing = match self.core.state {
+            State::Ready => false,
+            State::Initializing if self.core.init.is_some() => true,
+            State::Initializing | State::New => return Err(UsageError::NotReady),
+            State::Closed => return Err(UsageError::Closed),
+        };
+        if let Some(p) = expired.and_then(|id| self.core.pending.get_mut(&id)) {
+            p.unsent = true;
+        }
+        if !renewing {
+            self.initialize_inner(now);
+        }
+        Ok(())
+    }
+}
+
+impl Core {
+    pub(super) fn complete_initialize(&mut self, outcome: Result<Reply, RequestError>) {
+        let result = outcome.and_then(|reply| match reply {
+            Reply::Raw(v) => serde_json::from_value::<InitializeResult>(v).map_err(|e| {
+                RequestError::InvalidResult {
+                    method: "initialize".into(),
+                    reason: e.to_string(),
+                }
+            }),
+            _ => unreachable!("initialize results decode as Reply::Raw"),
+        });
+        let init = match result {
+            Ok(init) => init,
+            Err(e) => return self.fail(SessionError::Initialize(e)),
+        };
+        // > "If the client does not support the version in the server's response, it SHOULD
+        // > disconnect." — MCP 2025-11-25, Lifecycle § Version Negotiation
+        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&init.protocol_version.as_str()) {
+            return self.fail(SessionError::UnsupportedVersion {
+                offered: init.protocol_version,
+                supported: SUPPORTED_PROTOCOL_VERSIONS
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect(),
+            });
+        }
+        let restarted = self.init.is_some();
+        self.init = Some(init);
+        self.state = State::Ready;
+        // > "After successful initialization, the client MUST send an initialized notification"
+        self.notify("notifications/initialized", None);
+        if restarted {
+            // A new session after the old one expired: the requests that met the expiry, and
+            // those sent during the renewal, go out now; the others stay on their streams.
+            for (id, p) in self.pending.iter_mut().filter(|(_, p)| p.unsent) {
+                p.unsent = false;
+                self.transmits.push_back(Transmit {
+                    payload: p.payload.clone(),
+                    kind: TransmitKind::Request {
+                        id: *id,
+                        method: p.method.clone(),
+                    },
+                });
+            }
+        } else {
+            self.events.push_back(Event::Ready);
+        }
+    }
+}
