@@ -33,7 +33,8 @@ pub use error::{RequestError, SessionError, UsageError, Warning};
 pub use jsonrpc::{RequestId, RpcError};
 pub use pagination::{Pagination, PaginationError};
 pub use session::{
-    Config, Era, Event, Reply, Request, Session, State, Stats, Transmit, TransmitKind,
+    CallTool, Config, Era, Event, ListTools, Method, Reply, Request, Session, State, Stats,
+    Transmit, TransmitKind,
 };
 pub use types::{
     CallToolResult, ContentBlock, Implementation, InitializeResult, ListToolsResult, Tool,

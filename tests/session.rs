@@ -1083,3 +1083,42 @@ fn pagination_guard_caps_the_bytes_kept_across_pages_and_remembers_cursors_by_ha
     let mut q = Pagination::new(10).max_bytes(usize::MAX);
     assert_eq!(q.follow(None, usize::MAX), Ok(None), "no overflow");
 }
+
+#[test]
+fn a_typed_request_decodes_as_its_declared_result_on_both_paths() {
+    use mcp_proto::{ListTools, Method, Request};
+    let (mut s, now) = ready();
+    let a = s.send(Request::of::<ListTools>(None), now).unwrap();
+    let b = s.send(Request::of::<ListTools>(None), now).unwrap();
+    assert_eq!(sent(&mut s)[0]["method"], ListTools::NAME);
+    // `a` is answered with its id last (the fast path reads it from the end); `b` with a
+    // notification batched in front, which takes the general path.
+    line(
+        &mut s,
+        &format!(
+            r#"{{"jsonrpc":"2.0","result":{{"tools":[{{"name":"x","inputSchema":{{}}}}]}},"id":{}}}"#,
+            a.0
+        ),
+        now,
+    );
+    line(
+        &mut s,
+        &format!(
+            r#"[{{"jsonrpc":"2.0","method":"notifications/message"}},{{"jsonrpc":"2.0","id":{},"result":{{"tools":[{{"name":"x","inputSchema":{{}}}}]}}}}]"#,
+            b.0
+        ),
+        now,
+    );
+    let replies: Vec<Reply> = events(&mut s)
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Response { result, .. } => Some(result.unwrap()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(replies.len(), 2);
+    assert_eq!(replies[0], replies[1], "both paths decode alike");
+    let page = ListTools::from_reply(replies[0].clone()).expect("a tools/list reply");
+    assert_eq!(page.tools[0].name, "x");
+    assert!(ListTools::from_reply(Reply::Raw(json!({}))).is_err());
+}

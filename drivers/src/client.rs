@@ -7,8 +7,9 @@
 use crate::transport::{Inbound, Transport};
 use crate::Error;
 use mcp_proto::{
-    CallToolResult, Config, Event, Implementation, InitializeResult, ListToolsResult, Pagination,
-    Reply, Request, RequestError, RequestId, Session, Stats, Tool, UsageError,
+    CallTool, CallToolResult, Config, Event, Implementation, InitializeResult, ListTools,
+    ListToolsResult, Method, Pagination, Reply, Request, RequestError, RequestId, Session, Stats,
+    Tool, UsageError,
 };
 use serde_json::Value;
 use smol::channel::{self, Receiver, Sender};
@@ -305,12 +306,21 @@ impl<T: Transport> Client<T> {
         result
     }
 
+    /// Sends a typed request (built with [`Request::of::<M>`](Request::of) or one of its
+    /// shorthands) and waits for its result, decoded as `M` says.
+    pub async fn request_as<M: Method>(&self, request: Request) -> Result<M::Result, Error> {
+        M::from_reply(self.request(request).await?).map_err(|reply| {
+            Error::Request(RequestError::InvalidResult {
+                method: M::NAME.into(),
+                reason: format!("the request was not built as {}: {reply:?}", M::NAME),
+            })
+        })
+    }
+
     /// One page of tools.
     pub async fn list_tools_page(&self, cursor: Option<&str>) -> Result<ListToolsResult, Error> {
-        match self.request(Request::list_tools(cursor)).await? {
-            Reply::Tools(page) => Ok(page),
-            other => Err(unexpected_reply("tools/list", other)),
-        }
+        self.request_as::<ListTools>(Request::list_tools(cursor))
+            .await
     }
 
     /// All tools, following `nextCursor` across pages.
@@ -347,16 +357,19 @@ impl<T: Transport> Client<T> {
         if request.method() != "tools/call" {
             return Err(UsageError::NotAToolCall(request.method().to_owned()).into());
         }
-        match self.request(request).await? {
-            Reply::ToolCall(result) => Ok(result),
+        let invalid = |reason: String| {
+            Error::Request(RequestError::InvalidResult {
+                method: CallTool::NAME.into(),
+                reason,
+            })
+        };
+        match CallTool::from_reply(self.request(request).await?) {
+            Ok(result) => Ok(result),
             // A `tools/call` built by hand (`Request::new`) is answered as raw JSON.
-            Reply::Raw(value) => serde_json::from_value(value).map_err(|e| {
-                Error::Request(RequestError::InvalidResult {
-                    method: "tools/call".into(),
-                    reason: e.to_string(),
-                })
-            }),
-            other => Err(unexpected_reply("tools/call", other)),
+            Err(Reply::Raw(value)) => {
+                serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
+            }
+            Err(other) => Err(invalid(format!("decoded as {other:?}"))),
         }
     }
 
@@ -386,13 +399,6 @@ impl<T: Transport> Drop for Client<T> {
 
 fn pagination(e: mcp_proto::PaginationError) -> Error {
     Error::Pagination(e.to_string())
-}
-
-fn unexpected_reply(method: &str, reply: Reply) -> Error {
-    Error::Request(RequestError::InvalidResult {
-        method: method.into(),
-        reason: format!("decoded as {reply:?}"),
-    })
 }
 
 /// Counts a caller in [`Shared::wait`] for as long as it waits.

@@ -1,7 +1,8 @@
 //! The legacy era's handshake (2024-11-05 … 2025-11-25): `initialize`, version negotiation,
 //! `notifications/initialized`, and the renewal of an expired HTTP session.
 
-use super::{Core, Event, Expect, Reply, Request, Session, State, Transmit, TransmitKind};
+use super::request::Decoder;
+use super::{Core, Event, Reply, Request, Session, State, Transmit, TransmitKind};
 use crate::error::{RequestError, SessionError, UsageError};
 use crate::jsonrpc::RequestId;
 use crate::types::{
@@ -32,7 +33,7 @@ impl Session {
         };
         let params = serde_json::to_value(params).expect("InitializeParams serializes");
         let request = Request {
-            expect: Expect::Initialize,
+            decoder: Decoder::handshake(),
             ..Request::new("initialize", Some(params))
         };
         let id = self.core.enqueue(request, now, true);

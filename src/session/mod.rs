@@ -13,8 +13,8 @@ mod legacy;
 pub mod request;
 
 pub use dispatch::{MAX_ECHOED_ID, MAX_ECHOED_METHOD};
-use request::{Expect, Timeout};
-pub use request::{Reply, Request};
+pub use request::{CallTool, ListTools, Method, Reply, Request};
+use request::{Decoder, Timeout};
 
 use crate::error::{RequestError, SessionError, UsageError, Warning};
 use crate::framing::{Frame, LineFramer, DEFAULT_FRAME_LIMIT};
@@ -156,7 +156,7 @@ struct Pending {
     /// To be transmitted once the renewed session is ready: it met the expired session, or it
     /// was sent while the session was being renewed. The server has not seen it.
     unsent: bool,
-    expect: Expect,
+    decoder: Decoder,
     deadline: Option<Instant>,
     timeout: Option<Duration>,
 }
@@ -491,7 +491,7 @@ impl Core {
                 payload,
                 unsent: !transmit,
                 method: request.method,
-                expect: request.expect,
+                decoder: request.decoder,
                 deadline: timeout.and_then(|t| now.checked_add(t)),
                 timeout,
             },
@@ -574,10 +574,10 @@ impl Core {
 
     /// Request `id` got its outcome.
     fn complete(&mut self, id: RequestId, outcome: Result<Reply, RequestError>) {
-        let Some(pending) = self.pending.remove(&id) else {
+        if self.pending.remove(&id).is_none() {
             return;
-        };
-        if pending.expect == Expect::Initialize {
+        }
+        if self.init_id == Some(id) {
             return self.complete_initialize(outcome);
         }
         self.events.push_back(Event::Response {

@@ -5,16 +5,17 @@ use super::Core;
 use crate::error::RequestError;
 use crate::jsonrpc::RequestId;
 use crate::types::{CallToolResult, ListToolsResult};
+use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-/// A request to send: a method, its params, and its own timeout.
+/// A request to send: a method, its params, how its answer decodes, and its own timeout.
 #[derive(Debug, Clone)]
 pub struct Request {
     pub(super) method: String,
     pub(super) params: Option<Value>,
-    pub(super) expect: Expect,
+    pub(super) decoder: Decoder,
     pub(super) timeout: Timeout,
 }
 
@@ -25,13 +26,126 @@ pub(super) enum Timeout {
     Never,
 }
 
-/// How a response's `result` is decoded.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Expect {
-    Initialize,
-    ListTools,
-    CallTool,
-    Raw,
+/// A request whose answer decodes into a known type. Each is declared once, in the table below
+/// (method name, result type, [`Reply`] variant); the session decodes its answers through the
+/// [`Decoder`] made from it, and a driver takes its result back out with [`Method::from_reply`].
+pub trait Method {
+    /// The method name on the wire.
+    const NAME: &'static str;
+    /// What its `result` decodes into.
+    type Result: DeserializeOwned;
+    /// The decoded result as a [`Reply`].
+    fn reply(result: Self::Result) -> Reply;
+    /// The result back out of a [`Reply`] of this method, or the reply as it was.
+    fn from_reply(reply: Reply) -> Result<Self::Result, Reply>;
+}
+
+/// How a pending request's answer is decoded: two functions made for its result type.
+#[derive(Clone, Copy)]
+pub(super) struct Decoder {
+    /// Decodes the `result` member alone.
+    pub(super) result: fn(&str) -> Result<Reply, serde_json::Error>,
+    /// The fast path: decodes a whole answer with id `id` at once; `None` in any doubt (the
+    /// general path then decides, with the same outcome for what the fast path accepts).
+    pub(super) message: fn(&[u8], RequestId) -> Option<Reply>,
+}
+
+impl std::fmt::Debug for Decoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Decoder")
+    }
+}
+
+impl Decoder {
+    /// For a typed request.
+    pub(super) fn of<M: Method>() -> Decoder {
+        Decoder {
+            result: |json| serde_json::from_str::<M::Result>(json).map(M::reply),
+            message: |message, id| answer::<M::Result>(message, id).map(M::reply),
+        }
+    }
+
+    /// For any other request: the result as raw JSON.
+    pub(super) fn raw() -> Decoder {
+        Decoder {
+            result: |json| serde_json::from_str(json).map(Reply::Raw),
+            message: |message, id| {
+                answer::<Value>(message, id)
+                    .filter(|v| !v.is_null())
+                    .map(Reply::Raw)
+            },
+        }
+    }
+
+    /// For `initialize`: the result's shape is checked as raw JSON; the handshake decodes it. No
+    /// fast path.
+    pub(super) fn handshake() -> Decoder {
+        Decoder {
+            message: |_, _| None,
+            ..Decoder::raw()
+        }
+    }
+}
+
+/// The result of a whole message that answers `id`, parsed once straight into `T`.
+fn answer<T: DeserializeOwned>(message: &[u8], id: RequestId) -> Option<T> {
+    #[derive(serde::Deserialize)]
+    struct Answer<T> {
+        id: u64,
+        #[serde(default = "Option::default")]
+        result: Option<T>,
+        #[serde(default)]
+        method: Option<serde::de::IgnoredAny>,
+        #[serde(default)]
+        error: Option<serde::de::IgnoredAny>,
+    }
+    let a: Answer<T> = serde_json::from_slice(message).ok()?;
+    if a.id != id.0 || a.method.is_some() || a.error.is_some() {
+        return None;
+    }
+    a.result
+}
+
+/// The table of typed requests: one line each makes the [`Reply`] variant, the [`Method`] marker
+/// type and its decoder.
+macro_rules! methods {
+    ($( $(#[$doc:meta])* $name:ident = $method:literal => $result:ty, $variant:ident; )*) => {
+        /// A decoded successful answer.
+        #[derive(Debug, Clone, PartialEq)]
+        #[non_exhaustive]
+        pub enum Reply {
+            $( $(#[$doc])* $variant($result), )*
+            /// The result of any other request, as sent.
+            Raw(Value),
+        }
+
+        $(
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy)]
+            pub struct $name;
+
+            impl Method for $name {
+                const NAME: &'static str = $method;
+                type Result = $result;
+                fn reply(result: $result) -> Reply {
+                    Reply::$variant(result)
+                }
+                fn from_reply(reply: Reply) -> Result<$result, Reply> {
+                    match reply {
+                        Reply::$variant(result) => Ok(result),
+                        other => Err(other),
+                    }
+                }
+            }
+        )*
+    };
+}
+
+methods! {
+    /// `tools/list`: a page of tools.
+    ListTools = "tools/list" => ListToolsResult, Tools;
+    /// `tools/call`: a tool's result (which may still report `isError`).
+    CallTool = "tools/call" => CallToolResult, ToolCall;
 }
 
 impl Request {
@@ -40,19 +154,23 @@ impl Request {
         Request {
             method: method.into(),
             params,
-            expect: Expect::Raw,
+            decoder: Decoder::raw(),
             timeout: Timeout::Default,
+        }
+    }
+
+    /// A typed request: its answer decodes into `M::Result` (see [`Method`]).
+    pub fn of<M: Method>(params: Option<Value>) -> Self {
+        Request {
+            decoder: Decoder::of::<M>(),
+            ..Request::new(M::NAME, params)
         }
     }
 
     /// `tools/list` for one page: the first page with `None`, else the previous page's `nextCursor`.
     /// Its reply is [`Reply::Tools`].
     pub fn list_tools(cursor: Option<&str>) -> Self {
-        let params = cursor.map(|c| json!({ "cursor": c }));
-        Request {
-            expect: Expect::ListTools,
-            ..Request::new("tools/list", params)
-        }
+        Request::of::<ListTools>(cursor.map(|c| json!({ "cursor": c })))
     }
 
     /// `tools/call` with the model's raw arguments (`null` becomes `{}`). Its reply is
@@ -65,13 +183,7 @@ impl Request {
         } else {
             arguments
         };
-        Request {
-            expect: Expect::CallTool,
-            ..Request::new(
-                "tools/call",
-                Some(json!({ "name": name, "arguments": arguments })),
-            )
-        }
+        Request::of::<CallTool>(Some(json!({ "name": name, "arguments": arguments })))
     }
 
     /// Sets this request's timeout, replacing the session default.
@@ -92,55 +204,22 @@ impl Request {
     }
 }
 
-/// A decoded successful answer.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum Reply {
-    /// A `tools/list` page.
-    Tools(ListToolsResult),
-    /// A `tools/call` result (which may still report `isError`).
-    ToolCall(CallToolResult),
-    /// The result of any other request, as sent.
-    Raw(Value),
-}
-
 impl Core {
     /// The fast path for the common case: an answer to a pending request whose id shows at the
     /// message's start or end is parsed once, straight into its result type, instead of once as an
     /// envelope and again as a result. Anything else (and any doubt) takes the general path, which
     /// gives the same outcome for what the fast path accepts.
     pub(super) fn fast_response(&mut self, message: &[u8]) -> bool {
-        #[derive(serde::Deserialize)]
-        struct Answer<T> {
-            id: u64,
-            #[serde(default = "Option::default")]
-            result: Option<T>,
-            #[serde(default)]
-            method: Option<serde::de::IgnoredAny>,
-            #[serde(default)]
-            error: Option<serde::de::IgnoredAny>,
-        }
-        fn parse<T: serde::de::DeserializeOwned>(message: &[u8], id: RequestId) -> Option<T> {
-            let a: Answer<T> = serde_json::from_slice(message).ok()?;
-            if a.id != id.0 || a.method.is_some() || a.error.is_some() {
-                return None;
-            }
-            a.result
-        }
         let Some(id) = crate::framing::peek_id(message)
             .and_then(|id| id.parse::<u64>().ok())
             .map(RequestId)
         else {
             return false;
         };
-        let reply = match self.pending.get(&id).map(|p| p.expect) {
-            Some(Expect::CallTool) => parse(message, id).map(Reply::ToolCall),
-            Some(Expect::ListTools) => parse(message, id).map(Reply::Tools),
-            Some(Expect::Raw) => parse::<Value>(message, id)
-                .filter(|v| !v.is_null())
-                .map(Reply::Raw),
-            Some(Expect::Initialize) | None => None,
-        };
+        let reply = self
+            .pending
+            .get(&id)
+            .and_then(|p| (p.decoder.message)(message, id));
         match reply {
             Some(reply) => {
                 self.complete(id, Ok(reply));
@@ -154,21 +233,9 @@ impl Core {
         let Some(p) = self.pending.get(&id) else {
             return Err(RequestError::Closed);
         };
-        let invalid = |e: serde_json::Error| RequestError::InvalidResult {
+        (p.decoder.result)(result.get()).map_err(|e| RequestError::InvalidResult {
             method: p.method.clone(),
             reason: e.to_string(),
-        };
-        let json = result.get();
-        match p.expect {
-            // Decoded again in `complete`; here only its shape is checked.
-            Expect::Initialize => serde_json::from_str(json).map(Reply::Raw).map_err(invalid),
-            Expect::ListTools => serde_json::from_str(json)
-                .map(Reply::Tools)
-                .map_err(invalid),
-            Expect::CallTool => serde_json::from_str(json)
-                .map(Reply::ToolCall)
-                .map_err(invalid),
-            Expect::Raw => serde_json::from_str(json).map(Reply::Raw).map_err(invalid),
-        }
+        })
     }
 }
