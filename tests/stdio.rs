@@ -641,7 +641,10 @@ fn a_server_that_stops_reading_cannot_grow_the_backlog_and_then_fails_it_clearly
 #[test]
 fn a_server_that_closes_its_stdin_fails_later_calls_at_once() {
     smol::block_on(async {
-        let client = connect(sh_server("exec 0<&-; sleep 30")).await;
+        // It closes its stdin right after reading `initialize` and before answering it, so
+        // nothing the client sends later can be sitting in the pipe when it closes.
+        let script = format!("read line; exec 0<&-; echo '{INIT_ANSWER}'; sleep 30");
+        let client = connect(StdioConfig::new("sh").args(["-c", &script])).await;
         for _ in 0..2 {
             let started = Instant::now();
             let err = client
@@ -737,8 +740,11 @@ fn a_close_future_dropped_early_still_ends_the_server() {
     });
 }
 
+/// Run by [`dropped_servers_can_be_waited_for_before_exit`] in a process of its own (the wait
+/// counts every server of the process, so no other test may run beside it).
 #[test]
-fn dropped_transports_can_be_waited_for_before_exit() {
+#[ignore = "a helper: run as a child process by dropped_servers_can_be_waited_for_before_exit"]
+fn wait_for_shutdowns_child() {
     let pid = smol::block_on(async {
         let mut config = serve(&["ignore-eof"]);
         config.close_grace = Duration::from_millis(200);
@@ -752,9 +758,28 @@ fn dropped_transports_can_be_waited_for_before_exit() {
     )));
     assert!(!pid_alive(pid) && !group_alive(pid));
     assert_eq!(proc_state(pid), None, "reaped");
+    println!("WAITED FOR {pid}");
 }
 
-/// Run by [`a_server_dropped_right_before_exit_dies_with_us`] in a child process of its own.
+#[test]
+fn dropped_servers_can_be_waited_for_before_exit() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "wait_for_shutdowns_child",
+            "--nocapture",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("WAITED FOR "),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 #[ignore = "a helper: run as a child process by a_server_dropped_right_before_exit_dies_with_us"]
 fn drop_then_exit_child() {

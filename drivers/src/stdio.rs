@@ -147,6 +147,9 @@ const READ_CHUNK: usize = 64 * 1024;
 /// After stdout ends: how long to wait for the exit status, then for stderr to drain.
 const EXIT_WAIT: Duration = Duration::from_millis(500);
 const STDERR_WAIT: Duration = Duration::from_millis(200);
+/// After writing to stdin failed: how long the server has to turn out to have exited (then its
+/// exit is the reason) before the failure is.
+const WRITE_FAILURE_WAIT: Duration = Duration::from_millis(100);
 /// Grace periods are clamped to this (a day), so that `Instant + grace` cannot overflow.
 const MAX_GRACE: Duration = Duration::from_secs(24 * 3600);
 
@@ -181,8 +184,12 @@ struct End {
 
 #[derive(Default)]
 struct EndState {
-    /// stdout reached its end; the exit watcher is finding out why.
+    /// stdout reached its end.
     eof: bool,
+    /// Writing failed for good (set by the writer).
+    write_failure: Option<Error>,
+    /// The exit watcher runs: it is finding out why the connection ends.
+    watching: bool,
     /// Why the connection ended, once known.
     reason: Option<Option<Error>>,
 }
@@ -345,9 +352,24 @@ impl StdioTransport {
         lock(&self.writer.state).queued
     }
 
-    /// stdout ended: find out, on a task of its own, why — the exit status (without reaping) and
-    /// stderr's last words — and keep it for `try_recv`, so no caller's cancellation can lose it.
-    fn watch_exit(&self) {
+    /// stdout ended, or writing to stdin failed: find out, on a task of its own and once, why —
+    /// the exit status (without reaping) and stderr's last words — and keep it for `try_recv`, so
+    /// no caller's cancellation can lose it. After a write failure (`fallback`) the server gets
+    /// [`WRITE_FAILURE_WAIT`] to turn out to have exited (a server that exits also closes its
+    /// stdin), else the failure is the reason; meanwhile what it wrote is still read.
+    fn watch_exit(&self, fallback: Option<Error>) {
+        {
+            let mut end = lock(&self.end.state);
+            if end.watching {
+                return;
+            }
+            end.watching = true;
+        }
+        let wait = if fallback.is_some() {
+            WRITE_FAILURE_WAIT
+        } else {
+            EXIT_WAIT
+        };
         let (process, end, tail, done) = (
             self.process.clone(),
             self.end.clone(),
@@ -355,7 +377,7 @@ impl StdioTransport {
             self.stderr_done.clone(),
         );
         smol::spawn(async move {
-            let deadline = Instant::now() + EXIT_WAIT;
+            let deadline = Instant::now() + wait;
             let status = loop {
                 if let Some(s) = process.exit_status() {
                     break Some(s);
@@ -365,6 +387,11 @@ impl StdioTransport {
                 }
                 smol::Timer::after(Duration::from_millis(5)).await;
             };
+            if let (None, Some(failure)) = (status, fallback) {
+                // Still running, and not reading: that is the reason.
+                end.set(Some(failure));
+                return;
+            }
             smol::future::or(async { done.recv().await.unwrap_or(()) }, async {
                 smol::Timer::after(STDERR_WAIT).await;
             })
@@ -405,11 +432,14 @@ impl Transport for StdioTransport {
         if let Some(reason) = self.end.reason() {
             return Some(Inbound::Closed(reason));
         }
-        if let Some(failure) = lock(&self.writer.state).failure.clone() {
-            self.end.set(Some(failure.clone()));
-            return Some(Inbound::Closed(Some(failure)));
+        let (eof, failure) = {
+            let end = lock(&self.end.state);
+            (end.eof, end.write_failure.clone())
+        };
+        if let Some(failure) = failure {
+            self.watch_exit(Some(failure));
         }
-        if lock(&self.end.state).eof {
+        if eof {
             // The exit watcher is finding out why; `ready` completes when it knows.
             return None;
         }
@@ -417,7 +447,7 @@ impl Transport for StdioTransport {
         match rustix::io::read(self.stdout.get_ref(), &mut buf[..]) {
             Ok(0) => {
                 lock(&self.end.state).eof = true;
-                self.watch_exit();
+                self.watch_exit(None);
                 None
             }
             Ok(n) => Some(Inbound::Bytes(buf[..n].to_vec())),
@@ -435,14 +465,12 @@ impl Transport for StdioTransport {
             let changed = self.end.changed.listen();
             let eof = {
                 let end = lock(&self.end.state);
-                if end.reason.is_some() {
+                // A write failure not yet looked into: `try_recv` starts the watcher.
+                if end.reason.is_some() || (end.write_failure.is_some() && !end.watching) {
                     return;
                 }
                 end.eof
             };
-            if lock(&self.writer.state).failure.is_some() {
-                return;
-            }
             if eof {
                 changed.await;
             } else {
@@ -551,6 +579,9 @@ impl Writer {
         st.failure.get_or_insert(error.clone());
         st.backlog.clear();
         st.queued = 0;
+        lock(&self.end.state)
+            .write_failure
+            .get_or_insert(error.clone());
         self.end.changed.notify(usize::MAX);
         error
     }
