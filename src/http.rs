@@ -322,6 +322,14 @@ pub enum HttpError {
         /// The URL.
         url: String,
     },
+    /// The response ended without the request's answer and cannot be resumed.
+    #[error("{reason} ({url})")]
+    Unanswered {
+        /// What happened.
+        reason: String,
+        /// The URL.
+        url: String,
+    },
     /// A 2xx answer to a request with neither JSON nor an event stream.
     #[error("unexpected content type {content_type:?} from {url}")]
     ContentType {
@@ -344,8 +352,9 @@ pub enum StreamEnd {
         /// The request to make.
         request: HttpRequest,
     },
-    /// The stream ended before the answer and cannot be resumed: the request fails.
-    Failed(String),
+    /// The stream ended before the answer and cannot be resumed: the request fails with this
+    /// ([`HttpError::Unanswered`]).
+    Failed(HttpError),
 }
 
 /// The Streamable HTTP rules for one connection. See the [module docs](self). `Debug` hides the
@@ -630,11 +639,17 @@ impl HttpRules {
         if answered || !matches!(kind, TransmitKind::Request { .. }) {
             return StreamEnd::Done;
         }
+        let failed = |reason: String| {
+            StreamEnd::Failed(HttpError::Unanswered {
+                reason,
+                url: self.redacted_url().to_owned(),
+            })
+        };
         let Some(decoder) = decoder else {
-            return StreamEnd::Failed("the JSON response did not answer the request".into());
+            return failed("the JSON response did not answer the request".into());
         };
         let Some(last_id) = decoder.last_event_id() else {
-            return StreamEnd::Failed(
+            return failed(
                 "the response stream ended before the response, and no event id allows resuming it"
                     .into(),
             );
@@ -642,13 +657,13 @@ impl HttpRules {
         // The id goes back in the Last-Event-ID header: one that cannot be sent as a header
         // value (the SSE format allows any text) makes the stream not resumable.
         if !is_header_value(last_id) {
-            return StreamEnd::Failed(
+            return failed(
                 "the response stream ended before the response, and its last event id is not visible ASCII, so it cannot be resumed"
                     .into(),
             );
         }
         if attempts >= self.config.max_resume_attempts {
-            return StreamEnd::Failed(format!(
+            return failed(format!(
                 "the response stream ended before the response {} times; giving up",
                 attempts + 1
             ));
@@ -1090,7 +1105,7 @@ mod tests {
         d.feed("id: caf\u{e9}\ndata: \n\n".as_bytes());
         assert!(matches!(
             r.on_stream_end(&request(2, "tools/call"), false, 0, Some(&d)),
-            StreamEnd::Failed(reason) if reason.contains("visible ASCII")
+            StreamEnd::Failed(e) if e.to_string().contains("visible ASCII")
         ));
     }
 

@@ -6,6 +6,7 @@ mod server;
 #[path = "../examples/common/tools.rs"]
 mod tools;
 
+use mcp_client::proto::http::HttpError;
 use mcp_client::proto::Config;
 use mcp_client::{Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, Request};
 use serde_json::json;
@@ -414,7 +415,7 @@ fn a_json_answer_with_the_wrong_id_fails_the_call_at_once() {
         let started = Instant::now();
         let err = c.call_tool("echo", json!({"text": "x"})).await.unwrap_err();
         assert!(
-            matches!(&err, Error::Io { context, .. } if context.contains("did not answer")),
+            matches!(&err, Error::HttpProtocol(HttpError::Unanswered { reason, .. }) if reason.contains("did not answer")),
             "{err:?}"
         );
         assert!(
@@ -506,7 +507,7 @@ fn a_non_ascii_event_id_fails_the_call_instead_of_resuming() {
         let started = Instant::now();
         let err = c.call_tool("echo", json!({"text": "x"})).await.unwrap_err();
         assert!(
-            matches!(&err, Error::Io { context, .. } if context.contains("visible ASCII")),
+            matches!(&err, Error::HttpProtocol(HttpError::Unanswered { reason, .. }) if reason.contains("visible ASCII")),
             "{err:?}"
         );
         assert!(

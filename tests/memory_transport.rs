@@ -2,7 +2,7 @@
 //! scripted server function. It shows what a user's own transport needs, and drives the client
 //! through situations real servers rarely produce on demand (pagination loops, page floods).
 
-use mcp_client::proto::TransmitKind;
+use mcp_client::proto::{PaginationError, TransmitKind};
 use mcp_client::{BoxFuture, Client, ClientConfig, Error, Inbound, Transmit, Transport};
 use serde_json::{json, Value};
 use smol::channel::{unbounded, Receiver, Sender};
@@ -139,7 +139,7 @@ fn a_repeated_cursor_stops_the_listing() {
         client.initialize().await.unwrap();
         let err = client.list_tools().await.unwrap_err();
         assert!(
-            matches!(&err, Error::Pagination(m) if m.contains("repeated cursor \"x\"")),
+            matches!(&err, Error::Pagination(PaginationError::RepeatedCursor(c)) if c == "x"),
             "{err:?}"
         );
         assert_eq!(
@@ -168,7 +168,7 @@ fn a_page_flood_stops_at_the_cap() {
         client.initialize().await.unwrap();
         let err = client.list_tools().await.unwrap_err();
         assert!(
-            matches!(&err, Error::Pagination(m) if m == "more than 25 pages of tools"),
+            matches!(&err, Error::Pagination(PaginationError::TooManyPages(25))),
             "{err:?}"
         );
         assert_eq!(

@@ -879,3 +879,38 @@ fn debug_output_shows_environment_names_not_values() {
     assert!(shown.contains("GITHUB_TOKEN"), "{shown}");
     assert!(!shown.contains("ghp_SECRET123"), "{shown}");
 }
+
+#[test]
+fn warnings_reach_the_application_and_a_panicking_callback_changes_nothing() {
+    use mcp_client::proto::Warning;
+    use mcp_client::WarningCallback;
+    smol::block_on(async {
+        let seen = Arc::new(Mutex::new(Vec::<Warning>::new()));
+        let sink = seen.clone();
+        let config = ClientConfig {
+            on_warning: Some(WarningCallback(Arc::new(move |w: &Warning| {
+                sink.lock().unwrap().push(w.clone());
+                panic!("a careless callback");
+            }))),
+            ..ClientConfig::default()
+        };
+        let client = Client::with_config(StdioTransport::spawn(serve(&["junk"])).unwrap(), config);
+        client.initialize().await.unwrap();
+        for _ in 0..2 {
+            let r = client
+                .call_tool("echo", json!({"text": "clean"}))
+                .await
+                .unwrap();
+            assert_eq!(r.text(), "clean");
+        }
+        let recent = client.recent_warnings();
+        assert_eq!(recent.len(), 8, "four per call: {recent:?}");
+        assert!(
+            matches!(&recent[0], Warning::NotJson { excerpt, .. } if excerpt == "this is not JSON"),
+            "{recent:?}"
+        );
+        assert!(matches!(&recent[3], Warning::NotJsonRpc(_)), "{recent:?}");
+        assert_eq!(*seen.lock().unwrap(), recent, "the callback saw each one");
+        close_and_check(client).await;
+    })
+}

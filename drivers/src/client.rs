@@ -9,11 +9,11 @@ use crate::Error;
 use mcp_proto::{
     CallTool, CallToolResult, Config, Event, Implementation, InitializeResult, ListTools,
     ListToolsResult, Method, Pagination, Reply, Request, RequestError, RequestId, Session, Stats,
-    Tool, UsageError,
+    Tool, UsageError, Warning,
 };
 use serde_json::Value;
 use smol::channel::{self, Receiver, Sender};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -25,6 +25,21 @@ pub const WATCHDOG_PERIOD: Duration = Duration::from_millis(100);
 
 /// The most [`Transport::try_recv`] items one reader handles before it lets others at the lock.
 const RECV_BATCH: usize = 32;
+
+/// How many of the server's tolerated misbehaviours [`Client::recent_warnings`] keeps (the newest).
+pub const RECENT_WARNINGS: usize = 32;
+
+/// A function told of every [`Warning`] (what the server sent that the session tolerated: junk on
+/// stdout, unknown ids, oversized messages, …). It is called outside the client's lock, on the
+/// task that read the message; a panic in it is caught and ignored.
+#[derive(Clone)]
+pub struct WarningCallback(pub Arc<dyn Fn(&Warning) + Send + Sync>);
+
+impl std::fmt::Debug for WarningCallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WarningCallback")
+    }
+}
 
 /// Client settings.
 #[derive(Debug, Clone)]
@@ -41,6 +56,8 @@ pub struct ClientConfig {
     /// It runs on smol's global executor. Without it, what the server sends between calls is
     /// handled at the next call.
     pub idle_reader: bool,
+    /// Told of every warning as it happens (besides [`Client::recent_warnings`]).
+    pub on_warning: Option<WarningCallback>,
 }
 
 impl Default for ClientConfig {
@@ -53,6 +70,7 @@ impl Default for ClientConfig {
             max_tool_pages: 1000,
             max_tool_bytes: 64 * 1024 * 1024,
             idle_reader: true,
+            on_warning: None,
         }
     }
 }
@@ -95,6 +113,11 @@ struct State {
     /// Why the connection ended, when the transport said.
     close_reason: Option<Error>,
     tools_changed: u64,
+    /// The newest warnings, at most [`RECENT_WARNINGS`].
+    recent_warnings: VecDeque<Warning>,
+    /// Warnings not yet handed to the callback (only kept when there is one; bounded too).
+    unreported: Vec<Warning>,
+    on_warning: Option<WarningCallback>,
 }
 
 impl State {
@@ -185,8 +208,16 @@ impl State {
                     }
                     self.finish_init(Err(error));
                 }
-                // Tolerated peer misbehaviour; counted in the session's stats.
-                Event::Warning(_) => {}
+                // Tolerated peer misbehaviour: counted in the session's stats, kept, reported.
+                Event::Warning(w) => {
+                    if self.on_warning.is_some() && self.unreported.len() < RECENT_WARNINGS {
+                        self.unreported.push(w.clone());
+                    }
+                    if self.recent_warnings.len() == RECENT_WARNINGS {
+                        self.recent_warnings.pop_front();
+                    }
+                    self.recent_warnings.push_back(w);
+                }
                 _ => {}
             }
         }
@@ -210,6 +241,9 @@ impl<T: Transport> Client<T> {
                 init_waiters: Vec::new(),
                 close_reason: None,
                 tools_changed: 0,
+                recent_warnings: VecDeque::new(),
+                unreported: Vec::new(),
+                on_warning: config.on_warning,
             }),
             callers: AtomicUsize::new(0),
             waits_begun: AtomicU64::new(0),
@@ -279,6 +313,12 @@ impl<T: Transport> Client<T> {
     /// How many times the server announced that its tool list changed.
     pub fn tools_changed(&self) -> u64 {
         self.lock().tools_changed
+    }
+
+    /// The newest warnings (at most [`RECENT_WARNINGS`], oldest first): what the server sent that
+    /// the session tolerated. [`stats`](Self::stats) counts all of them.
+    pub fn recent_warnings(&self) -> Vec<Warning> {
+        self.lock().recent_warnings.iter().cloned().collect()
     }
 
     /// Sends any request and waits for its answer (or its timeout, set on the [`Request`]).
@@ -398,7 +438,7 @@ impl<T: Transport> Drop for Client<T> {
 }
 
 fn pagination(e: mcp_proto::PaginationError) -> Error {
-    Error::Pagination(e.to_string())
+    Error::Pagination(e)
 }
 
 /// Counts a caller in [`Shared::wait`] for as long as it waits.
@@ -499,6 +539,17 @@ impl<T: Transport> Shared<T> {
             }
         }
         st.flush(&self.transport);
+        // Warnings come from what was read: tell the application, outside the lock.
+        if st.unreported.is_empty() {
+            return;
+        }
+        let (warnings, callback) = (std::mem::take(&mut st.unreported), st.on_warning.clone());
+        drop(st);
+        if let Some(WarningCallback(callback)) = callback {
+            for w in &warnings {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(w)));
+            }
+        }
     }
 
     /// Fires every deadline that has passed.

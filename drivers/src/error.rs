@@ -51,6 +51,11 @@ pub enum Error {
         /// The start of the response body.
         body: String,
     },
+    /// An HTTP answer broke the transport's rules (a content type that is neither JSON nor an
+    /// event stream, a stream that ended without the answer and cannot be resumed, a header that
+    /// cannot be sent). See [`mcp_proto::http::HttpError`].
+    #[error(transparent)]
+    HttpProtocol(mcp_proto::http::HttpError),
     /// The handshake failed (version refused, `initialize` error, connection lost).
     #[error(transparent)]
     Session(#[from] SessionError),
@@ -64,9 +69,10 @@ pub enum Error {
     /// sent).
     #[error(transparent)]
     Config(#[from] mcp_proto::http::ConfigError),
-    /// `tools/list` pagination went wrong: a repeated cursor, or more pages than the cap.
+    /// `tools/list` pagination went wrong: a repeated cursor, more pages or more bytes than the
+    /// caps.
     #[error("tools/list pagination: {0}")]
-    Pagination(String),
+    Pagination(mcp_proto::PaginationError),
 }
 
 fn stderr_suffix(stderr: &str) -> String {

@@ -485,10 +485,7 @@ async fn exchange_inner(
             // Nothing else comes for this request. (Should the body have answered it after all,
             // as a batch would, the client has already completed it and ignores a failure.)
             match lock(&shared.rules).on_stream_end(&transmit.kind, answered, 0, None) {
-                StreamEnd::Failed(reason) => Err(failed(Error::io(
-                    reason,
-                    std::io::Error::from(std::io::ErrorKind::InvalidData),
-                ))),
+                StreamEnd::Failed(e) => Err(failed(Error::HttpProtocol(e))),
                 _ => Ok(()),
             }
         }
@@ -546,12 +543,7 @@ async fn read_stream(
             lock(&shared.rules).on_stream_end(&transmit.kind, answered, attempts, Some(&decoder));
         match plan {
             StreamEnd::Done => return Ok(()),
-            StreamEnd::Failed(reason) => {
-                return Err(failed(Error::io(
-                    reason,
-                    std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
-                )))
-            }
+            StreamEnd::Failed(e) => return Err(failed(Error::HttpProtocol(e))),
             StreamEnd::Resume { after, request } => {
                 attempts += 1;
                 smol::Timer::after(after).await;
@@ -627,10 +619,7 @@ fn http_error(e: HttpError) -> Error {
             url,
             body: String::new(),
         },
-        other => Error::io(
-            other.to_string(),
-            std::io::Error::from(std::io::ErrorKind::InvalidData),
-        ),
+        other => Error::HttpProtocol(other),
     }
 }
 

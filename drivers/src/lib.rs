@@ -62,7 +62,7 @@ pub mod stdio;
 pub mod tools;
 pub mod transport;
 
-pub use client::{Client, ClientConfig};
+pub use client::{Client, ClientConfig, WarningCallback};
 pub use error::Error;
 pub use http::{HttpTransport, HttpTransportConfig};
 pub use mcp_proto as proto;
