@@ -6,6 +6,9 @@
 //! Incoming messages are read with borrowed [`RawValue`]s, so a tool result is parsed once, straight
 //! into its typed form, and a server's request id is echoed back byte for byte.
 
+use crate::methods::{
+    ServerMessage, ServerNotificationMethod, ServerRequestId, ServerRequestMethod,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -64,46 +67,37 @@ pub(crate) struct RawMessage<'a> {
     #[serde(default)]
     pub method: Option<String>,
     #[serde(default, borrow)]
+    pub params: Option<&'a RawValue>,
+    #[serde(default, borrow)]
     pub result: Option<&'a RawValue>,
     #[serde(default)]
     pub error: Option<Value>,
 }
 
-/// What one incoming message is.
-#[derive(Debug)]
-pub(crate) enum Incoming<'a> {
-    /// A request from the server: it must be answered, with `id` echoed exactly.
-    Request { id: &'a RawValue, method: String },
-    /// A notification from the server.
-    Notification { method: String },
-    /// A successful response.
-    Result {
-        id: &'a RawValue,
-        result: &'a RawValue,
-    },
-    /// An error response.
-    Error {
-        id: Option<&'a RawValue>,
-        error: RpcError,
-    },
-    /// Well-formed JSON that is no JSON-RPC message.
-    Invalid(&'static str),
-}
-
 impl<'a> RawMessage<'a> {
-    pub(crate) fn classify(self) -> Incoming<'a> {
+    /// What the message is: the one place where a server message is told apart.
+    pub(crate) fn classify(self) -> ServerMessage<'a> {
         let id = self.id.filter(|id| id.get() != "null");
         match (self.method, id, self.result, self.error) {
-            (Some(method), Some(id), None, None) => Incoming::Request { id, method },
-            (Some(method), None, None, None) => Incoming::Notification { method },
-            (None, Some(id), Some(result), None) => Incoming::Result { id, result },
-            (None, id, None, Some(error)) => match serde_json::from_value::<RpcError>(error) {
-                Ok(error) => Incoming::Error { id, error },
-                Err(_) => Incoming::Invalid("error response whose error is not {code, message}"),
+            (Some(method), Some(id), None, None) => ServerMessage::Request {
+                id: ServerRequestId::from_raw(id),
+                method: ServerRequestMethod::from_name(&method),
+                params: self.params,
             },
-            (None, None, Some(_), None) => Incoming::Invalid("response without an id"),
-            (None, _, None, None) => Incoming::Invalid("neither method, result nor error"),
-            _ => Incoming::Invalid("both method and result/error, or both result and error"),
+            (Some(method), None, None, None) => ServerMessage::Notification {
+                method: ServerNotificationMethod::from_name(&method),
+                params: self.params,
+            },
+            (None, Some(id), Some(result), None) => ServerMessage::Result { id, result },
+            (None, id, None, Some(error)) => match serde_json::from_value::<RpcError>(error) {
+                Ok(error) => ServerMessage::Error { id, error },
+                Err(_) => {
+                    ServerMessage::Invalid("error response whose error is not {code, message}")
+                }
+            },
+            (None, None, Some(_), None) => ServerMessage::Invalid("response without an id"),
+            (None, _, None, None) => ServerMessage::Invalid("neither method, result nor error"),
+            _ => ServerMessage::Invalid("both method and result/error, or both result and error"),
         }
     }
 }

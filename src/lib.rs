@@ -23,6 +23,7 @@ pub mod error;
 pub mod framing;
 pub mod http;
 pub mod jsonrpc;
+pub mod methods;
 pub mod pagination;
 pub mod session;
 pub mod sse;

@@ -5,7 +5,10 @@
 use super::{Core, Event, Transmit, TransmitKind};
 use crate::error::{RequestError, Warning};
 use crate::framing::Frame;
-use crate::jsonrpc::{self, Incoming, RawMessage, RequestId, RpcError};
+use crate::jsonrpc::{self, RawMessage, RequestId, RpcError};
+use crate::methods::{
+    ServerMessage, ServerNotificationMethod, ServerRequestId, ServerRequestMethod,
+};
 use crate::session::State;
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -84,21 +87,20 @@ impl Core {
             Err(e) => return self.not_json(message, &e),
         };
         match raw.classify() {
-            Incoming::Request { id, method } => self.handle_server_request(id, &method),
-            Incoming::Notification { method } => {
-                if method == "notifications/tools/list_changed" {
-                    self.events.push_back(Event::ToolsListChanged);
-                } else {
-                    self.stats.notifications_dropped += 1;
+            ServerMessage::Request { id, method, .. } => self.handle_server_request(id, method),
+            ServerMessage::Notification { method, .. } => match method {
+                ServerNotificationMethod::ToolsListChanged => {
+                    self.events.push_back(Event::ToolsListChanged)
                 }
-            }
-            Incoming::Result { id, result } => {
+                _ => self.stats.notifications_dropped += 1,
+            },
+            ServerMessage::Result { id, result } => {
                 if let Some(own) = self.own_pending(id) {
                     let outcome = self.decode(own, result);
                     self.complete(own, outcome);
                 }
             }
-            Incoming::Error {
+            ServerMessage::Error {
                 id: Some(id),
                 error,
             } => {
@@ -106,8 +108,8 @@ impl Core {
                     self.complete(own, Err(RequestError::Rpc(error)));
                 }
             }
-            Incoming::Error { id: None, error } => self.ignore(Warning::ErrorWithoutId(error)),
-            Incoming::Invalid(reason) => self.ignore(Warning::NotJsonRpc(reason.into())),
+            ServerMessage::Error { id: None, error } => self.ignore(Warning::ErrorWithoutId(error)),
+            ServerMessage::Invalid(reason) => self.ignore(Warning::NotJsonRpc(reason.into())),
         }
     }
 
@@ -137,33 +139,50 @@ impl Core {
     /// What goes back is bounded whatever the server sends: a request whose id is longer than
     /// [`MAX_ECHOED_ID`] bytes is left unanswered (with a warning), and a method name is quoted in
     /// the -32601 message only up to [`MAX_ECHOED_METHOD`] bytes.
-    pub(super) fn handle_server_request(&mut self, id: &RawValue, method: &str) {
-        if id.get().len() > MAX_ECHOED_ID {
+    pub(super) fn handle_server_request(
+        &mut self,
+        id: ServerRequestId,
+        method: ServerRequestMethod,
+    ) {
+        if id.as_json().len() > MAX_ECHOED_ID {
             return self.ignore(Warning::RequestIdTooLong {
-                len: id.get().len(),
+                len: id.as_json().len(),
                 limit: MAX_ECHOED_ID,
             });
         }
-        let outcome = if method == "ping" {
-            self.stats.pings_answered += 1;
-            Ok(json!({}))
-        } else {
-            self.stats.requests_rejected += 1;
-            Err(RpcError {
-                code: jsonrpc::METHOD_NOT_FOUND,
-                message: if method.len() <= MAX_ECHOED_METHOD {
-                    format!("Method not found: {method}")
-                } else {
-                    "Method not found".to_owned()
-                },
-                data: None,
-            })
+        let outcome = match &method {
+            ServerRequestMethod::Ping => {
+                self.stats.pings_answered += 1;
+                Ok(json!({}))
+            }
+            other => {
+                self.stats.requests_rejected += 1;
+                let name = other.name();
+                Err(RpcError {
+                    code: jsonrpc::METHOD_NOT_FOUND,
+                    message: if name.len() <= MAX_ECHOED_METHOD {
+                        format!("Method not found: {name}")
+                    } else {
+                        "Method not found".to_owned()
+                    },
+                    data: None,
+                })
+            }
         };
+        self.answer(&id, outcome);
+    }
+
+    /// Answers server request `id` (now or later: the id is owned), unless the session is closed.
+    pub(super) fn answer(
+        &mut self,
+        id: &ServerRequestId,
+        outcome: Result<serde_json::Value, RpcError>,
+    ) {
         if self.state == State::Closed {
             return;
         }
         self.transmits.push_back(Transmit {
-            payload: jsonrpc::encode_response(id, outcome),
+            payload: jsonrpc::encode_response(id.raw(), outcome),
             kind: TransmitKind::Response,
         });
     }
