@@ -34,8 +34,8 @@ pub use error::{RequestError, SessionError, UsageError, Warning};
 pub use jsonrpc::{RequestId, RpcError};
 pub use pagination::{Pagination, PaginationError};
 pub use session::{
-    CallTool, Config, Era, Event, ListTools, Method, Reply, Request, Session, State, Stats,
-    Transmit, TransmitKind,
+    CallTool, Casualties, Config, Era, Event, ListTools, Method, Reply, Request, Session, State,
+    Stats, Transmit, TransmitKind,
 };
 pub use types::{
     CallToolResult, ContentBlock, Implementation, InitializeResult, ListToolsResult, Tool,

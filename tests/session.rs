@@ -1122,3 +1122,63 @@ fn a_typed_request_decodes_as_its_declared_result_on_both_paths() {
     assert_eq!(page.tools[0].name, "x");
     assert!(ListTools::from_reply(Reply::Raw(json!({}))).is_err());
 }
+
+#[test]
+fn an_undeliverable_request_fails_alone_and_an_undeliverable_handshake_ends_the_session() {
+    use mcp_proto::Casualties;
+    let (mut s, now) = ready();
+    let a = s.call_tool("t", json!({}), now).unwrap();
+    let b = s.call_tool("t", json!({}), now).unwrap();
+    sent(&mut s);
+    assert_eq!(
+        s.handle_undeliverable(a),
+        Casualties {
+            request: Some(a),
+            session: false
+        }
+    );
+    assert!(events(&mut s).is_empty(), "the driver reports a itself");
+    assert!(
+        sent(&mut s).is_empty(),
+        "the server never saw a: nothing to cancel"
+    );
+    assert!(s.is_pending(b) && s.is_ready());
+    assert_eq!(s.handle_undeliverable(a), Casualties::default(), "once");
+
+    let now = Instant::now();
+    let mut s = Session::new(Config::default());
+    let init = s.initialize(now).unwrap();
+    assert_eq!(
+        s.handle_undeliverable(init),
+        Casualties {
+            request: Some(init),
+            session: true
+        }
+    );
+    assert_eq!(s.state(), State::Closed);
+    assert!(matches!(&events(&mut s)[..], [Event::Failed(_)]));
+}
+
+#[test]
+fn an_expired_session_renews_or_says_whom_it_hits() {
+    use mcp_proto::Casualties;
+    let (mut s, now) = ready();
+    let a = s.call_tool("t", json!({}), now).unwrap();
+    sent(&mut s);
+    assert_eq!(
+        s.handle_expired(Some(a), now),
+        Casualties::default(),
+        "renewing"
+    );
+    assert_eq!(sent(&mut s)[0]["method"], "initialize");
+    // Before any handshake it cannot renew: with no request hit, the session closes.
+    let mut fresh = Session::new(Config::default());
+    assert_eq!(
+        fresh.handle_expired(None, now),
+        Casualties {
+            request: None,
+            session: true
+        }
+    );
+    assert_eq!(fresh.state(), State::Closed);
+}

@@ -7,9 +7,9 @@
 use crate::transport::{Inbound, Transport};
 use crate::Error;
 use mcp_proto::{
-    CallTool, CallToolResult, Config, Event, Implementation, InitializeResult, ListTools,
-    ListToolsResult, Method, Pagination, Reply, Request, RequestError, RequestId, Session, Stats,
-    Tool, UsageError, Warning,
+    CallTool, CallToolResult, Casualties, Config, Event, Implementation, InitializeResult,
+    ListTools, ListToolsResult, Method, Pagination, Reply, Request, RequestError, RequestId,
+    Session, Stats, Tool, UsageError, Warning,
 };
 use serde_json::Value;
 use smol::channel::{self, Receiver, Sender};
@@ -138,37 +138,34 @@ impl State {
             Inbound::Bytes(bytes) => self.session.handle_bytes(&bytes, now),
             Inbound::Message(message) => self.session.handle_message(&message, now),
             Inbound::Failed { id, error } => {
-                if let Some(w) = self.waiters.remove(&id) {
-                    let _ = w.try_send(Err(error.clone()));
-                }
-                if self.init_id == Some(id) {
-                    // The handshake cannot complete: say why the transport failed.
-                    self.finish_init(Err(error));
-                }
-                self.session.abort(id);
+                let hit = self.session.handle_undeliverable(id);
+                self.report(hit, error);
             }
             Inbound::SessionExpired { id, error } => {
-                if self.session.restart(id, now).is_err() {
-                    match id {
-                        Some(id) => {
-                            if let Some(w) = self.waiters.remove(&id) {
-                                let _ = w.try_send(Err(error));
-                            }
-                            self.session.abort(id);
-                        }
-                        // No request to fail: the connection is unusable, so it closes.
-                        None => {
-                            self.close_reason.get_or_insert(error);
-                            self.session.close();
-                        }
-                    }
-                }
+                let hit = self.session.handle_expired(id, now);
+                self.report(hit, error);
             }
             Inbound::Closed(reason) => {
                 if self.close_reason.is_none() {
                     self.close_reason = reason;
                 }
                 self.session.handle_eof(now);
+            }
+        }
+    }
+
+    /// Hands a transport's error to whom the session says it hits.
+    fn report(&mut self, hit: Casualties, error: Error) {
+        if hit.session {
+            self.close_reason.get_or_insert(error.clone());
+        }
+        if let Some(id) = hit.request {
+            if let Some(w) = self.waiters.remove(&id) {
+                let _ = w.try_send(Err(error.clone()));
+            }
+            if self.init_id == Some(id) {
+                // The handshake cannot complete: say why the transport failed.
+                self.finish_init(Err(error));
             }
         }
     }

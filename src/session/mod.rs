@@ -133,6 +133,17 @@ pub struct Transmit {
     pub kind: TransmitKind,
 }
 
+/// Whom a transport failure hits, as the session decided it ([`Session::handle_undeliverable`],
+/// [`Session::handle_expired`]): the driver hands its own error (an HTTP status, an I/O error) to
+/// these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Casualties {
+    /// The request that fails with the transport's error (no event comes for it).
+    pub request: Option<RequestId>,
+    /// The session ended because of it: the `Closed` outcomes that follow have this cause.
+    pub session: bool,
+}
+
 /// Counters of what the session tolerated or handled on its own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -436,6 +447,51 @@ impl Session {
         }
         self.core.complete(id, Err(RequestError::Closed));
         true
+    }
+
+    /// The transport could not deliver request `id` (an HTTP error status, a refused connection,
+    /// a full queue): the session stops waiting for it without telling the server, which never
+    /// saw it, and says who the failure hits. No event comes for `id` itself: the driver gives
+    /// its waiter the transport's own error. When `id` is the `initialize` of a handshake (first
+    /// or renewal), the session fails ([`Event::Failed`]) and what is pending ends with
+    /// [`RequestError::Closed`] events, which the driver reports with the same error.
+    pub fn handle_undeliverable(&mut self, id: RequestId) -> Casualties {
+        if self.core.pending.remove(&id).is_none() {
+            return Casualties::default();
+        }
+        let session = self.core.init_id == Some(id) && self.core.state == State::Initializing;
+        if session {
+            self.core
+                .fail(SessionError::Initialize(RequestError::Closed));
+        }
+        Casualties {
+            request: Some(id),
+            session,
+        }
+    }
+
+    /// The transport's session expired (over HTTP: a 404 to a message that carried its id;
+    /// `expired` is the request that met it, `None` for a notification or response): renew it
+    /// ([`restart`](Self::restart)). When it cannot be renewed (the first handshake is not done,
+    /// or the session is closed), `expired` fails with the transport's error, or — when no
+    /// request met it — the session closes, since it has no usable transport session.
+    pub fn handle_expired(&mut self, expired: Option<RequestId>, now: Instant) -> Casualties {
+        if self.restart(expired, now).is_ok() {
+            return Casualties::default();
+        }
+        match expired {
+            Some(id) => Casualties {
+                request: self.core.pending.remove(&id).map(|_| id),
+                session: false,
+            },
+            None => {
+                self.close();
+                Casualties {
+                    request: None,
+                    session: true,
+                }
+            }
+        }
     }
 
     /// Closes the session: pending requests fail with [`RequestError::Closed`], nothing more is
