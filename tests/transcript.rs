@@ -1109,7 +1109,12 @@ fn verify_all(mode: Mode) -> Vec<(String, usize)> {
 }
 
 /// The transcripts that must be there (any other `*.transcript` file is replayed too).
-const KNOWN: &[&str] = &["everything-stdio.transcript"];
+const KNOWN: &[&str] = &[
+    "everything-stdio.transcript",
+    "server-requests-mid-call.transcript",
+    "request-timeout.transcript",
+    "cancel-batch-eof.transcript",
+];
 
 #[test]
 fn the_transcripts_are_all_there() {
@@ -1225,6 +1230,42 @@ fn a_wrong_expectation_fails_the_runner() {
             "=> closed\n",
             "=> closed\n=> closed\n",
             "but the step gave only 1 event(s)",
+        ),
+        (
+            "server-requests-mid-call.transcript",
+            "\n-> {\"jsonrpc\":\"2.0\",\"id\":42,\"error\"",
+            "\n# -> {\"jsonrpc\":\"2.0\",\"id\":42,\"error\"",
+            "an unexpected frame (after 2 expected)",
+        ),
+        (
+            "server-requests-mid-call.transcript",
+            "error\":{\"code\":-32601",
+            "error\":{\"code\":-32600",
+            "sent a different frame",
+        ),
+        (
+            "server-requests-mid-call.transcript",
+            "stats pings_answered 2",
+            "stats pings_answered 3",
+            "stats pings_answered is 2",
+        ),
+        (
+            "request-timeout.transcript",
+            "=> response 1 timeout 60s",
+            "=> response 1 timeout 61s",
+            "timed out after 60s",
+        ),
+        (
+            "request-timeout.transcript",
+            "# Not yet.\npoll_timeout 60s",
+            "# Not yet.\npoll_timeout 59s",
+            "poll_timeout is Some(60s)",
+        ),
+        (
+            "cancel-batch-eof.transcript",
+            "=> response 2 error -32602",
+            "=> response 2 error -32601",
+            "error code -32602",
         ),
     ];
     for (file, from, to, says) in cases {
