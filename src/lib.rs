@@ -35,7 +35,7 @@ pub use jsonrpc::{RequestId, RpcError};
 pub use pagination::{Pagination, PaginationError};
 pub use session::{
     CallTool, Casualties, Config, Era, Event, ListTools, Method, Reply, Request, Session, State,
-    Stats, Transmit, TransmitKind,
+    Stats, TimerFor, Transmit, TransmitKind,
 };
 pub use types::{
     CallToolResult, ContentBlock, Implementation, InitializeResult, ListToolsResult, Tool,

@@ -1182,3 +1182,49 @@ fn an_expired_session_renews_or_says_whom_it_hits() {
     );
     assert_eq!(fresh.state(), State::Closed);
 }
+
+#[test]
+fn the_next_timer_says_whose_deadline_it_is() {
+    use mcp_proto::{Request, TimerFor};
+    let (mut s, now) = ready();
+    let slow = s
+        .send(
+            Request::call_tool("a", json!({})).timeout(Duration::from_secs(9)),
+            now,
+        )
+        .unwrap();
+    let quick = s
+        .send(
+            Request::call_tool("b", json!({})).timeout(Duration::from_secs(2)),
+            now,
+        )
+        .unwrap();
+    let never = s
+        .send(Request::call_tool("c", json!({})).no_timeout(), now)
+        .unwrap();
+    sent(&mut s);
+    assert_eq!(
+        s.poll_timer(),
+        Some((now + Duration::from_secs(2), TimerFor::Request(quick)))
+    );
+    assert_eq!(s.deadline(never), None);
+    s.handle_timeout(now + Duration::from_secs(2));
+    assert!(!s.is_pending(quick));
+    // The cancellation names the request by the id it went out with.
+    assert_eq!(sent(&mut s)[0]["params"]["requestId"], quick.0);
+    assert_eq!(
+        s.poll_timer(),
+        Some((now + Duration::from_secs(9), TimerFor::Request(slow)))
+    );
+    // An answer to `slow` arrives; no timer is left (`never` has none).
+    line(
+        &mut s,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[]}}}}"#,
+            slow.0
+        ),
+        now,
+    );
+    assert_eq!(s.poll_timer(), None);
+    assert!(s.is_pending(never));
+}

@@ -37,8 +37,7 @@ impl Core {
         let limit = self.config.frame_limit;
         let target = id_hint
             .and_then(|id| id.parse::<u64>().ok())
-            .map(RequestId)
-            .filter(|id| self.pending.contains_key(id))
+            .and_then(|wire| self.pending.by_wire(wire))
             .or_else(|| match (id_hint, self.pending.len()) {
                 // An id that is not one of ours: a server request, or a stray answer.
                 (Some(_), _) => None,
@@ -116,10 +115,11 @@ impl Core {
     /// Resolves a response id to a pending request of ours. Answers to requests no longer pending
     /// are counted and dropped silently; ids we never sent are reported.
     pub(super) fn own_pending(&mut self, id: &RawValue) -> Option<RequestId> {
-        match jsonrpc::parse_own_id(id) {
-            Some(own) if self.pending.contains_key(&own) => Some(own),
+        let wire = jsonrpc::parse_own_id(id);
+        match wire.and_then(|wire| self.pending.by_wire(wire.0)) {
+            Some(own) => Some(own),
             // > "receivers … MAY ignore the response" to a cancelled request — 2025-11-25
-            Some(own) if own.0 < self.next_id => {
+            None if wire.is_some_and(|wire| wire.0 < self.next_id) => {
                 self.stats.late_responses += 1;
                 None
             }

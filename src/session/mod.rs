@@ -10,18 +10,21 @@
 
 mod dispatch;
 mod legacy;
+mod pending;
 pub mod request;
 
 pub use dispatch::{MAX_ECHOED_ID, MAX_ECHOED_METHOD};
+pub use pending::TimerFor;
+use pending::{Pending, PendingTable};
+use request::Timeout;
 pub use request::{CallTool, ListTools, Method, Reply, Request};
-use request::{Decoder, Timeout};
 
 use crate::error::{RequestError, SessionError, UsageError, Warning};
 use crate::framing::{Frame, LineFramer, DEFAULT_FRAME_LIMIT};
 use crate::jsonrpc::{self, RequestId};
 use crate::types::{Implementation, InitializeResult};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// The default per-request timeout: 60 seconds.
@@ -159,19 +162,6 @@ pub struct Stats {
     pub messages_ignored: u64,
 }
 
-#[derive(Debug)]
-struct Pending {
-    method: String,
-    /// The request as sent, kept to resend it after [`Session::restart`].
-    payload: Vec<u8>,
-    /// To be transmitted once the renewed session is ready: it met the expired session, or it
-    /// was sent while the session was being renewed. The server has not seen it.
-    unsent: bool,
-    decoder: Decoder,
-    deadline: Option<Instant>,
-    timeout: Option<Duration>,
-}
-
 /// An MCP client session as a pure state machine: bytes and time in; frames and events out.
 ///
 /// It performs no I/O, spawns nothing and never reads the clock: every input takes `now`. It never
@@ -223,7 +213,7 @@ struct Core {
     next_id: u64,
     init_id: Option<RequestId>,
     init: Option<InitializeResult>,
-    pending: BTreeMap<RequestId, Pending>,
+    pending: PendingTable,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
     stats: Stats,
@@ -243,7 +233,7 @@ impl Session {
                 next_id: 0,
                 init_id: None,
                 init: None,
-                pending: BTreeMap::new(),
+                pending: PendingTable::default(),
                 transmits: VecDeque::new(),
                 events: VecDeque::new(),
                 stats: Stats::default(),
@@ -307,7 +297,7 @@ impl Session {
     /// When request `id` times out, if it is pending and has a timeout. A driver whose callers
     /// each wait for their own request arms this, so each timeout fires on time whoever else waits.
     pub fn deadline(&self, id: RequestId) -> Option<Instant> {
-        self.core.pending.get(&id)?.deadline
+        self.core.pending.get(&id)?.deadline()
     }
 
     /// Bytes buffered for an incomplete line (at most the frame limit).
@@ -365,14 +355,7 @@ impl Session {
     /// Fails every request whose deadline is at or before `now`
     /// ([`RequestError::Timeout`]), and queues `notifications/cancelled` for each.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let expired: Vec<RequestId> = self
-            .core
-            .pending
-            .iter()
-            .filter(|(_, p)| p.deadline.is_some_and(|d| d <= now))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in expired {
+        for id in self.core.pending.due(now) {
             let Some(p) = self.core.pending.get(&id) else {
                 continue;
             };
@@ -516,7 +499,13 @@ impl Session {
     /// When [`handle_timeout`](Self::handle_timeout) should next be called: the earliest deadline of a
     /// pending request.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.core.pending.values().filter_map(|p| p.deadline).min()
+        self.poll_timer().map(|(at, _)| at)
+    }
+
+    /// The next timer and what it is for (see [`poll_timeout`](Self::poll_timeout)).
+    pub fn poll_timer(&self) -> Option<(Instant, TimerFor)> {
+        let (at, id) = self.core.pending.next_deadline()?;
+        Some((at, TimerFor::Request(id)))
     }
 }
 
@@ -541,17 +530,16 @@ impl Core {
                 },
             });
         }
-        self.pending.insert(
-            id,
-            Pending {
-                payload,
-                unsent: !transmit,
-                method: request.method,
-                decoder: request.decoder,
-                deadline: timeout.and_then(|t| now.checked_add(t)),
-                timeout,
-            },
+        let mut pending = Pending::new(
+            request.method,
+            payload,
+            request.decoder,
+            timeout,
+            id.0,
+            timeout.and_then(|t| now.checked_add(t)),
         );
+        pending.unsent = !transmit;
+        self.pending.insert(id, pending);
         id
     }
 
@@ -577,7 +565,8 @@ impl Core {
         };
         // A request the server has not seen (waiting for a renewed session) needs no cancelling.
         if self.state != State::Closed && !pending.unsent {
-            let params = json!({ "requestId": id, "reason": reason });
+            // The server knows the request by the id it went out with.
+            let params = json!({ "requestId": pending.wire(), "reason": reason });
             self.transmits.push_back(Transmit {
                 payload: jsonrpc::encode_notification("notifications/cancelled", Some(&params)),
                 kind: TransmitKind::Cancellation { id },
@@ -602,7 +591,7 @@ impl Core {
             State::New | State::Ready => {}
         }
         self.state = State::Closed;
-        for (id, _) in std::mem::take(&mut self.pending) {
+        for (id, _) in self.pending.take_all() {
             if Some(id) != self.init_id || self.init.is_some() {
                 self.events.push_back(Event::Response {
                     id,
@@ -618,7 +607,7 @@ impl Core {
         self.state = State::Closed;
         self.events.push_back(Event::Failed(error));
         // Requests kept across a restart end with the session.
-        for (id, _) in std::mem::take(&mut self.pending) {
+        for (id, _) in self.pending.take_all() {
             if Some(id) != self.init_id {
                 self.events.push_back(Event::Response {
                     id,

@@ -45,9 +45,9 @@ pub trait Method {
 pub(super) struct Decoder {
     /// Decodes the `result` member alone.
     pub(super) result: fn(&str) -> Result<Reply, serde_json::Error>,
-    /// The fast path: decodes a whole answer with id `id` at once; `None` in any doubt (the
-    /// general path then decides, with the same outcome for what the fast path accepts).
-    pub(super) message: fn(&[u8], RequestId) -> Option<Reply>,
+    /// The fast path: decodes a whole answer with wire id `wire` at once; `None` in any doubt
+    /// (the general path then decides, with the same outcome for what the fast path accepts).
+    pub(super) message: fn(&[u8], u64) -> Option<Reply>,
 }
 
 impl std::fmt::Debug for Decoder {
@@ -87,8 +87,8 @@ impl Decoder {
     }
 }
 
-/// The result of a whole message that answers `id`, parsed once straight into `T`.
-fn answer<T: DeserializeOwned>(message: &[u8], id: RequestId) -> Option<T> {
+/// The result of a whole message that answers wire id `wire`, parsed once straight into `T`.
+fn answer<T: DeserializeOwned>(message: &[u8], wire: u64) -> Option<T> {
     #[derive(serde::Deserialize)]
     struct Answer<T> {
         id: u64,
@@ -100,7 +100,7 @@ fn answer<T: DeserializeOwned>(message: &[u8], id: RequestId) -> Option<T> {
         error: Option<serde::de::IgnoredAny>,
     }
     let a: Answer<T> = serde_json::from_slice(message).ok()?;
-    if a.id != id.0 || a.method.is_some() || a.error.is_some() {
+    if a.id != wire || a.method.is_some() || a.error.is_some() {
         return None;
     }
     a.result
@@ -210,16 +210,17 @@ impl Core {
     /// envelope and again as a result. Anything else (and any doubt) takes the general path, which
     /// gives the same outcome for what the fast path accepts.
     pub(super) fn fast_response(&mut self, message: &[u8]) -> bool {
-        let Some(id) = crate::framing::peek_id(message)
-            .and_then(|id| id.parse::<u64>().ok())
-            .map(RequestId)
+        let Some(wire) = crate::framing::peek_id(message).and_then(|id| id.parse::<u64>().ok())
         else {
+            return false;
+        };
+        let Some(id) = self.pending.by_wire(wire) else {
             return false;
         };
         let reply = self
             .pending
             .get(&id)
-            .and_then(|p| (p.decoder.message)(message, id));
+            .and_then(|p| (p.decoder.message)(message, wire));
         match reply {
             Some(reply) => {
                 self.complete(id, Ok(reply));
