@@ -314,6 +314,31 @@ pub enum HttpError {
         /// The URL.
         url: String,
     },
+    /// 401: the server wants credentials (or others), with its `WWW-Authenticate` challenge
+    /// (cut at 4 KiB).
+    ///
+    /// > "When authorization is required and not yet proven by the client, servers MUST respond
+    /// > with HTTP 401 Unauthorized." — MCP 2025-11-25, Authorization § Error Handling
+    #[error("HTTP 401 from {url}: authorization required")]
+    Unauthorized {
+        /// The `WWW-Authenticate` header, when sent.
+        challenge: Option<String>,
+        /// The URL.
+        url: String,
+    },
+    /// 403: the credentials lack a permission; an `insufficient_scope` challenge names the scope.
+    ///
+    /// > "When a client makes a request with an access token with insufficient scope, the server
+    /// > SHOULD respond with: HTTP 403 Forbidden status code, WWW-Authenticate header with the
+    /// > Bearer scheme and additional parameters: error="insufficient_scope"" — MCP 2025-11-25,
+    /// > Authorization § Scope Challenge Handling
+    #[error("HTTP 403 from {url}: forbidden")]
+    Forbidden {
+        /// The `WWW-Authenticate` header, when sent.
+        challenge: Option<String>,
+        /// The URL.
+        url: String,
+    },
     /// Any other unexpected status (including redirects, which are never followed).
     #[error("HTTP {status} from {url}")]
     Status {
@@ -509,7 +534,7 @@ impl HttpRules {
             return Err(HttpError::Status { status, url: url() });
         }
         if !(200..300).contains(&status) {
-            return Err(HttpError::Status { status, url: url() });
+            return Err(status_error(status, headers, url()));
         }
         let TransmitKind::Request { method, .. } = kind else {
             // > "If the input is a JSON-RPC response or notification: If the server accepts the
@@ -689,7 +714,7 @@ impl HttpRules {
     ) -> Result<(), HttpError> {
         let url = self.redacted_url.clone();
         if !(200..300).contains(&status) {
-            return Err(HttpError::Status { status, url });
+            return Err(status_error(status, headers, url));
         }
         let content_type = header(headers, "content-type").unwrap_or("");
         if content_type
@@ -718,6 +743,32 @@ impl HttpRules {
             headers: self.headers("application/json, text/event-stream"),
             body: None,
         })
+    }
+}
+
+/// The verdict on a status that is not 2xx: 401 and 403 carry their challenge (for the OAuth
+/// flow), any other is just its status.
+fn status_error(status: u16, headers: &[(String, String)], url: String) -> HttpError {
+    const MAX_CHALLENGE: usize = 4096;
+    let challenge = || {
+        header(headers, "www-authenticate").map(|v| {
+            let mut end = v.len().min(MAX_CHALLENGE);
+            while !v.is_char_boundary(end) {
+                end -= 1;
+            }
+            v[..end].to_owned()
+        })
+    };
+    match status {
+        401 => HttpError::Unauthorized {
+            challenge: challenge(),
+            url,
+        },
+        403 => HttpError::Forbidden {
+            challenge: challenge(),
+            url,
+        },
+        _ => HttpError::Status { status, url },
     }
 }
 
@@ -1202,5 +1253,43 @@ mod tests {
                 assert!(!text.contains(secret), "{secret} in {text}");
             }
         }
+    }
+
+    #[test]
+    fn a_401_or_403_is_a_typed_verdict_with_its_challenge() {
+        let mut r = rules();
+        let call = request(3, "tools/call");
+        let challenge =
+            r#"Bearer resource_metadata="https://x.example/.well-known/oauth-protected-resource""#;
+        assert_eq!(
+            r.on_response(&call, None, 401, &h(&[("WWW-Authenticate", challenge)])),
+            Err(HttpError::Unauthorized {
+                challenge: Some(challenge.into()),
+                url: "http://127.0.0.1:1/mcp".into()
+            })
+        );
+        let scope = r#"Bearer error="insufficient_scope", scope="files:write""#;
+        assert_eq!(
+            r.on_response(&call, None, 403, &h(&[("www-authenticate", scope)])),
+            Err(HttpError::Forbidden {
+                challenge: Some(scope.into()),
+                url: "http://127.0.0.1:1/mcp".into()
+            })
+        );
+        assert!(matches!(
+            r.on_response(&call, None, 401, &[]),
+            Err(HttpError::Unauthorized {
+                challenge: None,
+                ..
+            })
+        ));
+        let huge = "a".repeat(100_000);
+        let Err(HttpError::Unauthorized {
+            challenge: Some(c), ..
+        }) = r.on_response(&call, None, 401, &h(&[("WWW-Authenticate", &huge)]))
+        else {
+            panic!()
+        };
+        assert_eq!(c.len(), 4096, "bounded");
     }
 }

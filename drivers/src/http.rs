@@ -597,13 +597,17 @@ async fn error_excerpt(body: &mut AsyncBody) -> String {
 
 /// A failed response as the driver's error, with the start of its body for a bad status.
 async fn http_failure(e: HttpError, body: &mut AsyncBody) -> Error {
-    match e {
-        HttpError::Status { status, url } => Error::Http {
-            status,
-            url,
-            body: error_excerpt(body).await,
-        },
-        other => http_error(other),
+    let (status, url) = match e {
+        HttpError::Status { status, url } => (status, url),
+        // Until the OAuth flow answers them, 401 and 403 reach the caller as their status.
+        HttpError::Unauthorized { url, .. } => (401, url),
+        HttpError::Forbidden { url, .. } => (403, url),
+        other => return http_error(other),
+    };
+    Error::Http {
+        status,
+        url,
+        body: error_excerpt(body).await,
     }
 }
 
@@ -616,6 +620,16 @@ fn http_error(e: HttpError) -> Error {
         },
         HttpError::SessionExpired { url } => Error::Http {
             status: 404,
+            url,
+            body: String::new(),
+        },
+        HttpError::Unauthorized { url, .. } => Error::Http {
+            status: 401,
+            url,
+            body: String::new(),
+        },
+        HttpError::Forbidden { url, .. } => Error::Http {
+            status: 403,
             url,
             body: String::new(),
         },
