@@ -891,3 +891,52 @@ fn dropping_the_client_without_close_closes_its_streams() {
         "the queued cancellation was sent"
     );
 }
+
+// ---- one rule for oversized messages -------------------------------------------------------------
+
+#[test]
+fn an_oversized_event_or_body_fails_its_call_at_once_and_is_reported() {
+    use mcp_client::proto::{RequestError, Warning};
+    for json in [false, true] {
+        let srv = start(Behaviour {
+            json,
+            ..Behaviour::default()
+        });
+        smol::block_on(async {
+            let config = HttpTransportConfig {
+                max_message: 4096,
+                ..HttpTransportConfig::new(srv.url.as_str())
+            };
+            let c = client_with(config, Duration::from_secs(30));
+            c.initialize().await.unwrap();
+            let started = Instant::now();
+            let err = c
+                .call_tool("echo", json!({"text": "x".repeat(10_000)}))
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::Request(RequestError::TooLarge { limit: 4096, .. })
+                ),
+                "json {json}: {err:?}"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "not at its timeout"
+            );
+            assert!(
+                matches!(
+                    c.recent_warnings().last(),
+                    Some(Warning::Oversized { limit: 4096, .. })
+                ),
+                "json {json}: {:?}",
+                c.recent_warnings()
+            );
+            // The client goes on.
+            let r = c.call_tool("echo", json!({"text": "small"})).await.unwrap();
+            assert_eq!(r.text(), "small");
+            c.close().await.unwrap();
+        });
+    }
+}

@@ -137,6 +137,9 @@ impl State {
         match inbound {
             Inbound::Bytes(bytes) => self.session.handle_bytes(&bytes, now),
             Inbound::Message(message) => self.session.handle_message(&message, now),
+            Inbound::Oversized { len, limit, id } => {
+                self.session.handle_oversized(len, limit, id, now)
+            }
             Inbound::Failed { id, error } => {
                 let hit = self.session.handle_undeliverable(id);
                 self.report(hit, error);

@@ -479,7 +479,14 @@ async fn exchange_inner(
         Ok(Body::Json) => {
             let body = read_limited(response.body_mut(), shared.max_message)
                 .await
-                .map_err(failed)?;
+                .map_err(|e| match e {
+                    Error::Request(RequestError::TooLarge { len, limit }) => Inbound::Oversized {
+                        len,
+                        limit,
+                        id: Some(id),
+                    },
+                    e => failed(e),
+                })?;
             let answered = lock(&shared.rules).observe_message(&transmit.kind, &body);
             shared.deliver(Inbound::Message(body)).await;
             // Nothing else comes for this request. (Should the body have answered it after all,
@@ -526,10 +533,12 @@ async fn read_stream(
                         }
                     }
                     SseItem::Overflow => {
-                        return Err(failed(Error::Request(RequestError::TooLarge {
+                        // Not buffered, so its length past the limit is unknown.
+                        return Err(Inbound::Oversized {
                             len: (shared.max_message as u64).saturating_add(1),
                             limit: shared.max_message,
-                        })));
+                            id: Some(id),
+                        });
                     }
                 }
             }

@@ -30,6 +30,17 @@ pub enum Inbound {
         /// The error to report if the session cannot be restarted.
         error: Error,
     },
+    /// A message over the transport's limit was discarded (an HTTP body, an SSE event), on the
+    /// response to request `id` when known: the session applies its rule for oversized messages
+    /// ([`mcp_proto::Session::handle_oversized`]).
+    Oversized {
+        /// Its length in bytes, or the limit plus one when it was not read to its end.
+        len: u64,
+        /// The transport's limit.
+        limit: usize,
+        /// The request whose response carried it.
+        id: Option<mcp_proto::RequestId>,
+    },
     /// Sending a request failed at the transport level (an HTTP status, a refused connection):
     /// that request fails with `error`.
     Failed {

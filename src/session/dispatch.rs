@@ -30,24 +30,37 @@ impl Core {
         }
     }
 
-    /// A message over the limit was discarded. Fail the request it answers when that can be told:
+    /// A line over the limit was discarded. Fail the request it answers when that can be told:
     /// its id was readable, or only one request is pending.
     pub(super) fn handle_oversized(&mut self, len: u64, id_hint: Option<&str>) {
+        let target = match id_hint {
+            // An id that is not one of ours: a server request, or a stray answer.
+            Some(id) => id
+                .parse::<u64>()
+                .ok()
+                .and_then(|wire| self.pending.by_wire(wire)),
+            None => self.only_pending(),
+        };
+        self.oversized(len, self.config.frame_limit, target);
+    }
+
+    /// The rule for every message over a limit, wherever it was found (a stdio line, an HTTP body,
+    /// an SSE event): it is counted and reported, and `target`, the request it answers when that
+    /// is known, fails with [`RequestError::TooLarge`] at once rather than at its timeout.
+    pub(super) fn oversized(&mut self, len: u64, limit: usize, target: Option<RequestId>) {
         self.stats.messages_ignored += 1;
-        let limit = self.config.frame_limit;
-        let target = id_hint
-            .and_then(|id| id.parse::<u64>().ok())
-            .and_then(|wire| self.pending.by_wire(wire))
-            .or_else(|| match (id_hint, self.pending.len()) {
-                // An id that is not one of ours: a server request, or a stray answer.
-                (Some(_), _) => None,
-                (None, 1) => self.pending.keys().next().copied(),
-                (None, _) => None,
-            });
         self.events
             .push_back(Event::Warning(Warning::Oversized { len, limit }));
         if let Some(id) = target {
             self.complete(id, Err(RequestError::TooLarge { len, limit }));
+        }
+    }
+
+    /// The one pending request, when there is exactly one.
+    pub(super) fn only_pending(&self) -> Option<RequestId> {
+        match self.pending.len() {
+            1 => self.pending.keys().next().copied(),
+            _ => None,
         }
     }
 

@@ -344,6 +344,25 @@ impl Session {
         self.core.handle_frame(frame, now);
     }
 
+    /// A transport discarded a message over its own limit (an HTTP body, an SSE event), found on
+    /// the response to `request` when it knows which: the same rule as for an oversized line
+    /// applies (a warning; that request, or else the only pending one, fails with
+    /// [`RequestError::TooLarge`] at once).
+    pub fn handle_oversized(
+        &mut self,
+        len: u64,
+        limit: usize,
+        request: Option<RequestId>,
+        now: Instant,
+    ) {
+        self.core.last_received = Some(now);
+        let target = match request {
+            Some(id) => Some(id).filter(|id| self.core.pending.contains_key(id)),
+            None => self.core.only_pending(),
+        };
+        self.core.oversized(len, limit, target);
+    }
+
     /// The stream ended: a final message without its newline is still delivered, then every pending
     /// request fails with [`RequestError::Closed`] and the session closes.
     pub fn handle_eof(&mut self, now: Instant) {
