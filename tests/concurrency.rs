@@ -460,3 +460,43 @@ fn a_storm_of_timeouts_drops_and_parked_futures_over_http_stays_clean() {
     assert_eq!(r.text(), "after");
     smol::block_on(client.close()).unwrap();
 }
+
+#[test]
+fn over_http_a_short_timeout_fires_on_time_and_a_parked_future_holds_nobody_up() {
+    let srv = server::start(server::Behaviour::default()).expect("listen on 127.0.0.1");
+    let client = Client::new(HttpTransport::new(HttpTransportConfig::new(&srv.url)).unwrap());
+    smol::block_on(async {
+        client.initialize().await.unwrap();
+        let slow = |ms: u64| Request::call_tool("slow", json!({ "ms": ms }));
+        // A long call waits (no timeout) while a short one must fire on time.
+        let short = async {
+            smol::Timer::after(Duration::from_millis(100)).await;
+            let started = Instant::now();
+            let r = client
+                .request(slow(3000).timeout(Duration::from_millis(200)))
+                .await;
+            (r, started.elapsed())
+        };
+        let (r, took) = beside(client.request(slow(3000).no_timeout()), short).await;
+        assert!(matches!(r, Err(Error::Timeout(_))), "{r:?}");
+        assert!(took < Duration::from_millis(800), "fired after {took:?}");
+        // A call future polled once and kept: other calls go on.
+        let mut parked = Box::pin(client.call(slow(100).timeout(Duration::from_secs(30))));
+        assert!(smol::future::poll_once(&mut parked).await.is_none());
+        for i in 0..3 {
+            let text = format!("meanwhile {i}");
+            let started = Instant::now();
+            let r = client
+                .call(
+                    Request::call_tool("echo", json!({ "text": text }))
+                        .timeout(Duration::from_secs(2)),
+                )
+                .await
+                .unwrap();
+            assert_eq!(r.text(), text);
+            assert!(started.elapsed() < Duration::from_millis(500));
+        }
+        assert_eq!(parked.await.unwrap().text(), "done");
+        client.close().await.unwrap();
+    });
+}
