@@ -365,6 +365,35 @@ pub enum HttpError {
     },
 }
 
+/// One message's HTTP exchange, as the rules track it from its POST through its response (and,
+/// for a request's event stream, its resumptions): the session id it carried, whether its answer
+/// came, how often its stream was resumed. The driver holds one per POST and hands it back to
+/// the rules with everything it reads; it keeps no protocol state of its own.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    kind: TransmitKind,
+    carried: Option<String>,
+    answered: bool,
+    resumes: u32,
+}
+
+impl Exchange {
+    /// What the exchange carries.
+    pub fn kind(&self) -> &TransmitKind {
+        &self.kind
+    }
+
+    /// Whether the request's answer came (reading its stream can stop).
+    pub fn answered(&self) -> bool {
+        self.answered
+    }
+
+    /// How often its stream was resumed.
+    pub fn resumes(&self) -> u32 {
+        self.resumes
+    }
+}
+
 /// What to do when a response stream ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamEnd {
@@ -566,6 +595,49 @@ impl HttpRules {
                 url: url(),
             }),
         }
+    }
+
+    /// The POST that carries `transmit`, and the exchange that follows its answer.
+    pub fn begin(&self, transmit: &Transmit) -> (HttpRequest, Exchange) {
+        let exchange = Exchange {
+            kind: transmit.kind.clone(),
+            carried: self.session_id.clone(),
+            answered: false,
+            resumes: 0,
+        };
+        (self.post(transmit), exchange)
+    }
+
+    /// Reads the answer to the exchange's POST (see [`on_response`](Self::on_response)).
+    pub fn on_exchange_response(
+        &mut self,
+        exchange: &Exchange,
+        status: u16,
+        headers: &[(String, String)],
+    ) -> Result<Body, HttpError> {
+        self.on_response(&exchange.kind, exchange.carried.as_deref(), status, headers)
+    }
+
+    /// Notes a message read from the exchange's response (a JSON body, or an event's data);
+    /// returns whether the request's answer is in, so that reading can stop: a server that keeps
+    /// the stream open after the answer is not waited for.
+    pub fn on_exchange_message(&mut self, exchange: &mut Exchange, message: &[u8]) -> bool {
+        exchange.answered |= self.observe_message(&exchange.kind, message);
+        exchange.answered
+    }
+
+    /// The exchange's body ended (`decoder`: its event stream's; `None` for a JSON body): done,
+    /// failed, or resumed (counted), as [`on_stream_end`](Self::on_stream_end) says.
+    pub fn on_exchange_end(
+        &self,
+        exchange: &mut Exchange,
+        decoder: Option<&SseDecoder>,
+    ) -> StreamEnd {
+        let plan = self.on_stream_end(&exchange.kind, exchange.answered, exchange.resumes, decoder);
+        if matches!(plan, StreamEnd::Resume { .. }) {
+            exchange.resumes += 1;
+        }
+        plan
     }
 
     /// Notes a message read from the response to `kind`; returns whether it is that request's
@@ -1291,5 +1363,45 @@ mod tests {
             panic!()
         };
         assert_eq!(c.len(), 4096, "bounded");
+    }
+
+    #[test]
+    fn an_exchange_tracks_its_session_answer_and_resumptions() {
+        let mut r = rules();
+        let init = request(0, "initialize");
+        let (_, ex) = r.begin(&transmit(init.clone()));
+        r.on_exchange_response(
+            &ex,
+            200,
+            &h(&[
+                ("content-type", "text/event-stream"),
+                ("mcp-session-id", "s1"),
+            ]),
+        )
+        .unwrap();
+        let call = request(1, "tools/call");
+        let (post, mut ex) = r.begin(&transmit(call.clone()));
+        assert!(post
+            .headers
+            .contains(&("Mcp-Session-Id".into(), "s1".into())));
+        let mut d = SseDecoder::new();
+        d.feed(b"id: e1\ndata: \n\n");
+        assert!(!r.on_exchange_message(
+            &mut ex,
+            br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#
+        ));
+        assert!(matches!(
+            r.on_exchange_end(&mut ex, Some(&d)),
+            StreamEnd::Resume { .. }
+        ));
+        assert_eq!(ex.resumes(), 1, "counted by the exchange");
+        assert!(r.on_exchange_message(&mut ex, br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+        assert!(ex.answered());
+        assert_eq!(r.on_exchange_end(&mut ex, Some(&d)), StreamEnd::Done);
+        // The session it carried decides what a 404 means, even after the rules moved on.
+        assert!(matches!(
+            r.on_exchange_response(&ex, 404, &[]),
+            Err(HttpError::SessionExpired { .. })
+        ));
     }
 }

@@ -13,7 +13,9 @@ use crate::transport::{BoxFuture, Inbound, Transport};
 use crate::Error;
 use isahc::config::{Configurable, RedirectPolicy};
 use isahc::{AsyncBody, HttpClient, Response};
-use mcp_proto::http::{redact_url, Body, HttpConfig, HttpError, HttpRequest, HttpRules, StreamEnd};
+use mcp_proto::http::{
+    redact_url, Body, Exchange, HttpConfig, HttpError, HttpRequest, HttpRules, StreamEnd,
+};
 use mcp_proto::sse::{SseDecoder, SseItem};
 use mcp_proto::{RequestError, RequestId, Transmit, TransmitKind};
 use smol::channel::{self, Receiver, Sender};
@@ -302,11 +304,9 @@ impl Shared {
         })
     }
 
-    /// The POST for `transmit`, and the session id it carries (the rules need to know when
-    /// reading its answer).
-    fn post(&self, transmit: &Transmit) -> (HttpRequest, Option<String>) {
-        let rules = lock(&self.rules);
-        (rules.post(transmit), rules.session_id().map(str::to_owned))
+    /// The POST for `transmit`, and the exchange the rules follow its answer with.
+    fn begin(&self, transmit: &Transmit) -> (HttpRequest, Exchange) {
+        lock(&self.rules).begin(transmit)
     }
 
     /// Hands one item to the client, waiting while its queue is full.
@@ -388,12 +388,11 @@ async fn post_message(shared: Arc<Shared>, transmit: Transmit, accepted: Sender<
     let posted = async {
         // A message for a session being renewed is dropped: it belonged to the old one.
         lock(&shared.rules).check_post(&transmit.kind).ok()?;
-        let (request, carried) = shared.post(&transmit);
+        let (request, exchange) = shared.begin(&transmit);
         let response = shared.send(request).await.ok()?;
         let head = head(&response);
         let status = response.status().as_u16();
-        let verdict =
-            lock(&shared.rules).on_response(&transmit.kind, carried.as_deref(), status, &head);
+        let verdict = lock(&shared.rules).on_exchange_response(&exchange, status, &head);
         Some((response, verdict))
     };
     let answered = smol::future::or(posted, async {
@@ -455,7 +454,7 @@ async fn exchange_inner(
             body: String::new(),
         },
     };
-    let (mut response, verdict) = loop {
+    let (mut response, mut exchange, verdict) = loop {
         // While the session is being renewed, the request waits for the new one without being
         // sent.
         if let Err(HttpError::SessionExpired { url }) =
@@ -463,15 +462,14 @@ async fn exchange_inner(
         {
             return Err(expired(url));
         }
-        let (request, carried) = shared.post(transmit);
+        let (request, exchange) = shared.begin(transmit);
         let response = shared.send(request).await.map_err(failed)?;
         let status = response.status().as_u16();
         let head = head(&response);
-        let verdict =
-            lock(&shared.rules).on_response(&transmit.kind, carried.as_deref(), status, &head);
+        let verdict = lock(&shared.rules).on_exchange_response(&exchange, status, &head);
         // A late 404 from a replaced session: POST it again, in the current one.
         if !matches!(verdict, Err(HttpError::Resend { .. })) {
-            break (response, verdict);
+            break (response, exchange, verdict);
         }
     };
     match verdict {
@@ -487,16 +485,16 @@ async fn exchange_inner(
                     },
                     e => failed(e),
                 })?;
-            let answered = lock(&shared.rules).observe_message(&transmit.kind, &body);
+            lock(&shared.rules).on_exchange_message(&mut exchange, &body);
             shared.deliver(Inbound::Message(body)).await;
             // Nothing else comes for this request. (Should the body have answered it after all,
             // as a batch would, the client has already completed it and ignores a failure.)
-            match lock(&shared.rules).on_stream_end(&transmit.kind, answered, 0, None) {
+            match lock(&shared.rules).on_exchange_end(&mut exchange, None) {
                 StreamEnd::Failed(e) => Err(failed(Error::HttpProtocol(e))),
                 _ => Ok(()),
             }
         }
-        Ok(Body::EventStream) => read_stream(shared, id, transmit, response).await,
+        Ok(Body::EventStream) => read_stream(shared, id, exchange, response).await,
         Err(HttpError::SessionExpired { url }) => Err(expired(url)),
         Err(e) => Err(failed(http_failure(e, response.body_mut()).await)),
     }
@@ -507,15 +505,13 @@ async fn exchange_inner(
 async fn read_stream(
     shared: &Shared,
     id: RequestId,
-    transmit: &Transmit,
+    mut exchange: Exchange,
     mut response: Response<AsyncBody>,
 ) -> Result<(), Inbound> {
     let failed = |error: Error| Inbound::Failed { id, error };
     let mut decoder = SseDecoder::with_limit(shared.max_message);
     let mut buf = vec![0u8; 16 * 1024];
-    let mut attempts = 0;
     loop {
-        let mut answered = false;
         loop {
             // A broken stream is resumed like an ended one.
             let n: usize = response.body_mut().read(&mut buf).await.unwrap_or_default();
@@ -527,8 +523,7 @@ async fn read_stream(
                 match item {
                     SseItem::Event(event) => {
                         if let Some(message) = HttpRules::event_message(&event) {
-                            answered |=
-                                lock(&shared.rules).observe_message(&transmit.kind, message);
+                            lock(&shared.rules).on_exchange_message(&mut exchange, message);
                             shared.deliver(Inbound::Message(message.to_vec())).await;
                         }
                     }
@@ -542,19 +537,17 @@ async fn read_stream(
                     }
                 }
             }
-            if answered {
+            if exchange.answered() {
                 // The answer is in; a server that keeps the stream open is not waited for.
                 return Ok(());
             }
         }
         decoder.finish();
-        let plan =
-            lock(&shared.rules).on_stream_end(&transmit.kind, answered, attempts, Some(&decoder));
+        let plan = lock(&shared.rules).on_exchange_end(&mut exchange, Some(&decoder));
         match plan {
             StreamEnd::Done => return Ok(()),
             StreamEnd::Failed(e) => return Err(failed(Error::HttpProtocol(e))),
             StreamEnd::Resume { after, request } => {
-                attempts += 1;
                 smol::Timer::after(after).await;
                 response = shared.send(request).await.map_err(failed)?;
                 let head = head(&response);
