@@ -28,7 +28,7 @@ pub(super) enum Timeout {
 
 /// A request whose answer decodes into a known type. Each is declared once, in the table below
 /// (method name, result type, [`Reply`] variant); the session decodes its answers through the
-/// [`Decoder`] made from it, and a driver takes its result back out with [`Method::from_reply`].
+/// decoder made from it, and a driver takes its result back out with [`Method::from_reply`].
 pub trait Method {
     /// The method name on the wire.
     const NAME: &'static str;
