@@ -394,6 +394,15 @@ impl Exchange {
     }
 }
 
+/// What giving up on a request takes ([`HttpRules::on_cancel`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cancel {
+    /// The request whose exchange (its response stream) is aborted.
+    pub abort: RequestId,
+    /// Whether the `notifications/cancelled` message is POSTed too.
+    pub notify: bool,
+}
+
 /// What to do when a response stream ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamEnd {
@@ -689,6 +698,24 @@ impl HttpRules {
     /// > indicate it is ready to begin normal operations" — MCP 2025-11-25, Lifecycle
     pub fn is_ordered(kind: &TransmitKind) -> bool {
         matches!(kind, TransmitKind::Notification { method } if method == "notifications/initialized")
+    }
+
+    /// What giving up on a request means over HTTP: which exchange to abort (its response stream
+    /// is closed, so the server may stop work on it) and whether the cancellation notification
+    /// is POSTed too. In the legacy era (this transport's revisions) both happen.
+    ///
+    /// > "When a party wants to cancel an in-progress request, it sends a
+    /// > `notifications/cancelled` notification" — MCP 2025-11-25, Utilities § Cancellation; and
+    /// > "Disconnection SHOULD NOT be interpreted as the client cancelling its request" — Transports,
+    /// > which is why closing the stream alone is not enough here.
+    pub fn on_cancel(&self, kind: &TransmitKind) -> Option<Cancel> {
+        match kind {
+            TransmitKind::Cancellation { id } => Some(Cancel {
+                abort: *id,
+                notify: true,
+            }),
+            _ => None,
+        }
     }
 
     /// Whether the message `kind` may be POSTed now. While the session is being renewed (it
@@ -1403,5 +1430,19 @@ mod tests {
             r.on_exchange_response(&ex, 404, &[]),
             Err(HttpError::SessionExpired { .. })
         ));
+    }
+
+    #[test]
+    fn a_cancellation_aborts_its_exchange_and_is_posted() {
+        let r = rules();
+        let id = RequestId(9);
+        assert_eq!(
+            r.on_cancel(&TransmitKind::Cancellation { id }),
+            Some(Cancel {
+                abort: id,
+                notify: true
+            })
+        );
+        assert_eq!(r.on_cancel(&TransmitKind::Response), None);
     }
 }

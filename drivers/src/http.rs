@@ -356,10 +356,16 @@ async fn send_loop(
                 .detach();
             }
             kind => {
-                if let TransmitKind::Cancellation { id } = kind {
-                    // Giving up on a request also ends its HTTP exchange.
+                let cancel = lock(&shared.rules).on_cancel(&kind);
+                if let Some(cancel) = cancel {
+                    // Giving up on a request ends its HTTP exchange…
                     if let Some(running) = exchanges.upgrade() {
-                        lock(&running).running.remove(&id);
+                        lock(&running).running.remove(&cancel.abort);
+                    }
+                    // …and, when the rules say so, only that.
+                    if !cancel.notify {
+                        queued.fetch_sub(1, Ordering::SeqCst);
+                        continue;
                     }
                 }
                 let ordered = HttpRules::is_ordered(&kind);
