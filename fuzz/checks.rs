@@ -42,6 +42,9 @@ pub mod flags {
     pub const CANCEL: u8 = 1 << 5;
     /// Timed run only: issue the commands when `Event::Ready` shows up mid-stream.
     pub const ON_READY: u8 = 1 << 6;
+    /// Timed run only: after the second chunk the transport fails to deliver the last issued
+    /// request (`handle_undeliverable`; `initialize` when it is the only one).
+    pub const UNDELIVERABLE: u8 = 1 << 7;
 }
 
 /// A valid `initialize` answer to request 0.
@@ -379,6 +382,34 @@ fn commands(s: &mut Session, flags: u8, now: Instant, c: &mut Checker) {
     c.drain(s);
 }
 
+/// The transport could not deliver the last issued request: the session names it (when still
+/// pending) as the one the driver reports, and it gets no event of its own.
+fn undeliverable_last(s: &mut Session, c: &mut Checker) {
+    let Some(id) = c.issued.iter().copied().next_back() else {
+        return;
+    };
+    let pending = s.is_pending(id);
+    let was_handshake = Some(id) == c.init_id && s.state() == State::Initializing;
+    let hit = s.handle_undeliverable(id);
+    assert_eq!(
+        hit.request,
+        pending.then_some(id),
+        "the casualty is the request"
+    );
+    assert_eq!(
+        hit.session,
+        pending && was_handshake,
+        "only a handshake ends the session"
+    );
+    assert!(!s.is_pending(id));
+    if hit.request.is_some() {
+        // The driver answers it with the transport's error; a Response event for it would now
+        // trip the checker's "second response" check.
+        c.answered.insert(id);
+    }
+    c.drain(s);
+}
+
 fn cancel_first(s: &mut Session, c: &mut Checker) {
     let first = c.issued.iter().copied().find(|id| Some(*id) != c.init_id);
     if let Some(id) = first {
@@ -420,6 +451,9 @@ pub fn check_session_timed(data: &[u8]) {
         }
         if i == 0 && fl & flags::CANCEL != 0 {
             cancel_first(&mut s, &mut c);
+        }
+        if i == 1 && fl & flags::UNDELIVERABLE != 0 {
+            undeliverable_last(&mut s, &mut c);
         }
     }
     s.handle_timeout(now);
