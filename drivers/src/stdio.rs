@@ -224,8 +224,6 @@ struct WriteState {
     max: usize,
     /// The writer task is writing a message it took from the backlog.
     busy: bool,
-    /// Writing failed for good (the server closed its stdin, or stopped reading past the cap).
-    failure: Option<Error>,
 }
 
 /// One message waiting to be written.
@@ -312,7 +310,6 @@ impl StdioTransport {
                 queued: 0,
                 max: config.max_backlog,
                 busy: false,
-                failure: None,
             }),
             wake,
             end: end.clone(),
@@ -515,8 +512,8 @@ impl Writer {
         let Some(stdin) = st.stdin.clone() else {
             return Err(Error::Closed);
         };
-        if let Some(failure) = &st.failure {
-            return Err(failure.clone());
+        if let Some(failure) = self.failure() {
+            return Err(failure);
         }
         let payload = &message.payload;
         let request = match &message.kind {
@@ -576,7 +573,6 @@ impl Writer {
 
     /// Writing failed for good: later sends fail, the backlog goes, and `try_recv` reports it.
     fn fail(&self, st: &mut WriteState, error: Error) -> Error {
-        st.failure.get_or_insert(error.clone());
         st.backlog.clear();
         st.queued = 0;
         lock(&self.end.state)
@@ -586,10 +582,16 @@ impl Writer {
         error
     }
 
+    /// Why writing failed for good (the server closed its stdin, or stopped reading past the
+    /// cap), once it did. Kept with the connection's end, which it may become.
+    fn failure(&self) -> Option<Error> {
+        lock(&self.end.state).write_failure.clone()
+    }
+
     /// Whether everything sent has been written to the pipe.
     fn flushed(&self) -> bool {
         let st = lock(&self.state);
-        st.failure.is_some() || (st.backlog.is_empty() && !st.busy)
+        (st.backlog.is_empty() && !st.busy) || self.failure().is_some()
     }
 
     /// Drops our handle on stdin; the pipe closes once the writer task lets go of it too.
@@ -616,7 +618,7 @@ async fn drain_backlog(writer: Arc<Writer>, woken: Receiver<()>) {
             let (stdin, message) = {
                 let mut st = lock(&writer.state);
                 match st.stdin.clone() {
-                    Some(stdin) if st.failure.is_none() => match st.backlog.pop_front() {
+                    Some(stdin) if writer.failure().is_none() => match st.backlog.pop_front() {
                         Some(q) => {
                             st.busy = true;
                             (stdin, q.bytes)
