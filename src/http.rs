@@ -904,6 +904,20 @@ mod tests {
         }
     }
 
+    /// The answer to `initialize` (request `id`) opens session `sid`.
+    fn open_session(r: &mut HttpRules, id: u64, sid: &str) {
+        r.on_response(
+            &request(id, "initialize"),
+            None,
+            200,
+            &h(&[
+                ("content-type", "application/json"),
+                ("mcp-session-id", sid),
+            ]),
+        )
+        .unwrap();
+    }
+
     fn rules() -> HttpRules {
         let mut config = HttpConfig::new("http://127.0.0.1:1/mcp");
         config
@@ -1035,16 +1049,7 @@ mod tests {
             .headers
             .iter()
             .any(|(k, _)| k == SESSION_ID_HEADER));
-        r.on_response(
-            &request(6, "initialize"),
-            None,
-            200,
-            &h(&[
-                ("content-type", "application/json"),
-                ("mcp-session-id", "s2"),
-            ]),
-        )
-        .unwrap();
+        open_session(&mut r, 6, "s2");
         // The same request expiring again, in the new session, fails with the status.
         assert!(matches!(
             r.on_response(&call, Some("s2"), 404, &[]),
@@ -1145,16 +1150,7 @@ mod tests {
     fn delete_only_with_a_session() {
         let mut r = rules();
         assert_eq!(r.delete(), None);
-        r.on_response(
-            &request(0, "initialize"),
-            None,
-            200,
-            &h(&[
-                ("content-type", "application/json"),
-                ("Mcp-Session-Id", "s"),
-            ]),
-        )
-        .unwrap();
+        open_session(&mut r, 0, "s");
         let d = r.delete().unwrap();
         assert_eq!(d.method, Method::Delete);
         assert!(d.headers.contains(&("Mcp-Session-Id".into(), "s".into())));
@@ -1183,16 +1179,7 @@ mod tests {
     #[test]
     fn a_404_to_a_notification_or_response_renews_the_session() {
         let mut r = rules();
-        r.on_response(
-            &request(0, "initialize"),
-            None,
-            200,
-            &h(&[
-                ("content-type", "application/json"),
-                ("mcp-session-id", "s1"),
-            ]),
-        )
-        .unwrap();
+        open_session(&mut r, 0, "s1");
         let cancel = TransmitKind::Cancellation { id: RequestId(3) };
         assert!(matches!(
             r.on_response(&cancel, Some("s1"), 404, &[]),
@@ -1206,16 +1193,7 @@ mod tests {
         ));
         assert!(r.check_post(&TransmitKind::Response).is_err());
         assert_eq!(r.check_post(&request(5, "initialize")), Ok(()));
-        r.on_response(
-            &request(5, "initialize"),
-            None,
-            200,
-            &h(&[
-                ("content-type", "application/json"),
-                ("mcp-session-id", "s2"),
-            ]),
-        )
-        .unwrap();
+        open_session(&mut r, 5, "s2");
         assert_eq!(r.check_post(&request(4, "tools/call")), Ok(()));
         assert_eq!(r.session_id(), Some("s2"));
         // With renewal off the id is kept: later requests meet the 404 themselves.

@@ -327,13 +327,7 @@ fn a_timeout_cancels_and_aborts_the_exchange() {
     smol::block_on(async {
         let c = connect(&srv.url).await;
         let started = Instant::now();
-        let err = c
-            .request(
-                Request::call_tool("slow", json!({"ms": 3000})).timeout(Duration::from_millis(200)),
-            )
-            .await
-            .unwrap_err();
-        assert!(matches!(err, Error::Timeout(_)), "{err:?}");
+        times_out(&c, 3000, 200).await;
         assert!(started.elapsed() < Duration::from_secs(2));
         assert_eq!(
             c.call_tool("echo", json!({"text": "after"}))
@@ -432,6 +426,18 @@ fn a_json_answer_with_the_wrong_id_fails_the_call_at_once() {
 }
 
 /// A client whose requests time out after `timeout` (so that a regression fails, not hangs).
+/// Calls the `slow` tool (answering after `slow_ms`) with a `timeout_ms` timeout, which must win.
+async fn times_out(c: &Client<HttpTransport>, slow_ms: u64, timeout_ms: u64) {
+    let err = c
+        .request(
+            Request::call_tool("slow", json!({ "ms": slow_ms }))
+                .timeout(Duration::from_millis(timeout_ms)),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout(_)), "{err:?}");
+}
+
 fn client_with(config: HttpTransportConfig, timeout: Duration) -> Client<HttpTransport> {
     let config_c = ClientConfig {
         session: Config {
@@ -614,13 +620,7 @@ fn a_404_to_a_cancellation_renews_the_session() {
             Duration::from_secs(5),
         );
         c.initialize().await.unwrap();
-        let err = c
-            .request(
-                Request::call_tool("slow", json!({"ms": 2000})).timeout(Duration::from_millis(300)),
-            )
-            .await
-            .unwrap_err();
-        assert!(matches!(err, Error::Timeout(_)), "{err:?}");
+        times_out(&c, 2000, 300).await;
         for i in 0..3 {
             let text = format!("call {i}");
             let r = c.call_tool("echo", json!({ "text": text })).await.unwrap();
@@ -762,13 +762,7 @@ fn a_stalled_cancellation_does_not_delay_the_next_call() {
             Duration::from_secs(3),
         );
         c.initialize().await.unwrap();
-        let err = c
-            .request(
-                Request::call_tool("slow", json!({"ms": 1000})).timeout(Duration::from_millis(200)),
-            )
-            .await
-            .unwrap_err();
-        assert!(matches!(err, Error::Timeout(_)), "{err:?}");
+        times_out(&c, 1000, 200).await;
         let started = Instant::now();
         let r = c.call_tool("echo", json!({"text": "next"})).await.unwrap();
         assert_eq!(r.text(), "next");

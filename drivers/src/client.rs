@@ -394,7 +394,7 @@ impl<T: Transport> Client<T> {
     /// Calls a tool with a request built by [`Request::call_tool`], for its own timeout. Any other
     /// request is refused with [`UsageError::NotAToolCall`] before anything is sent.
     pub async fn call(&self, request: Request) -> Result<CallToolResult, Error> {
-        if request.method() != "tools/call" {
+        if request.method() != CallTool::NAME {
             return Err(UsageError::NotAToolCall(request.method().to_owned()).into());
         }
         let invalid = |reason: String| {
