@@ -12,6 +12,8 @@
 //! - [`session`]: the [`Session`] state machine: handshake, requests, timeouts, cancellation
 //! - [`sse`]: the server-sent events decoder (Streamable HTTP responses)
 //! - [`http`]: the Streamable HTTP transport's rules: requests, responses, sessions, resumption
+//! - [`headers`]: the request-metadata headers of Streamable HTTP (2026-07-28): `Mcp-Method`,
+//!   `Mcp-Name`, `x-mcp-header` parameters, the Base64 value encoding
 //! - [`bridge`]: tools as an agent registers them, results as a model reads them
 //!
 //! See [`Session`] for the driving loop.
@@ -21,6 +23,7 @@
 pub mod bridge;
 pub mod error;
 pub mod framing;
+pub mod headers;
 pub mod http;
 pub mod jsonrpc;
 pub mod methods;
