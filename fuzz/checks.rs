@@ -282,9 +282,9 @@ impl Checker {
             let v: Value = serde_json::from_slice(&t.payload).expect("every payload is JSON");
             assert_eq!(v["jsonrpc"], "2.0");
             match &t.kind {
-                TransmitKind::Request { id, method } => {
+                TransmitKind::Request { id, wire, method } => {
                     assert!(self.issued.contains(id), "a request {id} no command issued");
-                    assert_eq!(v["id"], json!(id.0));
+                    assert_eq!(v["id"], json!(wire.0));
                     assert_eq!(v["method"], json!(method));
                 }
                 TransmitKind::Notification { method } => {
@@ -354,6 +354,7 @@ impl Checker {
 fn new_session(flags: u8, now: Instant, c: &mut Checker) -> Session {
     let mut s = Session::new(Config {
         frame_limit: SESSION_FRAME_LIMIT,
+        era: mcp_proto::EraChoice::Legacy,
         ..Config::default()
     });
     let id = s.initialize(now).expect("initialize on a new session");

@@ -30,6 +30,9 @@ pub enum UsageError {
     /// A tool call was asked for with a request that is not `tools/call`.
     #[error("not a tools/call request: {0:?}")]
     NotAToolCall(String),
+    /// The modern era has no session to renew (its requests carry everything they need).
+    #[error("the modern era has no session to renew")]
+    Stateless,
 }
 
 /// Why one request failed. Each is fatal for that request; none ends the session.
@@ -64,6 +67,46 @@ pub enum RequestError {
         /// What was wrong with it.
         reason: String,
     },
+    /// The server does not speak the protocol version the request carried, and no other
+    /// version both speak was left to retry with (modern era, -32022).
+    #[error("the server does not support protocol version {requested} (it supports: {}; this client speaks: {})", supported.join(", "), ours.join(", "))]
+    UnsupportedVersion {
+        /// The version the request carried.
+        requested: String,
+        /// What the server said it supports (`data.supported`).
+        supported: Vec<String>,
+        /// What this client speaks.
+        ours: Vec<String>,
+    },
+    /// The server found the request's HTTP headers not matching its body (modern era, -32020).
+    #[error("the server rejected the request's headers: {0}")]
+    HeaderMismatch(RpcError),
+    /// The request needs a client capability this client did not declare (modern era, -32021).
+    #[error("the server requires client capabilities this client did not declare: {required}")]
+    MissingCapability {
+        /// `data.requiredCapabilities`, as sent.
+        required: serde_json::Value,
+        /// The server's error.
+        error: RpcError,
+    },
+    /// The server asked for input (an input-required round) that this client cannot give: it
+    /// declared no capability for these requests.
+    #[error("the server asked for input this client does not provide: {}", methods.join(", "))]
+    InputUnsupported {
+        /// The methods of the input requests (`elicitation/create`, `sampling/createMessage`, …).
+        methods: Vec<String>,
+    },
+    /// The call's arguments cannot be sent: a value mirrored into an HTTP header does not fit
+    /// the type the tool declares for it (modern era). Nothing was sent; the model can correct
+    /// its arguments.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The server still wanted more input after the most rounds the client allows.
+    #[error("the server still required input after {limit} rounds; giving up")]
+    TooManyRounds {
+        /// The cap ([`Config::max_input_rounds`](crate::Config::max_input_rounds)).
+        limit: u32,
+    },
 }
 
 /// Why the session ended during the handshake. Every pending request fails with it.
@@ -84,6 +127,25 @@ pub enum SessionError {
     /// The connection ended before the handshake completed.
     #[error("the connection closed during the handshake")]
     Closed,
+    /// The server ended while its era was being probed (`server/discover`, before any answer):
+    /// a legacy server that exits on an unknown request. Start it again and speak the legacy era
+    /// to it ([`EraChoice::Legacy`](crate::EraChoice::Legacy)).
+    #[error(
+        "the server ended on the era probe (server/discover): start it again in the legacy era"
+    )]
+    EndedOnProbe,
+    /// `server/discover` failed in the modern era (forced, or after the server showed it is
+    /// modern).
+    #[error("server/discover failed: {0}")]
+    Discover(RequestError),
+    /// The server and this client share no protocol version.
+    #[error("no protocol version in common: the server supports {}; this client speaks {}", theirs.join(", "), ours.join(", "))]
+    NoCommonVersion {
+        /// What the server supports.
+        theirs: Vec<String>,
+        /// What this client speaks (modern and legacy).
+        ours: Vec<String>,
+    },
 }
 
 /// Peer misbehaviour the session tolerated: reported, never fatal.
@@ -126,5 +188,14 @@ pub enum Warning {
         len: u64,
         /// The limit.
         limit: usize,
+    },
+    /// A tool whose `x-mcp-header` annotations break the rules was left out of the tool list
+    /// (modern era over HTTP).
+    #[error("left out tool {tool:?}: {reason}")]
+    ToolRejected {
+        /// The tool's name.
+        tool: String,
+        /// What is wrong with its annotations.
+        reason: String,
     },
 }

@@ -83,9 +83,13 @@ impl HttpConfig {
         }
         for (name, value) in &self.headers {
             check_header(name, value)?;
-            if RESERVED_HEADERS
-                .iter()
-                .any(|r| r.eq_ignore_ascii_case(name))
+            let mirrored = name.len() >= crate::headers::PARAM_HEADER_PREFIX.len()
+                && name.as_bytes()[..crate::headers::PARAM_HEADER_PREFIX.len()]
+                    .eq_ignore_ascii_case(crate::headers::PARAM_HEADER_PREFIX.as_bytes());
+            if mirrored
+                || RESERVED_HEADERS
+                    .iter()
+                    .any(|r| r.eq_ignore_ascii_case(name))
             {
                 return Err(ConfigError::ReservedHeader { name: name.clone() });
             }
@@ -116,6 +120,9 @@ const RESERVED_HEADERS: &[&str] = &[
     "Last-Event-ID",
     "Content-Length",
     "Transfer-Encoding",
+    // The modern era mirrors the body into these (and into `Mcp-Param-*`).
+    crate::headers::METHOD_HEADER,
+    crate::headers::NAME_HEADER,
 ];
 
 /// Why an [`HttpConfig`] cannot be used.
@@ -283,7 +290,18 @@ pub enum Body {
     /// An event stream: feed it to an [`SseDecoder`] as it arrives, and hand each event's
     /// message (see [`HttpRules::event_message`]) to the session.
     EventStream,
+    /// A request was refused with this status and a JSON body, which may be the JSON-RPC error
+    /// answering it (a modern server answers `400` with `UnsupportedProtocolVersion`,
+    /// `HeaderMismatch` or invalid params, and `404` with method not found): read the body (up to
+    /// [`MAX_ERROR_BODY`]) and hand it to [`HttpRules::on_error_body`].
+    Refused {
+        /// The HTTP status.
+        status: u16,
+    },
 }
+
+/// The most bytes of a refusal's JSON body read to find the JSON-RPC error in it.
+pub const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// Why a response is not usable, or a request cannot be made. Every `url` is redacted
 /// ([`redact_url`]).
@@ -375,6 +393,8 @@ pub struct Exchange {
     carried: Option<String>,
     answered: bool,
     resumes: u32,
+    /// A modern-era message: its stream cannot be resumed.
+    modern: bool,
 }
 
 impl Exchange {
@@ -506,8 +526,22 @@ impl HttpRules {
     ///
     /// > "The client MUST include an Accept header, listing both application/json and
     /// > text/event-stream as supported content types." — 2025-11-25
+    ///
+    /// A modern message carries its own headers ([`Transmit::headers`]: its version, method, name
+    /// and mirrored parameters) and no session id.
+    ///
+    /// > "The client **MUST** include the request metadata headers on each POST request." — MCP
+    /// > 2026-07-28, Streamable HTTP § Sending Messages
     pub fn post(&self, transmit: &Transmit) -> HttpRequest {
-        let mut headers = self.headers("application/json, text/event-stream");
+        let accept = "application/json, text/event-stream";
+        let mut headers = if transmit.modern {
+            let mut h = vec![("Accept".to_owned(), accept.to_owned())];
+            h.extend(transmit.headers.iter().cloned());
+            h.extend(self.config.headers.iter().cloned());
+            h
+        } else {
+            self.headers(accept)
+        };
         headers.insert(
             0,
             ("Content-Type".to_owned(), "application/json".to_owned()),
@@ -572,6 +606,20 @@ impl HttpRules {
             return Err(HttpError::Status { status, url: url() });
         }
         if !(200..300).contains(&status) {
+            let json = header(headers, "content-type").is_some_and(|t| {
+                t.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .eq_ignore_ascii_case("application/json")
+            });
+            if json
+                && status != 401
+                && status != 403
+                && matches!(kind, TransmitKind::Request { .. })
+            {
+                return Ok(Body::Refused { status });
+            }
             return Err(status_error(status, headers, url()));
         }
         let TransmitKind::Request { method, .. } = kind else {
@@ -610,9 +658,10 @@ impl HttpRules {
     pub fn begin(&self, transmit: &Transmit) -> (HttpRequest, Exchange) {
         let exchange = Exchange {
             kind: transmit.kind.clone(),
-            carried: self.session_id.clone(),
+            carried: self.session_id.clone().filter(|_| !transmit.modern),
             answered: false,
             resumes: 0,
+            modern: transmit.modern,
         };
         (self.post(transmit), exchange)
     }
@@ -635,6 +684,51 @@ impl HttpRules {
         exchange.answered
     }
 
+    /// Reads the JSON body of a refused request ([`Body::Refused`]): a JSON-RPC error answering
+    /// the request is its answer (`Ok`: hand the body to the session, which reads the error);
+    /// anything else (an error without the request's id, another shape, junk) leaves the status
+    /// as the verdict.
+    ///
+    /// > "On `400 Bad Request`, the client **SHOULD** inspect the response body before falling
+    /// > back: modern servers also use `400` for `UnsupportedProtocolVersionError`,
+    /// > `MissingRequiredClientCapabilityError`, and header-validation failures." — MCP
+    /// > 2026-07-28, Streamable HTTP § Backward Compatibility
+    pub fn on_error_body(
+        &mut self,
+        exchange: &mut Exchange,
+        status: u16,
+        body: &[u8],
+    ) -> Result<(), HttpError> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            #[serde(default)]
+            id: Option<serde_json::Value>,
+            #[serde(default)]
+            error: Option<serde::de::IgnoredAny>,
+            #[serde(default)]
+            result: Option<serde::de::IgnoredAny>,
+        }
+        let TransmitKind::Request { wire, .. } = &exchange.kind else {
+            return Err(HttpError::Status {
+                status,
+                url: self.redacted_url.clone(),
+            });
+        };
+        let answers = serde_json::from_slice::<Head>(body).is_ok_and(|h| {
+            h.error.is_some()
+                && h.result.is_none()
+                && h.id.as_ref().and_then(serde_json::Value::as_u64) == Some(wire.0)
+        });
+        if answers {
+            exchange.answered = true;
+            return Ok(());
+        }
+        Err(HttpError::Status {
+            status,
+            url: self.redacted_url.clone(),
+        })
+    }
+
     /// The exchange's body ended (`decoder`: its event stream's; `None` for a JSON body): done,
     /// failed, or resumed (counted), as [`on_stream_end`](Self::on_stream_end) says.
     pub fn on_exchange_end(
@@ -642,6 +736,13 @@ impl HttpRules {
         exchange: &mut Exchange,
         decoder: Option<&SseDecoder>,
     ) -> StreamEnd {
+        if exchange.modern && !exchange.answered && decoder.is_some() {
+            // > "Resumable SSE streams via `Last-Event-ID` are not supported." — MCP 2026-07-28
+            return StreamEnd::Failed(HttpError::Unanswered {
+                reason: "the response stream ended before the response (a modern server's streams cannot be resumed)".into(),
+                url: self.redacted_url.clone(),
+            });
+        }
         let plan = self.on_stream_end(&exchange.kind, exchange.answered, exchange.resumes, decoder);
         if matches!(plan, StreamEnd::Resume { .. }) {
             exchange.resumes += 1;
@@ -668,7 +769,7 @@ impl HttpRules {
             #[serde(default, rename = "protocolVersion")]
             protocol_version: Option<String>,
         }
-        let TransmitKind::Request { id, method } = kind else {
+        let TransmitKind::Request { wire, method, .. } = kind else {
             return false;
         };
         let Ok(head) = serde_json::from_slice::<Head>(message) else {
@@ -676,7 +777,7 @@ impl HttpRules {
         };
         let answers = head.method.is_none()
             && (head.result.is_some() || head.error.is_some())
-            && head.id.as_ref().and_then(serde_json::Value::as_u64) == Some(id.0);
+            && head.id.as_ref().and_then(serde_json::Value::as_u64) == Some(wire.0);
         if answers && method == "initialize" {
             // Only a revision this client speaks goes into a header: the session refuses any
             // other (and disconnects), and a server's arbitrary string must not reach an HTTP
@@ -708,11 +809,21 @@ impl HttpRules {
     /// > `notifications/cancelled` notification" — MCP 2025-11-25, Utilities § Cancellation; and
     /// > "Disconnection SHOULD NOT be interpreted as the client cancelling its request" — Transports,
     /// > which is why closing the stream alone is not enough here.
+    ///
+    /// In the modern era the session sends [`TransmitKind::Abort`] instead: the stream is closed,
+    /// and nothing is POSTed.
+    ///
+    /// > "Closing the SSE response stream **MUST** be treated by the server as cancellation of
+    /// > that request." — MCP 2026-07-28, Streamable HTTP § Cancellation
     pub fn on_cancel(&self, kind: &TransmitKind) -> Option<Cancel> {
         match kind {
             TransmitKind::Cancellation { id } => Some(Cancel {
                 abort: *id,
                 notify: true,
+            }),
+            TransmitKind::Abort { id } => Some(Cancel {
+                abort: *id,
+                notify: false,
             }),
             _ => None,
         }
@@ -886,6 +997,7 @@ mod tests {
     fn request(id: u64, method: &str) -> TransmitKind {
         TransmitKind::Request {
             id: RequestId(id),
+            wire: RequestId(id),
             method: method.into(),
         }
     }
@@ -901,6 +1013,8 @@ mod tests {
         Transmit {
             payload: b"{}".to_vec(),
             kind,
+            headers: Vec::new(),
+            modern: false,
         }
     }
 

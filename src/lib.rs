@@ -37,9 +37,10 @@ pub use error::{RequestError, SessionError, UsageError, Warning};
 pub use jsonrpc::{RequestId, RpcError};
 pub use pagination::{Pagination, PaginationError};
 pub use session::{
-    CallTool, Casualties, Config, Era, Event, ListTools, Method, Reply, Request, Session, State,
-    Stats, TimerFor, Transmit, TransmitKind,
+    CallTool, Casualties, Config, Discover, Era, EraChoice, Event, ListTools, Method, Reply,
+    Request, Session, State, Stats, TimerFor, Transmit, TransmitKind, TransportKind,
 };
 pub use types::{
-    CallToolResult, ContentBlock, Implementation, InitializeResult, ListToolsResult, Tool,
+    CallToolResult, ContentBlock, DiscoverResult, Implementation, InitializeResult,
+    ListToolsResult, ResultType, Tool,
 };

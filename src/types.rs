@@ -23,6 +23,134 @@ pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
     &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
+/// The modern revisions this client speaks, newest (preferred) first: they carry the protocol
+/// version, identity and capabilities in every request's `_meta`, with no handshake.
+///
+/// > "**Modern**: protocol versions that convey version, identity, and capabilities as
+/// > per-request metadata (revision `2026-07-28` and later)." — MCP 2026-07-28, Versioning
+pub const MODERN_PROTOCOL_VERSIONS: &[&str] = &["2026-07-28"];
+
+/// What a result is, by its `resultType` (2026-07-28).
+///
+/// > "A `resultType` of any value unrecognized by the client **MUST** be considered invalid." /
+/// > "clients **MUST** treat an absent `resultType` as `"complete"`." — MCP 2026-07-28, Basic §
+/// > ResultType
+///
+/// Any JSON value reads as one of these (a value that is not a string is [`Other`](Self::Other),
+/// described), so that the decision is the session's, not the parser's.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ResultType {
+    /// `"complete"` (or absent): the result is final.
+    #[default]
+    Complete,
+    /// `"input_required"`: the server needs input before it can complete the request.
+    InputRequired,
+    /// Anything else: invalid for this client.
+    Other(String),
+}
+
+impl ResultType {
+    /// The wire value.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ResultType::Complete => "complete",
+            ResultType::InputRequired => "input_required",
+            ResultType::Other(s) => s,
+        }
+    }
+
+    /// The result type of an optional `resultType` member: absent means complete.
+    pub fn of(field: Option<&ResultType>) -> &ResultType {
+        const COMPLETE: &ResultType = &ResultType::Complete;
+        field.unwrap_or(COMPLETE)
+    }
+}
+
+impl<'de> Deserialize<'de> for ResultType {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ResultType;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a resultType")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<ResultType, E> {
+                Ok(match s {
+                    "complete" => ResultType::Complete,
+                    "input_required" => ResultType::InputRequired,
+                    other => ResultType::Other(other.to_owned()),
+                })
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<ResultType, E> {
+                Ok(ResultType::Other(v.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ResultType, E> {
+                Ok(ResultType::Other(v.to_string()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ResultType, E> {
+                Ok(ResultType::Other(v.to_string()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<ResultType, E> {
+                Ok(ResultType::Other(v.to_string()))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<ResultType, E> {
+                Ok(ResultType::Other("null".into()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<ResultType, A::Error> {
+                while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(ResultType::Other("an array".into()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<ResultType, A::Error> {
+                while a
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(ResultType::Other("an object".into()))
+            }
+        }
+        // No allocation for the values the protocol defines; any other value is kept as text.
+        d.deserialize_any(Visitor)
+    }
+}
+
+impl Serialize for ResultType {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// What a decoded result says about its own kind: its `resultType` member, when it has one.
+pub trait Outcome {
+    /// The `resultType` member as sent; `None` when absent.
+    fn result_type(&self) -> Option<&ResultType>;
+}
+
+impl<T: Outcome> Outcome for Box<T> {
+    fn result_type(&self) -> Option<&ResultType> {
+        (**self).result_type()
+    }
+}
+
+impl Outcome for Value {
+    fn result_type(&self) -> Option<&ResultType> {
+        // Raw results are checked by the session from their text; see `session::modern`.
+        None
+    }
+}
+
+/// How a list result may be cached (`cacheScope`, 2026-07-28).
+///
+/// > "`"public"`: The response does not contain user-specific data. … `"private"`: The response
+/// > MAY be cached and reused only within the same authorization context." — MCP 2026-07-28,
+/// > schema `CacheableResult`
+pub type CacheScope = String;
+
 /// The name and version of an MCP implementation (`clientInfo` / `serverInfo`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Implementation {
@@ -175,6 +303,22 @@ pub struct ListToolsResult {
     /// The cursor for the next page; absent on the last page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// How long this page may be cached, in milliseconds (`ttlMs`, modern servers; `0`: stale at
+    /// once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Who may cache it (`cacheScope`: `"public"` or `"private"`, modern servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
+    /// `resultType` as sent (modern servers); absent means complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+}
+
+impl Outcome for ListToolsResult {
+    fn result_type(&self) -> Option<&ResultType> {
+        self.result_type.as_ref()
+    }
 }
 
 /// The `tools/call` result.
@@ -197,6 +341,85 @@ pub struct CallToolResult {
     /// The `_meta` member, as sent.
     #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
+    /// `resultType` as sent (modern servers); absent means complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+}
+
+impl Outcome for CallToolResult {
+    fn result_type(&self) -> Option<&ResultType> {
+        self.result_type.as_ref()
+    }
+}
+
+/// The `server/discover` result (2026-07-28): the server's versions, capabilities and identity.
+///
+/// > "The server replies with its supported protocol versions, capabilities, and identity." —
+/// > MCP 2026-07-28, Discovery
+///
+/// `supportedVersions` is required: a result without it (a legacy server answering every
+/// unknown method with `{}`) is no discover result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoverResult {
+    /// The protocol versions the server supports.
+    pub supported_versions: Vec<String>,
+    /// What the server offers, as sent.
+    #[serde(default)]
+    pub capabilities: Value,
+    /// Usage hints for the model, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// How long this answer may be cached, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Who may cache it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
+    /// The `_meta` member, as sent (the server's identity is in it).
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+    /// `resultType` as sent; absent means complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+}
+
+/// The `_meta` key under which a modern server names itself in every result.
+///
+/// > "Servers **SHOULD** include the following `io.modelcontextprotocol/*` field in every
+/// > result's `_meta` … `io.modelcontextprotocol/serverInfo`" — MCP 2026-07-28, Basic § `_meta`
+pub const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+
+impl DiscoverResult {
+    /// The server's identity (`_meta["io.modelcontextprotocol/serverInfo"]`), when it gave a
+    /// readable one.
+    pub fn server_info(&self) -> Option<Implementation> {
+        let info = self.meta.as_ref()?.get(SERVER_INFO_META)?;
+        serde_json::from_value(info.clone()).ok()
+    }
+}
+
+impl Outcome for DiscoverResult {
+    fn result_type(&self) -> Option<&ResultType> {
+        self.result_type.as_ref()
+    }
+}
+
+/// An `input_required` result (2026-07-28): what the server needs before it can complete the
+/// request.
+///
+/// > "`inputRequests` _(optional)_: An `InputRequests` map of server-initiated requests that the
+/// > client must fulfill. `requestState` _(optional)_: An opaque string meaningful only to the
+/// > server." — MCP 2026-07-28, Multi Round-Trip Requests
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputRequiredResult {
+    /// The requests the client must answer, by the server's keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<Map<String, Value>>,
+    /// Echoed exactly in the retry; never inspected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
 }
 
 fn null_as_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {

@@ -110,12 +110,19 @@ fn request_headers_session_and_delete() {
     assert_eq!(
         methods,
         [
+            // The era probe: this legacy server refuses it (400, no JSON-RPC answer).
+            ("POST".into(), Some("server/discover".into())),
             ("POST".into(), Some("initialize".into())),
             ("POST".into(), Some("notifications/initialized".into())),
             ("POST".into(), Some("tools/call".into())),
             ("DELETE".into(), None),
         ]
     );
+    let probe = &log[0];
+    assert_eq!(probe.header("mcp-protocol-version"), Some("2026-07-28"));
+    assert_eq!(probe.header("mcp-method"), Some("server/discover"));
+    assert_eq!(probe.header("mcp-session-id"), None);
+    let log = &log[1..];
     let init = &log[0];
     assert_eq!(init.header("content-type"), Some("application/json"));
     assert_eq!(
@@ -259,9 +266,10 @@ fn a_required_authorization_header_goes_on_every_request() {
         c.close().await.unwrap();
     });
     let log = srv.log();
-    assert!(log.len() >= 5);
+    assert!(log.len() >= 6);
     assert!(
-        log[1..]
+        // The unauthorized client's probe and `initialize` carry no token; all later ones do.
+        log[2..]
             .iter()
             .all(|l| l.header("authorization") == Some("Bearer s3cret")),
         "{log:?}"
@@ -649,8 +657,11 @@ fn dropping_the_transport_aborts_its_exchanges() {
             .to_vec(),
         kind: TransmitKind::Request {
             id: RequestId(1),
+            wire: RequestId(1),
             method: "tools/call".into(),
         },
+        headers: Vec::new(),
+        modern: false,
     })
     .unwrap();
     assert!(eventually(Duration::from_secs(2), || count(
@@ -794,6 +805,8 @@ fn the_outbound_queue_is_bounded() {
         kind: TransmitKind::Notification {
             method: "notifications/progress".into(),
         },
+        headers: Vec::new(),
+        modern: false,
     };
     // Two stalled POSTs in flight fill the queue.
     let refused = (0..10).filter(|_| t.send(note()).is_err()).count();
@@ -802,8 +815,11 @@ fn the_outbound_queue_is_bounded() {
         payload: br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#.to_vec(),
         kind: TransmitKind::Request {
             id: RequestId(7),
+            wire: RequestId(7),
             method: "ping".into(),
         },
+        headers: Vec::new(),
+        modern: false,
     };
     let err = t.send(request).unwrap_err();
     assert!(err.to_string().contains("queue is full"), "{err}");

@@ -43,12 +43,24 @@ impl Transport for MemoryTransport {
         let request: Value = serde_json::from_slice(&message.payload).unwrap();
         let method = request["method"].as_str().unwrap_or_default();
         let result = match method {
-            "initialize" => Some(json!({
-                "protocolVersion": "2025-06-18",
+            // A modern server (2026-07-28): the client's probe finds it, and the listings below
+            // run in the modern era, `_meta` and all.
+            "server/discover" => Some(json!({
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
                 "capabilities": {"tools": {}},
-                "serverInfo": {"name": "memory", "version": "0"}
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "memory", "version": "0"}}
             })),
-            _ => (self.script)(method, &request["params"]),
+            "initialize" => panic!("a modern server gets no initialize"),
+            _ => {
+                let meta = &request["params"]["_meta"];
+                assert_eq!(
+                    meta["io.modelcontextprotocol/protocolVersion"],
+                    "2026-07-28"
+                );
+                assert!(meta["io.modelcontextprotocol/clientCapabilities"].is_object());
+                (self.script)(method, &request["params"])
+            }
         };
         if let Some(result) = result {
             let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
@@ -145,7 +157,7 @@ fn a_repeated_cursor_stops_the_listing() {
         assert_eq!(
             requests.load(Ordering::SeqCst),
             1 + 3,
-            "initialize and three pages"
+            "the opening (server/discover) and three pages"
         );
     });
 }
@@ -223,7 +235,7 @@ fn tools_past_the_byte_cap_stop_the_listing() {
         assert_eq!(
             requests.load(Ordering::SeqCst),
             1 + 10,
-            "initialize and ten pages of 100 kB"
+            "the opening (server/discover) and ten pages of 100 kB"
         );
     });
 }

@@ -11,7 +11,8 @@
 mod common;
 
 use common::{example_bin, peer_bin, peer_script, run_within, GroupGuard};
-use mcp_client::{Client, HttpTransport, HttpTransportConfig};
+use mcp_client::proto::{Era, EraChoice};
+use mcp_client::{Client, ClientConfig, HttpTransport, HttpTransportConfig};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
@@ -133,12 +134,17 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn client(url: &str) -> Client<HttpTransport> {
-    Client::new(HttpTransport::new(HttpTransportConfig::new(url)).expect("transport"))
+async fn connect(peer: &HttpPeer) -> Client<HttpTransport> {
+    connect_in(peer, EraChoice::Auto).await
 }
 
-async fn connect(peer: &HttpPeer) -> Client<HttpTransport> {
-    let c = client(&peer.url);
+async fn connect_in(peer: &HttpPeer, era: EraChoice) -> Client<HttpTransport> {
+    let mut config = ClientConfig::default();
+    config.session.era = era;
+    let c = Client::with_config(
+        HttpTransport::new(HttpTransportConfig::new(peer.url.as_str())).unwrap(),
+        config,
+    );
     let started = Instant::now();
     if let Err(e) = c.initialize().await {
         panic!(
@@ -256,19 +262,39 @@ fn server_everything_streamable_http() {
     peer.stop();
 }
 
-/// The Python SDK server in one mode: tools listed and called; the session as the mode says.
-fn python_sdk(options: &[&str], stateful: bool) {
+/// The Python SDK server in one mode and era: tools listed and called; the era as asked (`Auto`
+/// must find the modern one: mcp 2.3.0 speaks 2026-07-28), the session as the mode says.
+fn python_sdk(options: &[&str], era: EraChoice, stateful: bool) {
     let Some(python) = peer_bin("python") else {
         return;
     };
     let peer = HttpPeer::python(&python, options);
     let session = smol::block_on(async {
-        let c = connect(&peer).await;
+        let c = connect_in(&peer, era).await;
         assert_eq!(
             c.server_info().expect("server info").name,
             "fastmcp-test-server"
         );
+        let init = c.initialize_result().expect("opened");
+        if era == EraChoice::Legacy {
+            assert_eq!(c.era(), Some(Era::Legacy));
+            assert_eq!(init.protocol_version, "2025-11-25");
+        } else {
+            assert_eq!(
+                c.era(),
+                Some(Era::Modern),
+                "the SDK server speaks 2026-07-28"
+            );
+            assert_eq!(init.protocol_version, "2026-07-28");
+            let discover = c.discover_result().expect("a discover result");
+            assert!(discover
+                .supported_versions
+                .iter()
+                .any(|v| v == "2026-07-28"));
+        }
         let session = c.transport().session_id();
+        // The modern era has no sessions.
+        let stateful = stateful && era == EraChoice::Legacy;
         if stateful {
             let id = session.as_deref().expect("a session id");
             assert!(
@@ -321,17 +347,32 @@ fn python_sdk(options: &[&str], stateful: bool) {
 
 #[test]
 fn python_sdk_sse() {
-    python_sdk(&[], true);
+    python_sdk(&[], EraChoice::Auto, true);
 }
 
 #[test]
 fn python_sdk_json_response() {
-    python_sdk(&["--json-response"], true);
+    python_sdk(&["--json-response"], EraChoice::Auto, true);
+}
+
+#[test]
+fn python_sdk_sse_forced_legacy() {
+    python_sdk(&[], EraChoice::Legacy, true);
+}
+
+#[test]
+fn python_sdk_json_response_forced_legacy() {
+    python_sdk(&["--json-response"], EraChoice::Legacy, true);
 }
 
 #[test]
 fn python_sdk_stateless() {
-    python_sdk(&["--stateless"], false);
+    python_sdk(&["--stateless"], EraChoice::Auto, false);
+}
+
+#[test]
+fn python_sdk_stateless_forced_legacy() {
+    python_sdk(&["--stateless"], EraChoice::Legacy, false);
 }
 
 /// `mcp-client --url`: the CLI over Streamable HTTP against the Python SDK server.

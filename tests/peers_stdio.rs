@@ -8,7 +8,10 @@
 mod common;
 
 use common::{close_and_check, peer_bin, peer_script, TempDir};
-use mcp_client::{as_tools, AgentTool, Client, StdioConfig, StdioTransport, ToolError};
+use mcp_client::proto::{Era, EraChoice};
+use mcp_client::{
+    as_tools, AgentTool, Client, ClientConfig, StdioConfig, StdioTransport, ToolError,
+};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,7 +21,16 @@ use std::time::{Duration, Instant};
 const START_LIMIT: Duration = Duration::from_secs(30);
 
 async fn connect(config: StdioConfig) -> Client<StdioTransport> {
-    let client = Client::new(StdioTransport::spawn(config).expect("spawn the peer"));
+    connect_in(config, EraChoice::Auto).await
+}
+
+async fn connect_in(config: StdioConfig, era: EraChoice) -> Client<StdioTransport> {
+    let mut settings = ClientConfig::default();
+    settings.session.era = era;
+    let client = Client::with_config(
+        StdioTransport::spawn(config).expect("spawn the peer"),
+        settings,
+    );
     let started = Instant::now();
     if let Err(e) = client.initialize().await {
         panic!(
@@ -93,6 +105,8 @@ fn server_everything() {
     };
     smol::block_on(async {
         let client = connect(StdioConfig::new(bin).args(["stdio"])).await;
+        // A legacy server: the probe found the legacy era.
+        assert_eq!(client.era(), Some(Era::Legacy));
         let info = client.server_info().expect("server info");
         assert!(
             info.name.contains("everything"),
@@ -194,6 +208,7 @@ fn server_filesystem() {
 
     smol::block_on(async {
         let client = connect(StdioConfig::new(bin).arg_path(&allowed)).await;
+        assert_eq!(client.era(), Some(Era::Legacy));
         let tools = client.list_tools().await.unwrap();
         check_schemas(&tools);
         let listed = names(&tools);
@@ -247,6 +262,16 @@ fn server_filesystem() {
 
 #[test]
 fn python_sdk_server() {
+    python_sdk_server_in(EraChoice::Auto);
+}
+
+#[test]
+fn python_sdk_server_forced_legacy() {
+    python_sdk_server_in(EraChoice::Legacy);
+}
+
+/// The Python SDK server (mcp 2.3.0, dual-era) in an era: `Auto` must find the modern one.
+fn python_sdk_server_in(era: EraChoice) {
     let Some(python) = peer_bin("python") else {
         return;
     };
@@ -255,9 +280,21 @@ fn python_sdk_server() {
         let config = StdioConfig::new(python)
             .arg_path(&script)
             .args(["--transport", "stdio"]);
-        let client = connect(config).await;
+        let client = connect_in(config, era).await;
         let info = client.server_info().expect("server info");
         assert_eq!(info.name, "fastmcp-test-server");
+        let version = client.initialize_result().expect("opened").protocol_version;
+        if era == EraChoice::Legacy {
+            assert_eq!(client.era(), Some(Era::Legacy));
+            assert_eq!(version, "2025-11-25");
+        } else {
+            assert_eq!(
+                client.era(),
+                Some(Era::Modern),
+                "mcp 2.3.0 speaks 2026-07-28"
+            );
+            assert_eq!(version, "2026-07-28");
+        }
 
         let tools = client.list_tools().await.unwrap();
         check_schemas(&tools);

@@ -37,7 +37,16 @@ fn ready_with(config: Config) -> (Session, Instant) {
 }
 
 fn ready() -> (Session, Instant) {
-    ready_with(Config::default())
+    ready_with(legacy())
+}
+
+/// The legacy era, forced: what these tests are about (the modern era and the probe have their
+/// own tests, in tests/modern.rs).
+fn legacy() -> Config {
+    Config {
+        era: mcp_proto::EraChoice::Legacy,
+        ..Config::default()
+    }
 }
 
 fn call_result(text: &str) -> Reply {
@@ -46,13 +55,14 @@ fn call_result(text: &str) -> Reply {
         structured_content: None,
         is_error: false,
         meta: None,
+        result_type: None,
     })
 }
 
 #[test]
 fn handshake_sends_initialize_then_initialized() {
     let now = Instant::now();
-    let mut s = Session::new(Config::default());
+    let mut s = Session::new(legacy());
     assert_eq!(s.state(), State::New);
     let id = s.initialize(now).unwrap();
     let out = sent(&mut s);
@@ -85,7 +95,7 @@ fn handshake_sends_initialize_then_initialized() {
 fn every_legacy_version_is_accepted() {
     for v in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
         let now = Instant::now();
-        let mut s = Session::new(Config::default());
+        let mut s = Session::new(legacy());
         s.initialize(now).unwrap();
         line(&mut s, &INIT_RESULT.replace("2025-11-25", v), now);
         assert_eq!(events(&mut s), vec![Event::Ready], "{v}");
@@ -96,7 +106,7 @@ fn every_legacy_version_is_accepted() {
 #[test]
 fn version_refused() {
     let now = Instant::now();
-    let mut s = Session::new(Config::default());
+    let mut s = Session::new(legacy());
     s.initialize(now).unwrap();
     sent(&mut s);
     line(
@@ -127,7 +137,7 @@ fn version_refused() {
 #[test]
 fn initialize_error_fails_the_session() {
     let now = Instant::now();
-    let mut s = Session::new(Config::default());
+    let mut s = Session::new(legacy());
     s.initialize(now).unwrap();
     line(
         &mut s,
@@ -144,7 +154,7 @@ fn initialize_error_fails_the_session() {
 #[test]
 fn command_before_initialize_is_a_usage_error() {
     let now = Instant::now();
-    let mut s = Session::new(Config::default());
+    let mut s = Session::new(legacy());
     assert_eq!(s.list_tools(None, now), Err(UsageError::NotReady));
     assert_eq!(
         UsageError::NotReady.to_string(),
@@ -163,7 +173,7 @@ fn initialize_is_never_cancelled() {
     let now = Instant::now();
     let mut s = Session::new(Config {
         default_timeout: Some(Duration::from_secs(5)),
-        ..Config::default()
+        ..legacy()
     });
     let id = s.initialize(now).unwrap();
     assert_eq!(
@@ -376,7 +386,7 @@ fn junk_lines_on_stdout_are_skipped() {
 #[test]
 fn bom_at_stream_start_is_skipped() {
     let now = Instant::now();
-    let mut s = Session::new(Config::default());
+    let mut s = Session::new(legacy());
     s.initialize(now).unwrap();
     s.handle_bytes(b"\xEF\xBB", now);
     s.handle_bytes(b"\xBF", now);
@@ -387,7 +397,7 @@ fn bom_at_stream_start_is_skipped() {
 #[test]
 fn crlf_line_ends_are_tolerated_even_split() {
     let now = Instant::now();
-    let mut s = Session::new(Config::default());
+    let mut s = Session::new(legacy());
     s.initialize(now).unwrap();
     s.handle_bytes(INIT_RESULT.as_bytes(), now);
     s.handle_bytes(b"\r", now);
@@ -574,7 +584,7 @@ fn eof_fails_every_pending_request() {
 #[test]
 fn eof_during_handshake_fails_the_session() {
     let now = Instant::now();
-    let mut s = Session::new(Config::default());
+    let mut s = Session::new(legacy());
     s.initialize(now).unwrap();
     s.handle_eof(now);
     assert_eq!(events(&mut s), vec![Event::Failed(SessionError::Closed)]);
@@ -606,7 +616,7 @@ fn final_message_without_newline_is_delivered_at_eof() {
 fn oversized_line_fails_the_only_pending_request_at_once() {
     let (mut s, now) = ready_with(Config {
         frame_limit: 1024,
-        ..Config::default()
+        ..legacy()
     });
     let id = s.call_tool("big", json!({}), now).unwrap();
     // The id sits past the kept head and the line is cut into chunks: the lone pending request fails.
@@ -657,7 +667,7 @@ fn oversized_line_fails_the_only_pending_request_at_once() {
 fn oversized_line_fails_the_request_its_id_names() {
     let (mut s, now) = ready_with(Config {
         frame_limit: 1024,
-        ..Config::default()
+        ..legacy()
     });
     let a = s.call_tool("a", json!({}), now).unwrap();
     let b = s.call_tool("b", json!({}), now).unwrap();
@@ -689,7 +699,7 @@ fn oversized_line_fails_the_request_its_id_names() {
 fn oversized_line_with_several_pending_and_no_id_only_warns() {
     let (mut s, now) = ready_with(Config {
         frame_limit: 256,
-        ..Config::default()
+        ..legacy()
     });
     let a = s.call_tool("a", json!({}), now).unwrap();
     let b = s.call_tool("b", json!({}), now).unwrap();
@@ -978,7 +988,7 @@ fn a_failed_restart_fails_the_requests_it_kept() {
 #[test]
 fn restart_before_the_handshake_is_a_usage_error() {
     let now = Instant::now();
-    let mut s = Session::new(Config::default());
+    let mut s = Session::new(legacy());
     assert_eq!(s.restart(None, now), Err(UsageError::NotReady));
 }
 
@@ -1146,7 +1156,7 @@ fn an_undeliverable_request_fails_alone_and_an_undeliverable_handshake_ends_the_
     assert_eq!(s.handle_undeliverable(a), Casualties::default(), "once");
 
     let now = Instant::now();
-    let mut s = Session::new(Config::default());
+    let mut s = Session::new(legacy());
     let init = s.initialize(now).unwrap();
     assert_eq!(
         s.handle_undeliverable(init),
@@ -1172,7 +1182,7 @@ fn an_expired_session_renews_or_says_whom_it_hits() {
     );
     assert_eq!(sent(&mut s)[0]["method"], "initialize");
     // Before any handshake it cannot renew: with no request hit, the session closes.
-    let mut fresh = Session::new(Config::default());
+    let mut fresh = Session::new(legacy());
     assert_eq!(
         fresh.handle_expired(None, now),
         Casualties {

@@ -52,14 +52,25 @@ fn with_timeout(timeout: Duration) -> ClientConfig {
     ClientConfig {
         session: Config {
             default_timeout: Some(timeout),
+            era: mcp_client::proto::EraChoice::Legacy,
             ..Config::default()
         },
         ..ClientConfig::default()
     }
 }
 
+/// A client in the legacy era: these tests are about the transport, and many of their servers
+/// are shell scripts that answer the handshake line by line (the era probe has its own tests, in
+/// tests/eras.rs).
 async fn connect(config: StdioConfig) -> Client<StdioTransport> {
-    let client = Client::new(StdioTransport::spawn(config).expect("spawn"));
+    let settings = ClientConfig {
+        session: mcp_client::proto::Config {
+            era: mcp_client::proto::EraChoice::Legacy,
+            ..ClientConfig::default().session
+        },
+        ..ClientConfig::default()
+    };
+    let client = Client::with_config(StdioTransport::spawn(config).expect("spawn"), settings);
     client.initialize().await.expect("initialize");
     client
 }

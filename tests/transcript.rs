@@ -324,6 +324,14 @@ fn parse_line(t: &mut Transcript, line: usize, raw: &str) -> Result<(), String> 
             "default_timeout" if args.rest.trim() == "none" => t.config.default_timeout = None,
             "default_timeout" => t.config.default_timeout = Some(args.duration()?),
             "frame_limit" => t.config.frame_limit = args.number()?,
+            "era" => {
+                t.config.era = match args.rest.trim() {
+                    "auto" => mcp_proto::EraChoice::Auto,
+                    "legacy" => mcp_proto::EraChoice::Legacy,
+                    "modern" => mcp_proto::EraChoice::Modern,
+                    other => return Err(format!("unknown era {other:?}")),
+                }
+            }
             other => return Err(format!("unknown setting {other:?}")),
         }
         return Ok(());
@@ -1283,7 +1291,7 @@ fn a_wrong_expectation_fails_the_runner() {
 
 #[test]
 fn an_in_memory_transcript_with_a_wrong_text_fails() {
-    let good = r#"
+    let good = r#"config era legacy
 initialize
 -> {"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":"<any>"}}
 <- {"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}

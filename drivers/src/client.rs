@@ -113,6 +113,8 @@ struct State {
     /// Why the connection ended, when the transport said.
     close_reason: Option<Error>,
     tools_changed: u64,
+    /// The server ended while the era probe waited for its answer.
+    ended_on_probe: bool,
     /// The newest warnings, at most [`RECENT_WARNINGS`].
     recent_warnings: VecDeque<Warning>,
     /// Warnings not yet handed to the callback (only kept when there is one; bounded too).
@@ -185,6 +187,19 @@ impl State {
                 Event::Failed(e) => {
                     let error = match (e, &self.close_reason) {
                         (mcp_proto::SessionError::Closed, Some(reason)) => reason.clone(),
+                        (
+                            mcp_proto::SessionError::Initialize(RequestError::Closed),
+                            Some(reason),
+                        ) => reason.clone(),
+                        // The server ended on the era probe: what the transport knows (its exit
+                        // status and stderr) says more than the probe; `ended_on_probe` keeps
+                        // the advice to start it again in the legacy era.
+                        (mcp_proto::SessionError::EndedOnProbe, reason) => {
+                            self.ended_on_probe = true;
+                            reason
+                                .clone()
+                                .unwrap_or(Error::Session(mcp_proto::SessionError::EndedOnProbe))
+                        }
                         (e, _) => Error::Session(e),
                     };
                     // Requests kept across a failed restart end with the same cause.
@@ -231,7 +246,8 @@ impl<T: Transport> Client<T> {
     }
 
     /// A client with these settings.
-    pub fn with_config(transport: T, config: ClientConfig) -> Self {
+    pub fn with_config(transport: T, mut config: ClientConfig) -> Self {
+        config.session.transport = transport.kind();
         let shared = Arc::new(Shared {
             transport,
             state: Mutex::new(State {
@@ -241,6 +257,7 @@ impl<T: Transport> Client<T> {
                 init_waiters: Vec::new(),
                 close_reason: None,
                 tools_changed: 0,
+                ended_on_probe: false,
                 recent_warnings: VecDeque::new(),
                 unreported: Vec::new(),
                 on_warning: config.on_warning,
@@ -275,23 +292,21 @@ impl<T: Transport> Client<T> {
             if let Some(init) = st.session.initialize_result() {
                 return Ok(init.clone());
             }
-            let id = match st.init_id {
-                Some(id) => id,
-                None => match st.session.initialize(Instant::now()) {
-                    Ok(id) => {
-                        st.init_id = Some(id);
-                        id
-                    }
+            if st.init_id.is_none() {
+                match st.session.initialize(Instant::now()) {
+                    Ok(id) => st.init_id = Some(id),
                     Err(UsageError::Closed) => return Err(st.closed_error()),
                     Err(e) => return Err(e.into()),
-                },
-            };
+                }
+            }
             let (tx, rx) = channel::bounded(1);
             st.init_waiters.push(tx);
             st.flush(&self.shared.transport);
-            (rx, st.session.deadline(id))
+            (rx, st.session.poll_timeout())
         };
-        self.shared.wait(&rx, deadline).await?;
+        // The opening has timers of its own (the probe's fallback, then `initialize`'s deadline):
+        // the waiter follows the session's next one.
+        self.shared.wait(&rx, deadline, Timers::Session).await?;
         self.initialize_result().ok_or(Error::Closed)
     }
 
@@ -308,6 +323,24 @@ impl<T: Transport> Client<T> {
     /// Counters of what the session handled on its own (pings answered, messages ignored, …).
     pub fn stats(&self) -> Stats {
         self.lock().session.stats()
+    }
+
+    /// Whether the server ended while the era probe (`server/discover`) waited for its answer: a
+    /// legacy server that exits on an unknown request (or one that failed to start). Start it
+    /// again with [`EraChoice::Legacy`](mcp_proto::EraChoice::Legacy);
+    /// [`connect_stdio`](crate::connect_stdio) does so by itself.
+    pub fn ended_on_probe(&self) -> bool {
+        self.lock().ended_on_probe
+    }
+
+    /// The protocol era, once the opening settled it.
+    pub fn era(&self) -> Option<mcp_proto::Era> {
+        self.lock().session.era()
+    }
+
+    /// The server's `server/discover` answer (modern era).
+    pub fn discover_result(&self) -> Option<mcp_proto::DiscoverResult> {
+        self.lock().session.discover_result().cloned()
     }
 
     /// How many times the server announced that its tool list changed.
@@ -334,14 +367,14 @@ impl<T: Transport> Client<T> {
             let (tx, rx) = channel::bounded(1);
             st.waiters.insert(id, tx);
             st.flush(&self.shared.transport);
-            (id, rx, st.session.deadline(id))
+            (id, rx, st.session.wake_at(id))
         };
         let mut guard = CancelOnDrop {
             shared: &self.shared,
             id,
             armed: true,
         };
-        let result = self.shared.wait(&rx, deadline).await;
+        let result = self.shared.wait(&rx, deadline, Timers::Request(id)).await;
         guard.armed = false;
         result
     }
@@ -471,6 +504,24 @@ impl<T: Transport> Drop for CancelOnDrop<'_, T> {
     }
 }
 
+/// Which timers a waiting caller follows.
+#[derive(Clone, Copy)]
+enum Timers {
+    /// Its own request's: the deadline, or an earlier wake-up (the next input-required round).
+    Request(RequestId),
+    /// The session's next timer, whatever it is for (the opening's).
+    Session,
+}
+
+impl Timers {
+    fn next(self, session: &Session) -> Option<Instant> {
+        match self {
+            Timers::Request(id) => session.wake_at(id),
+            Timers::Session => session.poll_timeout(),
+        }
+    }
+}
+
 /// What woke a waiting caller.
 enum Wake<R> {
     Answer(Result<R, Error>),
@@ -480,11 +531,13 @@ enum Wake<R> {
 
 impl<T: Transport> Shared<T> {
     /// Waits for the answer `rx` will carry, reading for everyone meanwhile and firing timeouts
-    /// when `deadline` (this caller's own) comes.
+    /// when `deadline` (this caller's own timer, as `timers` says) comes; the timer is re-armed
+    /// from the session after each wake-up that may have moved it.
     async fn wait<R>(
         &self,
         rx: &Receiver<Result<R, Error>>,
         deadline: Option<Instant>,
+        timers: Timers,
     ) -> Result<R, Error> {
         self.callers.fetch_add(1, Ordering::SeqCst);
         self.waits_begun.fetch_add(1, Ordering::Relaxed);
@@ -494,10 +547,12 @@ impl<T: Transport> Shared<T> {
             // caller's answer does not cost a hand-off between threads.
             self.idle_wake.notify(usize::MAX);
         }
-        let mut timer = match deadline {
+        let arm = |at: Option<Instant>| match at {
             Some(at) => smol::Timer::at(at),
             None => smol::Timer::never(),
         };
+        let mut armed = deadline;
+        let mut timer = arm(armed);
         loop {
             if let Ok(result) = rx.try_recv() {
                 return result;
@@ -511,21 +566,24 @@ impl<T: Transport> Shared<T> {
                 (&mut timer).await;
                 Wake::Deadline
             };
-            match smol::future::or(answer, smol::future::or(readable, fired)).await {
+            let next = match smol::future::or(answer, smol::future::or(readable, fired)).await {
                 Wake::Answer(result) => return result,
-                Wake::Readable => self.pump(),
+                Wake::Readable => self.pump(timers),
                 Wake::Deadline => {
-                    self.expire();
-                    // Fired once; the answer (a timeout) is in `rx` now.
-                    timer = smol::Timer::never();
+                    // A timeout's answer is in `rx` now; a wake-up's work is done.
+                    self.expire(timers)
                 }
+            };
+            if next != armed {
+                armed = next;
+                timer = arm(armed);
             }
         }
     }
 
     /// Takes what the transport received, feeds it to the session, sends what the session queued
-    /// and hands out the answers. Never waits.
-    fn pump(&self) {
+    /// and hands out the answers. Never waits. Returns the next timer `timers` names.
+    fn pump(&self, timers: Timers) -> Option<Instant> {
         let mut st = lock(&self.state);
         let now = Instant::now();
         for _ in 0..RECV_BATCH {
@@ -539,9 +597,10 @@ impl<T: Transport> Shared<T> {
             }
         }
         st.flush(&self.transport);
+        let next = timers.next(&st.session);
         // Warnings come from what was read: tell the application, outside the lock.
         if st.unreported.is_empty() {
-            return;
+            return next;
         }
         let (warnings, callback) = (std::mem::take(&mut st.unreported), st.on_warning.clone());
         drop(st);
@@ -550,13 +609,15 @@ impl<T: Transport> Shared<T> {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(w)));
             }
         }
+        next
     }
 
-    /// Fires every deadline that has passed.
-    fn expire(&self) {
+    /// Fires every timer that has passed. Returns the next timer `timers` names.
+    fn expire(&self, timers: Timers) -> Option<Instant> {
         let mut st = lock(&self.state);
         st.session.handle_timeout(Instant::now());
         st.flush(&self.transport);
+        timers.next(&st.session)
     }
 
     fn finished(&self) -> bool {
@@ -616,8 +677,8 @@ async fn idle_reader<T: Transport>(shared: Arc<Shared<T>>) {
         if shared.dropped.load(Ordering::SeqCst) {
             return;
         }
-        shared.pump();
-        shared.expire();
+        shared.pump(Timers::Session);
+        shared.expire(Timers::Session);
     }
 }
 

@@ -15,6 +15,7 @@ use isahc::config::{Configurable, RedirectPolicy};
 use isahc::{AsyncBody, HttpClient, Response};
 use mcp_proto::http::{
     redact_url, Body, Exchange, HttpConfig, HttpError, HttpRequest, HttpRules, StreamEnd,
+    MAX_ERROR_BODY,
 };
 use mcp_proto::sse::{SseDecoder, SseItem};
 use mcp_proto::{RequestError, RequestId, Transmit, TransmitKind};
@@ -229,6 +230,10 @@ impl Transport for HttpTransport {
             self.queued.fetch_sub(1, Ordering::SeqCst);
             Error::Closed
         })
+    }
+
+    fn kind(&self) -> mcp_proto::TransportKind {
+        mcp_proto::TransportKind::Http
     }
 
     fn try_recv(&self) -> Option<Inbound> {
@@ -501,6 +506,27 @@ async fn exchange_inner(
             }
         }
         Ok(Body::EventStream) => read_stream(shared, id, exchange, response).await,
+        Ok(Body::Refused { status }) => {
+            // The refusal may be the request's JSON-RPC answer (a modern server's error): the
+            // rules say; the session then reads it.
+            let limit = shared.max_message.min(MAX_ERROR_BODY);
+            let body = read_limited(response.body_mut(), limit)
+                .await
+                .unwrap_or_default();
+            let verdict = lock(&shared.rules).on_error_body(&mut exchange, status, &body);
+            match verdict {
+                Ok(()) => {
+                    shared.deliver(Inbound::Message(body)).await;
+                    Ok(())
+                }
+                Err(HttpError::Status { status, url }) => Err(failed(Error::Http {
+                    status,
+                    url,
+                    body: excerpt(&body),
+                })),
+                Err(e) => Err(failed(http_error(e))),
+            }
+        }
         Err(HttpError::SessionExpired { url }) => Err(expired(url)),
         Err(e) => Err(failed(http_failure(e, response.body_mut()).await)),
     }
@@ -598,7 +624,12 @@ async fn read_limited(body: &mut AsyncBody, limit: usize) -> Result<Vec<u8>, Err
 async fn error_excerpt(body: &mut AsyncBody) -> String {
     let mut out = Vec::new();
     let _ = body.take(512).read_to_end(&mut out).await;
-    let text = String::from_utf8_lossy(&out);
+    excerpt(&out)
+}
+
+/// The start of a body, on one line, for an error message.
+fn excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(512)]);
     let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     line.chars().take(200).collect()
 }

@@ -56,6 +56,7 @@
 #![warn(missing_docs)]
 
 pub mod client;
+pub mod connect;
 pub mod error;
 pub mod http;
 pub mod stdio;
@@ -63,6 +64,7 @@ pub mod tools;
 pub mod transport;
 
 pub use client::{Client, ClientConfig, WarningCallback};
+pub use connect::{connect_http, connect_stdio};
 pub use error::Error;
 pub use http::{HttpTransport, HttpTransportConfig};
 pub use mcp_proto as proto;

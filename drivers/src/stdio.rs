@@ -518,13 +518,17 @@ impl Writer {
         let payload = &message.payload;
         let request = match &message.kind {
             TransmitKind::Request { id, .. } => Some(*id),
-            TransmitKind::Cancellation { id } => {
+            TransmitKind::Cancellation { id } | TransmitKind::Abort { id } => {
                 // A request given up on before any of it was written leaves the queue, and the
                 // server, which never saw it, is not told about it.
                 if let Some(at) = st.backlog.iter().position(|q| q.request == Some(*id)) {
                     if let Some(q) = st.backlog.remove(at) {
                         st.queued -= q.bytes.len();
                     }
+                    return Ok(());
+                }
+                if matches!(message.kind, TransmitKind::Abort { .. }) {
+                    // Nothing to write: an abort ends an exchange, and a stream has none.
                     return Ok(());
                 }
                 None

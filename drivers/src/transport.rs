@@ -76,4 +76,9 @@ pub trait Transport: Send + Sync + 'static {
     /// Ends the connection properly (for a child process: close its stdin, wait, signal, reap).
     /// Messages already queued are sent first.
     fn close(&self) -> BoxFuture<'_, Result<(), Error>>;
+    /// What carries the messages: a byte stream (the default) or HTTP, whose modern-era requests
+    /// mirror fields into headers ([`mcp_proto::Config::transport`]).
+    fn kind(&self) -> mcp_proto::TransportKind {
+        mcp_proto::TransportKind::Stream
+    }
 }

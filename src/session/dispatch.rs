@@ -107,18 +107,37 @@ impl Core {
                 _ => self.stats.notifications_dropped += 1,
             },
             ServerMessage::Result { id, result } => {
-                if let Some(own) = self.own_pending(id) {
-                    let outcome = self.decode(own, result);
-                    self.complete(own, outcome);
-                }
+                let Some(own) = self.own_pending(id) else {
+                    return;
+                };
+                // The era seam: a modern result says what it is before it is decoded.
+                let outcome = if self.modern_for(own) {
+                    match self.modern_result(own, result) {
+                        Some(outcome) => outcome,
+                        None => return,
+                    }
+                } else {
+                    self.decode(own, result)
+                };
+                self.complete(own, outcome);
             }
             ServerMessage::Error {
                 id: Some(id),
                 error,
             } => {
-                if let Some(own) = self.own_pending(id) {
-                    self.complete(own, Err(RequestError::Rpc(error)));
-                }
+                let Some(own) = self.own_pending(id) else {
+                    return;
+                };
+                // The opening's probe reads the error itself (a modern error or the legacy era).
+                let error = if self.modern_for(own) && self.probe_id != Some(own) {
+                    match self.modern_error_outcome(own, error) {
+                        Some(error) => error,
+                        None => return,
+                    }
+                } else {
+                    RequestError::Rpc(error)
+                };
+                self.complete(own, Err(error));
             }
             ServerMessage::Error { id: None, error } => self.ignore(Warning::ErrorWithoutId(error)),
             ServerMessage::Invalid(reason) => self.ignore(Warning::NotJsonRpc(reason.into())),
@@ -197,6 +216,8 @@ impl Core {
         self.transmits.push_back(Transmit {
             payload: jsonrpc::encode_response(id.raw(), outcome),
             kind: TransmitKind::Response,
+            headers: Vec::new(),
+            modern: self.era == Some(super::Era::Modern),
         });
     }
 

@@ -2,7 +2,7 @@
 //! `notifications/initialized`, and the renewal of an expired HTTP session.
 
 use super::request::Decoder;
-use super::{Core, Event, Reply, Request, Session, State, Transmit, TransmitKind};
+use super::{Core, EraChoice, Event, Reply, Request, Session, State, Transmit, TransmitKind};
 use crate::error::{RequestError, SessionError, UsageError};
 use crate::jsonrpc::RequestId;
 use crate::types::{
@@ -16,32 +16,50 @@ impl Session {
     ///
     /// > "The initialization phase MUST be the first interaction between client and server."
     /// > — MCP 2025-11-25, Lifecycle § Initialization
+    ///
+    /// This is the opening in every era ([`Config::era`](super::Config::era)): the legacy
+    /// handshake, `server/discover` in the modern era, or the probe that finds out. The returned
+    /// id is the opening's first request; its outcome is [`Event::Ready`] or
+    /// [`Event::Failed`](super::Event::Failed), not a response.
     pub fn initialize(&mut self, now: Instant) -> Result<RequestId, UsageError> {
+        self.core.now = Some(now);
         match self.core.state {
             State::New => {}
             State::Closed => return Err(UsageError::Closed),
             State::Initializing | State::Ready => return Err(UsageError::AlreadyInitialized),
         }
-        Ok(self.initialize_inner(now))
+        Ok(match self.core.config.era {
+            EraChoice::Legacy | EraChoice::LegacyFirst => self.core.initialize_inner(now),
+            EraChoice::Modern => self.core.discover(now, None),
+            EraChoice::Auto => {
+                let at = now.checked_add(self.core.config.probe_timeout);
+                self.core.discover(now, at)
+            }
+        })
     }
+}
 
+impl Core {
     pub(super) fn initialize_inner(&mut self, now: Instant) -> RequestId {
         let params = InitializeParams {
             protocol_version: LATEST_PROTOCOL_VERSION.to_owned(),
             capabilities: json!({}),
-            client_info: self.core.config.client_info.clone(),
+            client_info: self.config.client_info.clone(),
         };
         let params = serde_json::to_value(params).expect("InitializeParams serializes");
         let request = Request {
             decoder: Decoder::handshake(),
             ..Request::new("initialize", Some(params))
         };
-        let id = self.core.enqueue(request, now, true);
-        self.core.init_id = Some(id);
-        self.core.state = State::Initializing;
+        let id = RequestId(self.fresh_id());
+        self.enqueue_as(id, request, now, true, false);
+        self.init_id = Some(id);
+        self.state = State::Initializing;
         id
     }
+}
 
+impl Session {
     /// The transport's session is gone (over HTTP: a 404 to a message that carried a session id),
     /// so start a new one: a fresh `initialize` is queued. `expired` is the request that met the
     /// expired session (`None` when a notification or response did): it is marked to be sent
@@ -57,6 +75,9 @@ impl Session {
     /// Calling it while a restart is already under way starts nothing new, but still marks
     /// `expired` for resending.
     pub fn restart(&mut self, expired: Option<RequestId>, now: Instant) -> Result<(), UsageError> {
+        if self.core.era == Some(super::Era::Modern) {
+            return Err(UsageError::Stateless);
+        }
         let renewing = match self.core.state {
             State::Ready => false,
             State::Initializing if self.core.init.is_some() => true,
@@ -67,7 +88,7 @@ impl Session {
             p.unsent = true;
         }
         if !renewing {
-            self.initialize_inner(now);
+            self.core.initialize_inner(now);
         }
         Ok(())
     }
@@ -75,6 +96,7 @@ impl Session {
 
 impl Core {
     pub(super) fn complete_initialize(&mut self, outcome: Result<Reply, RequestError>) {
+        self.init_id = None;
         let result = outcome.and_then(|reply| match reply {
             Reply::Raw(v) => serde_json::from_value::<InitializeResult>(v).map_err(|e| {
                 RequestError::InvalidResult {
@@ -82,11 +104,14 @@ impl Core {
                     reason: e.to_string(),
                 }
             }),
-            _ => unreachable!("initialize results decode as Reply::Raw"),
+            other => Err(RequestError::InvalidResult {
+                method: "initialize".into(),
+                reason: format!("decoded as {other:?}"),
+            }),
         });
         let init = match result {
             Ok(init) => init,
-            Err(e) => return self.fail(SessionError::Initialize(e)),
+            Err(e) => return self.initialize_failed(e),
         };
         // > "If the client does not support the version in the server's response, it SHOULD
         // > disconnect." — MCP 2025-11-25, Lifecycle § Version Negotiation
@@ -100,6 +125,11 @@ impl Core {
             });
         }
         let restarted = self.init.is_some();
+        if let Some(probe) = self.probe_id.take() {
+            // The legacy answer came first: the probe is out of the race (its answer is late).
+            self.pending.remove(&probe);
+        }
+        self.era = Some(super::Era::Legacy);
         self.init = Some(init);
         self.state = State::Ready;
         // > "After successful initialization, the client MUST send an initialized notification"
@@ -113,12 +143,36 @@ impl Core {
                     payload: p.payload.clone(),
                     kind: TransmitKind::Request {
                         id: *id,
+                        wire: RequestId(p.wire().unwrap_or(id.0)),
                         method: p.method.clone(),
                     },
+                    headers: Vec::new(),
+                    modern: false,
                 });
             }
         } else {
             self.events.push_back(Event::Ready);
         }
+    }
+}
+
+impl Core {
+    /// `initialize` failed (refused, unreadable): while the probe may still show a modern server
+    /// the failure waits for it; with [`EraChoice::LegacyFirst`], a JSON-RPC refusal sends the
+    /// probe; else the session fails.
+    fn initialize_failed(&mut self, error: RequestError) {
+        if self.probe_id.is_some() {
+            self.init_failed = Some(SessionError::Initialize(error));
+            return;
+        }
+        if self.config.era == EraChoice::LegacyFirst && self.init.is_none() {
+            if let (RequestError::Rpc(_), Some(now)) = (&error, self.now) {
+                // The remembered era was wrong: probe, as `Auto` would have.
+                self.init_failed = Some(SessionError::Initialize(error));
+                self.discover(now, None);
+                return;
+            }
+        }
+        self.fail(SessionError::Initialize(error))
     }
 }

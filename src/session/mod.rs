@@ -6,10 +6,14 @@
 //! - `dispatch`: what the server sent, classified and handed to the right place (answers, server
 //!   requests, notifications, junk);
 //! - `legacy`: the `initialize` handshake of the legacy era (2024-11-05 … 2025-11-25) and its
-//!   renewal.
+//!   renewal;
+//! - `modern`: the stateless era (2026-07-28): `server/discover`, the per-request `_meta`,
+//!   `resultType`, version retries and input-required rounds, and the probe that finds out
+//!   which era a server speaks ([`EraChoice::Auto`]).
 
 mod dispatch;
 mod legacy;
+mod modern;
 mod pending;
 pub mod request;
 
@@ -17,7 +21,7 @@ pub use dispatch::{MAX_ECHOED_ID, MAX_ECHOED_METHOD};
 pub use pending::TimerFor;
 use pending::{Pending, PendingTable};
 use request::Timeout;
-pub use request::{CallTool, ListTools, Method, Reply, Request};
+pub use request::{CallTool, Discover, ListTools, Method, Reply, Request};
 
 use crate::error::{RequestError, SessionError, UsageError, Warning};
 use crate::framing::{Frame, LineFramer, DEFAULT_FRAME_LIMIT};
@@ -30,6 +34,14 @@ use std::time::{Duration, Instant};
 /// The default per-request timeout: 60 seconds.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long the era probe waits for an answer before it also sends `initialize` (default 2 s);
+/// see [`Config::probe_timeout`].
+pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The most input-required rounds one request goes through (default 10, as the TypeScript,
+/// Python, Go and C# SDKs allow).
+pub const DEFAULT_MAX_INPUT_ROUNDS: u32 = 10;
+
 /// Session settings.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -41,6 +53,20 @@ pub struct Config {
     pub frame_limit: usize,
     /// The timeout of a request that sets none (default [`DEFAULT_TIMEOUT`]; `None`: no timeout).
     pub default_timeout: Option<Duration>,
+    /// Which era to speak (default [`EraChoice::Auto`]: find out).
+    pub era: EraChoice,
+    /// With [`EraChoice::Auto`], how long `server/discover` waits for an answer before
+    /// `initialize` is sent as well (default [`DEFAULT_PROBE_TIMEOUT`]). The probe still counts
+    /// after that: whichever answer settles the era first wins (see [`EraChoice::Auto`]), so a
+    /// short probe timeout costs a slow modern server nothing, and a legacy server that ignores
+    /// the probe waits only this long.
+    pub probe_timeout: Duration,
+    /// The most input-required rounds one request goes through before it fails with
+    /// [`RequestError::TooManyRounds`] (default [`DEFAULT_MAX_INPUT_ROUNDS`]).
+    pub max_input_rounds: u32,
+    /// What carries the messages; over HTTP the modern era mirrors request fields into headers
+    /// ([`Transmit::headers`]) and cancels by closing the response stream.
+    pub transport: TransportKind,
 }
 
 impl Default for Config {
@@ -49,18 +75,66 @@ impl Default for Config {
             client_info: Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
             frame_limit: DEFAULT_FRAME_LIMIT,
             default_timeout: Some(DEFAULT_TIMEOUT),
+            era: EraChoice::Auto,
+            probe_timeout: DEFAULT_PROBE_TIMEOUT,
+            max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
+            transport: TransportKind::Stream,
         }
     }
 }
 
+/// What carries a session's messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum TransportKind {
+    /// A byte stream of newline-delimited messages (stdio, a socket).
+    #[default]
+    Stream,
+    /// Streamable HTTP: one POST per message.
+    Http,
+}
+
 /// The protocol era a session speaks. The era is a value the session consults when it builds a
-/// request or reads a result, so that the modern, handshake-less era (2026-07-28) fits beside the
-/// legacy one.
+/// request or reads a result: the rules of each live in their own module, behind one seam.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Era {
     /// 2024-11-05 … 2025-11-25: an `initialize` handshake opens the session.
     Legacy,
+    /// 2026-07-28 and later: stateless; every request carries the protocol version, the client's
+    /// identity and capabilities in its `_meta`. No handshake, no ping, no session.
+    Modern,
+}
+
+/// Which era a session speaks ([`Config::era`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum EraChoice {
+    /// Find out, as the spec says a dual-era client does: `server/discover` first; a discover
+    /// result, or a recognised modern error, means modern; any other answer (an error, a result
+    /// that is no discover result, an HTTP refusal) means legacy, and `initialize` follows on the
+    /// same connection. With no answer within [`Config::probe_timeout`], `initialize` is sent
+    /// too and the first answer that settles the era wins: the late discover result of a slow
+    /// modern server, or the `initialize` result of a legacy server that ignores the probe.
+    ///
+    /// > "The server returns any other error, or does not respond within a reasonable timeout:
+    /// > the server is legacy. Fall back to the `initialize` handshake." / "The fallback **MUST
+    /// > NOT** be keyed to one specific error code" — MCP 2026-07-28, stdio § Backward
+    /// > Compatibility
+    #[default]
+    Auto,
+    /// The legacy era only: `initialize` first, as before 2026-07-28.
+    Legacy,
+    /// The modern era only: `server/discover` first; a server that is not modern fails the
+    /// opening.
+    Modern,
+    /// Remembered from an earlier connection to the same server: try the legacy era first, and
+    /// probe for the modern one only if `initialize` is refused with a JSON-RPC error.
+    ///
+    /// > "Clients **SHOULD** cache the result … and **MAY** persist it across restarts of the
+    /// > same server configuration, re-probing if the cached assumption later fails." — MCP
+    /// > 2026-07-28, Versioning
+    LegacyFirst,
 }
 
 /// Where the session is in its life.
@@ -107,8 +181,11 @@ pub enum Event {
 pub enum TransmitKind {
     /// A request; its answer comes back as an [`Event::Response`] (or [`Event::Ready`]).
     Request {
-        /// Its id.
+        /// Its handle: the id its command returned. A request sent again (an input-required
+        /// round, a version retry, a renewed session) keeps it.
         id: RequestId,
+        /// The JSON-RPC id it carries on the wire this time (equal to `id` the first time).
+        wire: RequestId,
         /// Its method.
         method: String,
     },
@@ -125,6 +202,15 @@ pub enum TransmitKind {
     },
     /// An answer to a server request (a ping reply, a -32601 rejection).
     Response,
+    /// Give up on request `id` by ending its exchange, with nothing to send (the payload is
+    /// empty): over HTTP in the modern era, closing the response stream is the cancellation.
+    ///
+    /// > "on Streamable HTTP, closing the SSE response stream is itself the cancellation signal
+    /// > and no `notifications/cancelled` message is expected" — MCP 2026-07-28, Streamable HTTP
+    Abort {
+        /// The request given up on.
+        id: RequestId,
+    },
 }
 
 /// One outbound message: compact JSON, without a line end.
@@ -134,6 +220,12 @@ pub struct Transmit {
     pub payload: Vec<u8>,
     /// What it is.
     pub kind: TransmitKind,
+    /// HTTP headers that mirror the message (modern era over HTTP: `MCP-Protocol-Version`,
+    /// `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`); empty otherwise.
+    pub headers: Vec<(String, String)>,
+    /// Whether it is a modern-era message (2026-07-28): over HTTP its response stream cannot
+    /// be resumed, and no session id goes with it.
+    pub modern: bool,
 }
 
 /// Whom a transport failure hits, as the session decided it ([`Session::handle_undeliverable`],
@@ -160,6 +252,12 @@ pub struct Stats {
     pub late_responses: u64,
     /// Messages skipped: not JSON, not JSON-RPC, unknown ids, oversized.
     pub messages_ignored: u64,
+    /// Input-required rounds answered (modern era): requests sent again with the server's state.
+    pub input_rounds: u64,
+    /// Requests sent again with another protocol version after -32022 (modern era).
+    pub version_retries: u64,
+    /// Tools left out of tool lists for invalid `x-mcp-header` annotations (modern era, HTTP).
+    pub tools_rejected: u64,
 }
 
 /// An MCP client session as a pure state machine: bytes and time in; frames and events out.
@@ -208,17 +306,30 @@ pub struct Session {
 #[derive(Debug)]
 struct Core {
     config: Config,
-    era: Era,
+    /// The era, once known (from the start when forced; after the probe with `Auto`).
+    era: Option<Era>,
     state: State,
     next_id: u64,
+    /// The legacy `initialize` request of the handshake under way.
     init_id: Option<RequestId>,
+    /// The `server/discover` request of the opening under way (the modern era's, or the probe).
+    probe_id: Option<RequestId>,
+    /// With the probe racing `initialize`: why `initialize` failed, while the probe may still
+    /// show a modern server.
+    init_failed: Option<SessionError>,
+    /// What the server said of itself at the opening (in the modern era, assembled from the
+    /// `server/discover` result).
     init: Option<InitializeResult>,
+    modern: modern::Modern,
     pending: PendingTable,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
     stats: Stats,
     /// When the last message from the server arrived.
     last_received: Option<Instant>,
+    /// The latest time any input or command was given (the session has no clock of its own):
+    /// for what the session starts on its own (a fallback `initialize`, the next round).
+    now: Option<Instant>,
 }
 
 impl Session {
@@ -227,17 +338,25 @@ impl Session {
         Session {
             framer: LineFramer::new(config.frame_limit),
             core: Core {
+                modern: modern::Modern::new(&config.client_info),
+                era: match config.era {
+                    EraChoice::Legacy => Some(Era::Legacy),
+                    EraChoice::Modern => Some(Era::Modern),
+                    _ => None,
+                },
                 config,
-                era: Era::Legacy,
                 state: State::New,
                 next_id: 0,
                 init_id: None,
+                probe_id: None,
+                init_failed: None,
                 init: None,
                 pending: PendingTable::default(),
                 transmits: VecDeque::new(),
                 events: VecDeque::new(),
                 stats: Stats::default(),
                 last_received: None,
+                now: None,
             },
         }
     }
@@ -254,14 +373,22 @@ impl Session {
         self.core.state == State::Ready
     }
 
-    /// The protocol era.
-    pub fn era(&self) -> Era {
+    /// The protocol era, once known: from the start when [`Config::era`] forces one, else once
+    /// the probe settled it.
+    pub fn era(&self) -> Option<Era> {
         self.core.era
     }
 
-    /// The server's `initialize` answer, once the handshake completed.
+    /// What the server said of itself at the opening, once it completed: its `initialize` answer
+    /// (legacy era), or the same fields from its `server/discover` answer with the version chosen
+    /// (modern era).
     pub fn initialize_result(&self) -> Option<&InitializeResult> {
         self.core.init.as_ref()
+    }
+
+    /// The server's `server/discover` answer (modern era), once the opening completed.
+    pub fn discover_result(&self) -> Option<&crate::types::DiscoverResult> {
+        self.core.modern.discover.as_ref()
     }
 
     /// The server's identity (`serverInfo`), once the handshake completed.
@@ -300,6 +427,14 @@ impl Session {
         self.core.pending.get(&id)?.deadline()
     }
 
+    /// When the session must next be woken for request `id`: its deadline, or an earlier
+    /// wake-up (its next input-required round, the probe's fallback). A driver whose callers each
+    /// wait for their own request arms this and calls [`handle_timeout`](Self::handle_timeout)
+    /// when it comes.
+    pub fn wake_at(&self, id: RequestId) -> Option<Instant> {
+        self.core.pending.get(&id)?.wake_at()
+    }
+
     /// Bytes buffered for an incomplete line (at most the frame limit).
     pub fn buffered_len(&self) -> usize {
         self.framer.buffered_len()
@@ -325,6 +460,7 @@ impl Session {
 
     /// Feeds bytes of a newline-delimited stream (stdio), in chunks of any size.
     pub fn handle_bytes(&mut self, bytes: &[u8], now: Instant) {
+        self.core.now = Some(now);
         let core = &mut self.core;
         self.framer
             .feed(bytes, |frame| core.handle_frame(frame, now));
@@ -333,6 +469,7 @@ impl Session {
     /// Feeds one whole message (an HTTP response body, or the data of one SSE event). A message
     /// over the frame limit is discarded like an oversized line.
     pub fn handle_message(&mut self, message: &[u8], now: Instant) {
+        self.core.now = Some(now);
         let frame = if message.len() > self.framer.limit() {
             Frame::Oversized {
                 len: message.len() as u64,
@@ -372,8 +509,10 @@ impl Session {
     }
 
     /// Fails every request whose deadline is at or before `now`
-    /// ([`RequestError::Timeout`]), and queues `notifications/cancelled` for each.
+    /// ([`RequestError::Timeout`]), and queues `notifications/cancelled` for each; then does what
+    /// is due before a deadline (the probe's fallback, the next input-required round).
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.core.now = Some(now);
         for id in self.core.pending.due(now) {
             let Some(p) = self.core.pending.get(&id) else {
                 continue;
@@ -381,6 +520,13 @@ impl Session {
             let after = p.timeout.unwrap_or_default();
             let reason = format!("timed out after {}", fmt_duration(after));
             self.core.abandon(id, reason, RequestError::Timeout(after));
+        }
+        for (id, why) in self.core.pending.due_wakes(now) {
+            self.core.pending.set_wake(id, None);
+            match why {
+                pending::Wake::Fallback => self.core.probe_fallback(id, now),
+                pending::Wake::Resend => self.core.resend(id),
+            }
         }
     }
 
@@ -391,8 +537,19 @@ impl Session {
     /// While the session is being renewed ([`restart`](Self::restart)), the request is accepted
     /// and waits, pending but not transmitted (its timeout runs), until the new session is ready.
     pub fn send(&mut self, request: Request, now: Instant) -> Result<RequestId, UsageError> {
+        self.core.now = Some(now);
         match self.core.state {
-            State::Ready => Ok(self.core.enqueue(request, now, true)),
+            State::Ready => {
+                if let Err(e) = self.core.check_modern_call(&request) {
+                    // Refused before anything is sent: its outcome is its only event.
+                    let id = RequestId(self.core.fresh_id());
+                    self.core
+                        .events
+                        .push_back(Event::Response { id, result: Err(e) });
+                    return Ok(id);
+                }
+                Ok(self.core.enqueue(request, now, true))
+            }
             State::Initializing if self.core.init.is_some() => {
                 Ok(self.core.enqueue(request, now, false))
             }
@@ -461,7 +618,23 @@ impl Session {
         if self.core.pending.remove(&id).is_none() {
             return Casualties::default();
         }
-        let session = self.core.init_id == Some(id) && self.core.state == State::Initializing;
+        let opening = self.core.state == State::Initializing;
+        if opening && self.core.probe_id == Some(id) {
+            // The probe was refused or lost: with `Auto`, that is the legacy era's answer (a
+            // legacy HTTP server refuses a request outside a session); `initialize` follows,
+            // and if the server cannot be reached at all, it fails with the same error.
+            return self.core.probe_refused(id);
+        }
+        let session = opening && self.core.init_id == Some(id);
+        if session && self.core.probe_id.is_some() {
+            // Racing the probe: the probe may still show a modern server.
+            self.core.init_id = None;
+            self.core.init_failed = Some(SessionError::Initialize(RequestError::Closed));
+            return Casualties {
+                request: Some(id),
+                session: false,
+            };
+        }
         if session {
             self.core
                 .fail(SessionError::Initialize(RequestError::Closed));
@@ -523,30 +696,67 @@ impl Session {
 
     /// The next timer and what it is for (see [`poll_timeout`](Self::poll_timeout)).
     pub fn poll_timer(&self) -> Option<(Instant, TimerFor)> {
-        let (at, id) = self.core.pending.next_deadline()?;
-        Some((at, TimerFor::Request(id)))
+        self.core.pending.next_timer()
     }
 }
 
 impl Core {
+    /// A new handle (and first wire id): handles and wire ids come from one counter, so that an
+    /// answer to an old wire id is told late by its number alone.
+    fn fresh_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// Whether requests go out in the modern era's form: once it is chosen, and for the
+    /// `server/discover` of the opening.
+    fn modern_for(&self, id: RequestId) -> bool {
+        self.era == Some(Era::Modern) || self.probe_id == Some(id)
+    }
+
     /// Adds a pending request; `transmit`: queue it for sending now (else it waits, unsent, for
     /// the renewed session).
     fn enqueue(&mut self, request: Request, now: Instant, transmit: bool) -> RequestId {
-        let id = RequestId(self.next_id);
-        self.next_id += 1;
+        let id = RequestId(self.fresh_id());
+        let modern = self.era == Some(Era::Modern);
+        self.enqueue_as(id, request, now, transmit, modern)
+    }
+
+    fn enqueue_as(
+        &mut self,
+        id: RequestId,
+        request: Request,
+        now: Instant,
+        transmit: bool,
+        modern: bool,
+    ) -> RequestId {
         let timeout = match request.timeout {
             Timeout::Default => self.config.default_timeout,
             Timeout::After(d) => Some(d),
             Timeout::Never => None,
         };
-        let payload = jsonrpc::encode_request(id, &request.method, request.params.as_ref());
+        let (payload, headers) = if modern {
+            self.modern.encode(
+                id.0,
+                &request.method,
+                request.params.as_ref(),
+                self.config.transport,
+            )
+        } else {
+            let payload = jsonrpc::encode_request(id, &request.method, request.params.as_ref());
+            (payload, Vec::new())
+        };
         if transmit {
             self.transmits.push_back(Transmit {
                 payload: payload.clone(),
                 kind: TransmitKind::Request {
                     id,
+                    wire: id,
                     method: request.method.clone(),
                 },
+                headers,
+                modern,
             });
         }
         let mut pending = Pending::new(
@@ -558,6 +768,9 @@ impl Core {
             timeout.and_then(|t| now.checked_add(t)),
         );
         pending.unsent = !transmit;
+        if modern {
+            pending.params = request.params;
+        }
         self.pending.insert(id, pending);
         id
     }
@@ -568,6 +781,8 @@ impl Core {
             kind: TransmitKind::Notification {
                 method: method.to_owned(),
             },
+            headers: Vec::new(),
+            modern: self.era == Some(Era::Modern),
         });
     }
 
@@ -576,20 +791,45 @@ impl Core {
         if self.init_id == Some(id) && self.state == State::Initializing {
             // "The client MUST NOT attempt to cancel its initialize request." — 2025-11-25
             self.pending.remove(&id);
+            self.init_id = None;
+            if self.probe_id.is_some() {
+                // The probe may still show a modern server; `initialize` is out of the race.
+                self.init_failed = Some(SessionError::Initialize(error));
+                return;
+            }
             self.fail(SessionError::Initialize(error));
             return;
+        }
+        if self.probe_id == Some(id) && self.state == State::Initializing {
+            // The opening's `server/discover` timed out: the probe's rules decide.
+            return self.complete(id, Err(error));
         }
         let Some(pending) = self.pending.remove(&id) else {
             return;
         };
-        // A request the server has not seen (waiting for a renewed session) needs no cancelling.
-        if self.state != State::Closed && !pending.unsent {
-            // The server knows the request by the id it went out with.
-            let params = json!({ "requestId": pending.wire(), "reason": reason });
-            self.transmits.push_back(Transmit {
-                payload: jsonrpc::encode_notification("notifications/cancelled", Some(&params)),
-                kind: TransmitKind::Cancellation { id },
-            });
+        // A request the server has not seen (waiting for a renewed session, or between two
+        // input-required rounds) needs no cancelling.
+        if let (false, false, Some(wire)) =
+            (self.state == State::Closed, pending.unsent, pending.wire())
+        {
+            if self.era == Some(Era::Modern) && self.config.transport == TransportKind::Http {
+                // Closing the request's response stream is the cancellation (2026-07-28).
+                self.transmits.push_back(Transmit {
+                    payload: Vec::new(),
+                    kind: TransmitKind::Abort { id },
+                    headers: Vec::new(),
+                    modern: true,
+                });
+            } else {
+                // The server knows the request by the id it went out with.
+                let params = json!({ "requestId": wire, "reason": reason });
+                self.transmits.push_back(Transmit {
+                    payload: jsonrpc::encode_notification("notifications/cancelled", Some(&params)),
+                    kind: TransmitKind::Cancellation { id },
+                    headers: Vec::new(),
+                    modern: self.era == Some(Era::Modern),
+                });
+            }
         }
         self.events.push_back(Event::Response {
             id,
@@ -603,6 +843,17 @@ impl Core {
             State::Closed => return,
             State::Initializing => {
                 if let Some(e) = error {
+                    // A server that ended with the era probe unanswered is a legacy server
+                    // that exits on unknown requests (or one that died at start): say so, so
+                    // that the driver can start it again in the legacy era.
+                    let probed = self.config.era == EraChoice::Auto
+                        && self
+                            .probe_id
+                            .is_some_and(|id| self.pending.contains_key(&id));
+                    let e = match e {
+                        SessionError::Closed if probed => SessionError::EndedOnProbe,
+                        e => e,
+                    };
                     self.fail(e);
                     return;
                 }
@@ -611,7 +862,7 @@ impl Core {
         }
         self.state = State::Closed;
         for (id, _) in self.pending.take_all() {
-            if Some(id) != self.init_id || self.init.is_some() {
+            if self.is_caller_request(id) {
                 self.events.push_back(Event::Response {
                     id,
                     result: Err(RequestError::Closed),
@@ -621,28 +872,46 @@ impl Core {
         self.events.push_back(Event::Closed);
     }
 
+    /// Whether `id` is a caller's request (not the opening's own `initialize` or
+    /// `server/discover`, whose outcome is the opening's).
+    fn is_caller_request(&self, id: RequestId) -> bool {
+        (Some(id) != self.init_id && Some(id) != self.probe_id) || self.init.is_some()
+    }
+
     /// The handshake failed: the session closes with `error`.
     fn fail(&mut self, error: SessionError) {
         self.state = State::Closed;
         self.events.push_back(Event::Failed(error));
         // Requests kept across a restart end with the session.
         for (id, _) in self.pending.take_all() {
-            if Some(id) != self.init_id {
+            if Some(id) != self.init_id && Some(id) != self.probe_id {
                 self.events.push_back(Event::Response {
                     id,
                     result: Err(RequestError::Closed),
                 });
             }
         }
+        self.init_id = None;
+        self.probe_id = None;
     }
 
     /// Request `id` got its outcome.
-    fn complete(&mut self, id: RequestId, outcome: Result<Reply, RequestError>) {
-        if self.pending.remove(&id).is_none() {
+    fn complete(&mut self, id: RequestId, mut outcome: Result<Reply, RequestError>) {
+        if !self.pending.contains_key(&id) {
             return;
         }
+        if let (Some(Era::Modern), TransportKind::Http, Ok(Reply::Tools(page))) =
+            (self.era, self.config.transport, &mut outcome)
+        {
+            let first = self.is_first_tools_page(id);
+            self.screen_tools(first, page);
+        }
+        self.pending.remove(&id);
         if self.init_id == Some(id) {
             return self.complete_initialize(outcome);
+        }
+        if self.probe_id == Some(id) {
+            return self.complete_discover(outcome);
         }
         self.events.push_back(Event::Response {
             id,

@@ -23,9 +23,29 @@ pub(super) struct Pending {
     pub(super) unsent: bool,
     pub(super) decoder: Decoder,
     pub(super) timeout: Option<Duration>,
-    /// Kept by the table (read them through it): the wire id and the deadline.
-    wire: u64,
+    /// The request's params as the caller gave them (modern era only: a retry re-encodes them,
+    /// with a new version or the server's `requestState`).
+    pub(super) params: Option<serde_json::Value>,
+    /// Input-required rounds answered so far (modern era).
+    pub(super) rounds: u32,
+    /// The `requestState` to echo in the next round, exactly as the server sent it.
+    pub(super) request_state: Option<String>,
+    /// The version mismatch retry was spent.
+    pub(super) version_retried: bool,
+    /// Kept by the table (read them through it): the wire id (`None` between two rounds, when
+    /// no copy of the request is out), the deadline and the wake-up.
+    wire: Option<u64>,
     deadline: Option<Instant>,
+    wake: Option<(Instant, Wake)>,
+}
+
+/// Why a pending request wants to be woken before its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Wake {
+    /// The era probe had no answer in time: fall back to `initialize` too.
+    Fallback,
+    /// Send the request again (the next input-required round, after its backoff).
+    Resend,
 }
 
 impl Pending {
@@ -44,19 +64,32 @@ impl Pending {
             unsent: false,
             decoder,
             timeout,
-            wire,
+            params: None,
+            rounds: 0,
+            request_state: None,
+            version_retried: false,
+            wire: Some(wire),
             deadline,
+            wake: None,
         }
     }
 
-    /// The JSON-RPC id it went out with last.
-    pub(super) fn wire(&self) -> u64 {
+    /// The JSON-RPC id it went out with last, while a copy of it is out.
+    pub(super) fn wire(&self) -> Option<u64> {
         self.wire
     }
 
     /// When it times out.
     pub(super) fn deadline(&self) -> Option<Instant> {
         self.deadline
+    }
+
+    /// Its next timer: the deadline, or an earlier wake-up.
+    pub(super) fn wake_at(&self) -> Option<Instant> {
+        match (self.deadline, self.wake) {
+            (Some(d), Some((w, _))) => Some(d.min(w)),
+            (d, w) => d.or(w.map(|(at, _)| at)),
+        }
     }
 }
 
@@ -66,6 +99,11 @@ impl Pending {
 pub enum TimerFor {
     /// The deadline of the request with this handle.
     Request(RequestId),
+    /// The era probe (`server/discover`, this handle) has waited long enough: fall back to the
+    /// legacy handshake as well.
+    Probe(RequestId),
+    /// The next round of an input-required request (this handle), after its backoff.
+    Retry(RequestId),
 }
 
 /// The table. See the [module docs](self).
@@ -74,6 +112,7 @@ pub(super) struct PendingTable {
     by_handle: BTreeMap<RequestId, Pending>,
     by_wire: HashMap<u64, RequestId>,
     deadlines: BTreeSet<(Instant, RequestId)>,
+    wakes: BTreeSet<(Instant, RequestId, Wake)>,
 }
 
 impl PendingTable {
@@ -82,20 +121,60 @@ impl PendingTable {
             // Handles are never reused; should one be, the old entry's indexes go with it.
             drop(old);
         }
-        self.by_wire.insert(pending.wire, id);
+        if let Some(wire) = pending.wire {
+            self.by_wire.insert(wire, id);
+        }
         if let Some(at) = pending.deadline {
             self.deadlines.insert((at, id));
+        }
+        if let Some((at, why)) = pending.wake {
+            self.wakes.insert((at, id, why));
         }
         self.by_handle.insert(id, pending);
     }
 
     pub(super) fn remove(&mut self, id: &RequestId) -> Option<Pending> {
         let pending = self.by_handle.remove(id)?;
-        self.by_wire.remove(&pending.wire);
+        if let Some(wire) = pending.wire {
+            self.by_wire.remove(&wire);
+        }
         if let Some(at) = pending.deadline {
             self.deadlines.remove(&(at, *id));
         }
+        if let Some((at, why)) = pending.wake {
+            self.wakes.remove(&(at, *id, why));
+        }
         Some(pending)
+    }
+
+    /// Request `id` goes out again as `wire` (or, with `None`, has no copy out for now): answers
+    /// to its old wire id are late from now on.
+    pub(super) fn set_wire(&mut self, id: RequestId, wire: Option<u64>) {
+        let Some(p) = self.by_handle.get_mut(&id) else {
+            return;
+        };
+        if let Some(old) = p.wire.take() {
+            self.by_wire.remove(&old);
+        }
+        p.wire = wire;
+        if let Some(wire) = wire {
+            self.by_wire.insert(wire, id);
+        }
+    }
+
+    /// Request `id` wants to be woken at `at` for `why` (replacing any earlier wake-up), or, with
+    /// `None`, no more.
+    pub(super) fn set_wake(&mut self, id: RequestId, wake: Option<(Instant, Wake)>) {
+        let Some(p) = self.by_handle.get_mut(&id) else {
+            return;
+        };
+        if let Some((at, why)) = p.wake.take() {
+            self.wakes.remove(&(at, id, why));
+        }
+        p.wake = wake;
+        if let Some((at, why)) = wake {
+            self.wakes.insert((at, id, why));
+        }
     }
 
     pub(super) fn get(&self, id: &RequestId) -> Option<&Pending> {
@@ -128,9 +207,32 @@ impl PendingTable {
         self.by_wire.get(&wire).copied()
     }
 
-    /// The earliest deadline, and whose it is.
-    pub(super) fn next_deadline(&self) -> Option<(Instant, RequestId)> {
-        self.deadlines.first().copied()
+    /// The earliest timer, and what it is for: a deadline, or a wake-up before one.
+    pub(super) fn next_timer(&self) -> Option<(Instant, TimerFor)> {
+        let deadline = self
+            .deadlines
+            .first()
+            .map(|&(at, id)| (at, TimerFor::Request(id)));
+        let wake = self.wakes.first().map(|&(at, id, why)| {
+            let what = match why {
+                Wake::Fallback => TimerFor::Probe(id),
+                Wake::Resend => TimerFor::Retry(id),
+            };
+            (at, what)
+        });
+        match (deadline, wake) {
+            (Some(d), Some(w)) => Some(if w.0 < d.0 { w } else { d }),
+            (d, w) => d.or(w),
+        }
+    }
+
+    /// The wake-ups due at or before `now`, earliest first.
+    pub(super) fn due_wakes(&self, now: Instant) -> Vec<(RequestId, Wake)> {
+        self.wakes
+            .iter()
+            .take_while(|(at, _, _)| *at <= now)
+            .map(|&(_, id, why)| (id, why))
+            .collect()
     }
 
     /// The requests whose deadline is at or before `now`, earliest first.
@@ -146,6 +248,7 @@ impl PendingTable {
     pub(super) fn take_all(&mut self) -> Vec<(RequestId, Pending)> {
         self.by_wire.clear();
         self.deadlines.clear();
+        self.wakes.clear();
         std::mem::take(&mut self.by_handle).into_iter().collect()
     }
 }

@@ -4,7 +4,7 @@
 use super::Core;
 use crate::error::RequestError;
 use crate::jsonrpc::RequestId;
-use crate::types::{CallToolResult, ListToolsResult};
+use crate::types::{CallToolResult, DiscoverResult, ListToolsResult, Outcome, ResultType};
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -33,7 +33,7 @@ pub trait Method {
     /// The method name on the wire.
     const NAME: &'static str;
     /// What its `result` decodes into.
-    type Result: DeserializeOwned;
+    type Result: DeserializeOwned + Outcome;
     /// The decoded result as a [`Reply`].
     fn reply(result: Self::Result) -> Reply;
     /// The result back out of a [`Reply`] of this method, or the reply as it was.
@@ -119,6 +119,19 @@ macro_rules! methods {
             Raw(Value),
         }
 
+        impl Reply {
+            /// What the result says it is (`resultType`; absent means complete).
+            pub fn result_type(&self) -> ResultType {
+                match self {
+                    $( Reply::$variant(r) => ResultType::of(r.result_type()).clone(), )*
+                    Reply::Raw(v) => match v.get("resultType") {
+                        None => ResultType::Complete,
+                        Some(t) => serde_json::from_value(t.clone()).unwrap_or_default(),
+                    },
+                }
+            }
+        }
+
         $(
             $(#[$doc])*
             #[derive(Debug, Clone, Copy)]
@@ -146,6 +159,9 @@ methods! {
     ListTools = "tools/list" => ListToolsResult, Tools;
     /// `tools/call`: a tool's result (which may still report `isError`).
     CallTool = "tools/call" => CallToolResult, ToolCall;
+    /// `server/discover` (2026-07-28): the server's versions, capabilities and identity.
+    /// (Boxed: it is the largest reply, and the rarest.)
+    Discover = "server/discover" => Box<DiscoverResult>, Discover;
 }
 
 impl Request {
@@ -222,6 +238,10 @@ impl Core {
             .get(&id)
             .and_then(|p| (p.decoder.message)(message, wire));
         match reply {
+            // A modern result that is not complete takes the general path, which reads it whole.
+            Some(reply) if self.modern_for(id) && reply.result_type() != ResultType::Complete => {
+                false
+            }
             Some(reply) => {
                 self.complete(id, Ok(reply));
                 true

@@ -1,0 +1,678 @@
+//! The modern era (2026-07-28): no handshake; every request carries the protocol version, the
+//! client's identity and its capabilities in `params._meta`; every result says what it is
+//! (`resultType`); a version mismatch is retried with a version both speak; an input-required
+//! result is answered by sending the request again with the server's state.
+//!
+//! > "There is no negotiation handshake. Every request carries its protocol version, and the
+//! > server accepts or rejects each request independently" — MCP 2026-07-28, Versioning
+
+use super::pending::Wake;
+use super::{Core, Era, Event, Reply, Request, State, Transmit, TransmitKind, TransportKind};
+use crate::error::{RequestError, SessionError, Warning};
+use crate::headers::{self, ParamHeaders};
+use crate::jsonrpc::{RequestId, RpcError};
+use crate::types::{
+    DiscoverResult, Implementation, InitializeResult, InputRequiredResult, ResultType,
+    MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS,
+};
+use serde::ser::SerializeMap;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// `_meta` key: the request's protocol version (required).
+pub const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key: the client's identity (SHOULD).
+pub const CLIENT_INFO_META: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key: the client's capabilities for this request (required).
+pub const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// -32020: the HTTP headers do not match the body.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// -32021: the request needs a client capability that was not declared.
+pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+/// -32022: the server does not speak the request's protocol version.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// The requests a server may answer with `input_required`.
+///
+/// > "Servers **MUST NOT** send `InputRequiredResult` responses on any other client requests." —
+/// > MCP 2026-07-28, Multi Round-Trip Requests § Supported Requests
+const INPUT_REQUIRED_METHODS: &[&str] = &["prompts/get", "resources/read", "tools/call"];
+
+/// The backoff before a round that only echoes `requestState` (the server is not done yet):
+/// 50 ms, doubling, at most 250 ms — what the Python SDK waits.
+fn backoff(round: u32) -> Duration {
+    let ms = 50u64.saturating_mul(1 << round.saturating_sub(1).min(8));
+    Duration::from_millis(ms.min(250))
+}
+
+/// The modern era's state: the version requests carry and the `_meta` made for it, what
+/// `server/discover` said, and the mirrored headers of each listed tool (HTTP).
+#[derive(Debug)]
+pub(super) struct Modern {
+    version: &'static str,
+    client_info: Value,
+    /// The `_meta` object every request carries, as JSON text and as a map (to merge with a
+    /// caller's own `_meta`).
+    meta: Box<RawValue>,
+    meta_map: Map<String, Value>,
+    pub(super) discover: Option<DiscoverResult>,
+    /// The opening's `server/discover` was already retried after -32022.
+    discover_retried: bool,
+    /// Per tool name, the `x-mcp-header` parameters to mirror (HTTP), from the latest listing.
+    tool_headers: HashMap<String, ParamHeaders>,
+}
+
+impl Modern {
+    pub(super) fn new(client_info: &Implementation) -> Self {
+        let client_info = serde_json::to_value(client_info).unwrap_or(Value::Null);
+        let mut m = Modern {
+            version: MODERN_PROTOCOL_VERSIONS[0],
+            client_info,
+            meta: RawValue::from_string("{}".into()).expect("{} is JSON"),
+            meta_map: Map::new(),
+            discover: None,
+            discover_retried: false,
+            tool_headers: HashMap::new(),
+        };
+        m.set_version(MODERN_PROTOCOL_VERSIONS[0]);
+        m
+    }
+
+    /// The version requests carry from now on; the `_meta` is made once for it.
+    ///
+    /// > "Client requests carry the following `io.modelcontextprotocol/*` fields in `_meta`;
+    /// > fields marked as required **MUST** be included on every request" / "Clients **SHOULD**
+    /// > include `io.modelcontextprotocol/clientInfo` on every request" — MCP 2026-07-28, Basic §
+    /// > `_meta`
+    pub(super) fn set_version(&mut self, version: &'static str) {
+        self.version = version;
+        let mut map = Map::new();
+        map.insert(PROTOCOL_VERSION_META.into(), Value::from(version));
+        map.insert(CLIENT_INFO_META.into(), self.client_info.clone());
+        // This client declares no optional capability (it answers no input requests yet).
+        map.insert(CLIENT_CAPABILITIES_META.into(), Value::Object(Map::new()));
+        let text = serde_json::to_string(&map).expect("a map of JSON values serializes");
+        self.meta = RawValue::from_string(text).expect("serde_json wrote JSON");
+        self.meta_map = map;
+    }
+
+    /// A request with wire id `wire` in the modern form, and the headers that mirror it over
+    /// HTTP (none over a stream).
+    pub(super) fn encode(
+        &self,
+        wire: u64,
+        method: &str,
+        params: Option<&Value>,
+        transport: TransportKind,
+    ) -> (Vec<u8>, Vec<(String, String)>) {
+        #[derive(Serialize)]
+        struct Envelope<'a> {
+            jsonrpc: &'static str,
+            id: u64,
+            method: &'a str,
+            params: Params<'a>,
+        }
+        let envelope = Envelope {
+            jsonrpc: "2.0",
+            id: wire,
+            method,
+            params: Params {
+                params,
+                meta: &self.meta,
+                meta_map: &self.meta_map,
+            },
+        };
+        let payload =
+            serde_json::to_vec(&envelope).expect("serializing a JSON-RPC envelope cannot fail");
+        let headers = match transport {
+            TransportKind::Http => self.headers(method, params),
+            _ => Vec::new(),
+        };
+        (payload, headers)
+    }
+
+    /// The HTTP headers of a modern request: its version, method and name, and the tool's
+    /// mirrored parameters. A message whose headers cannot be made goes without them; the server
+    /// then refuses it with -32020, which names the problem.
+    ///
+    /// > "Every POST request to the MCP endpoint **MUST** include an `MCP-Protocol-Version`
+    /// > header." / "The header value **MUST** match the `io.modelcontextprotocol/protocolVersion`
+    /// > field carried in the request body's `_meta`." — MCP 2026-07-28, Streamable HTTP
+    fn headers(&self, method: &str, params: Option<&Value>) -> Vec<(String, String)> {
+        let mut out = vec![(
+            crate::http::PROTOCOL_VERSION_HEADER.to_owned(),
+            self.version.to_owned(),
+        )];
+        if let Ok(standard) = headers::standard_headers(method, params) {
+            out.extend(standard.into_iter().map(|(k, v)| (k.to_owned(), v)));
+        }
+        if method == "tools/call" {
+            let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+            if let Some(spec) = tool.and_then(|t| self.tool_headers.get(t)) {
+                let arguments = params.and_then(|p| p.get("arguments"));
+                if let Ok(mirrored) = spec.headers_for(arguments) {
+                    out.extend(mirrored);
+                }
+            }
+        }
+        out
+    }
+
+    /// Why a `tools/call` cannot go out over HTTP: an argument mirrored into a header does not
+    /// fit its declared type. The model wrote the arguments and can correct them.
+    pub(super) fn check_call(&self, params: Option<&Value>) -> Result<(), String> {
+        let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+        let Some(spec) = tool.and_then(|t| self.tool_headers.get(t)) else {
+            return Ok(());
+        };
+        let arguments = params.and_then(|p| p.get("arguments"));
+        spec.headers_for(arguments)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// A request's params with the era's `_meta` in them: the caller's members as given, and
+/// `_meta` with the caller's own keys (a `progressToken`, say) and the protocol's.
+struct Params<'a> {
+    params: Option<&'a Value>,
+    meta: &'a RawValue,
+    meta_map: &'a Map<String, Value>,
+}
+
+impl Serialize for Params<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let object = match self.params {
+            None => None,
+            Some(Value::Object(o)) => Some(o),
+            // Not an object: sent as given (the server will refuse it, and say why).
+            Some(other) => return other.serialize(s),
+        };
+        let mut map = s.serialize_map(None)?;
+        let mut own_meta = None;
+        for (k, v) in object.into_iter().flatten() {
+            if k == "_meta" {
+                own_meta = Some(v);
+            } else {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        match own_meta.and_then(Value::as_object) {
+            None => map.serialize_entry("_meta", self.meta)?,
+            Some(own) => {
+                let mut merged = own.clone();
+                for (k, v) in self.meta_map {
+                    merged.insert(k.clone(), v.clone());
+                }
+                map.serialize_entry("_meta", &merged)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// The `resultType` of a result, read from its text: only the top-level member counts.
+pub(super) fn result_type(result: &RawValue) -> Result<ResultType, serde_json::Error> {
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        #[serde(default, rename = "resultType")]
+        result_type: Option<ResultType>,
+    }
+    let kind: Kind = serde_json::from_str(result.get())?;
+    Ok(kind.result_type.unwrap_or_default())
+}
+
+/// What a -32022 error says the server supports (`data.supported`), when it says.
+fn supported_versions(error: &RpcError) -> Option<Vec<String>> {
+    let supported = error.data.as_ref()?.get("supported")?.as_array()?;
+    Some(
+        supported
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+/// The first modern version of ours the server lists.
+fn common_modern(theirs: &[String]) -> Option<&'static str> {
+    MODERN_PROTOCOL_VERSIONS
+        .iter()
+        .find(|v| theirs.iter().any(|t| t == *v))
+        .copied()
+}
+
+/// Whether the server lists a legacy version this client speaks.
+fn common_legacy(theirs: &[String]) -> bool {
+    SUPPORTED_PROTOCOL_VERSIONS
+        .iter()
+        .any(|v| theirs.iter().any(|t| t == v))
+}
+
+/// Every version this client speaks, modern first.
+fn ours() -> Vec<String> {
+    MODERN_PROTOCOL_VERSIONS
+        .iter()
+        .chain(SUPPORTED_PROTOCOL_VERSIONS)
+        .map(|v| v.to_string())
+        .collect()
+}
+
+/// Whether a JSON-RPC error is one only a modern server sends: it identifies a modern server.
+///
+/// > "a recognized modern JSON-RPC error (such as `UnsupportedProtocolVersionError`) identifies a
+/// > modern server: the client retries with a supported version rather than falling back." — MCP
+/// > 2026-07-28, Versioning
+pub(super) fn is_modern_error(error: &RpcError) -> bool {
+    match error.code {
+        UNSUPPORTED_PROTOCOL_VERSION => supported_versions(error).is_some(),
+        HEADER_MISMATCH | MISSING_REQUIRED_CLIENT_CAPABILITY => true,
+        _ => false,
+    }
+}
+
+impl Core {
+    /// Sends the opening's `server/discover` (the modern era's, or the probe); `fallback_at`:
+    /// when the probe also sends `initialize` if nothing answered it by then.
+    ///
+    /// > "A client that supports both modern … and a legacy version … **SHOULD** probe with
+    /// > `server/discover` before sending any other request, setting its preferred modern version
+    /// > in `_meta`." — MCP 2026-07-28, stdio § Backward Compatibility
+    pub(super) fn discover(&mut self, now: Instant, fallback_at: Option<Instant>) -> RequestId {
+        let id = RequestId(self.fresh_id());
+        let request = Request::of::<crate::session::request::Discover>(None);
+        self.probe_id = Some(id);
+        self.enqueue_as(id, request, now, true, true);
+        if let Some(at) = fallback_at {
+            self.pending.set_wake(id, Some((at, Wake::Fallback)));
+        }
+        self.state = State::Initializing;
+        id
+    }
+
+    /// The probe waited long enough: send `initialize` as well, and let whichever answer settles
+    /// the era first win.
+    pub(super) fn probe_fallback(&mut self, id: RequestId, now: Instant) {
+        if self.probe_id == Some(id) && self.init_id.is_none() && self.state == State::Initializing
+        {
+            self.initialize_inner(now);
+        }
+    }
+
+    /// The probe got no usable answer (an HTTP refusal, a lost request): with `Auto`, the server
+    /// is legacy; in the modern era only, the opening fails.
+    pub(super) fn probe_refused(&mut self, id: RequestId) -> super::Casualties {
+        self.probe_id = None;
+        if self.config.era == super::EraChoice::Modern {
+            self.fail(SessionError::Discover(RequestError::Closed));
+            return super::Casualties {
+                request: Some(id),
+                session: true,
+            };
+        }
+        self.legacy_fallback();
+        super::Casualties::default()
+    }
+
+    /// The server is not modern (or speaks no modern version of ours): the legacy handshake, on
+    /// the same connection — unless `initialize` is already out (racing the probe), or already
+    /// failed, in which case its failure is the session's.
+    fn legacy_fallback(&mut self) {
+        self.probe_id = None;
+        if let Some(e) = self.init_failed.take() {
+            return self.fail(e);
+        }
+        if self.init_id.is_none() {
+            let Some(now) = self.now else {
+                return self.fail(SessionError::Closed);
+            };
+            self.initialize_inner(now);
+        }
+    }
+
+    /// The opening's `server/discover` ended.
+    pub(super) fn complete_discover(&mut self, outcome: Result<Reply, RequestError>) {
+        let auto = self.config.era != super::EraChoice::Modern;
+        match outcome {
+            Ok(Reply::Discover(d)) => {
+                if let Some(v) = common_modern(&d.supported_versions) {
+                    return self.become_modern(v, *d);
+                }
+                if auto && common_legacy(&d.supported_versions) {
+                    // A dual-era server whose modern versions are not ours.
+                    return self.legacy_fallback();
+                }
+                let theirs = d.supported_versions;
+                self.probe_id = None;
+                self.fail(SessionError::NoCommonVersion {
+                    theirs,
+                    ours: ours(),
+                })
+            }
+            Err(RequestError::Rpc(e)) if is_modern_error(&e) => {
+                // A modern server. -32022 names the versions it speaks.
+                if let Some(theirs) = supported_versions(&e) {
+                    // Retried once, even with the version just sent: a server may refuse a
+                    // request it could serve (the conformance suite's `request-metadata` does),
+                    // and the list it sends is what counts.
+                    let retry = !std::mem::replace(&mut self.modern.discover_retried, true);
+                    if let Some(v) = common_modern(&theirs).filter(|_| retry) {
+                        self.modern.set_version(v);
+                        self.stats.version_retries += 1;
+                        match self.now {
+                            Some(now) => self.discover(now, None),
+                            None => return self.fail(SessionError::Closed),
+                        };
+                        return;
+                    }
+                    if auto && common_legacy(&theirs) {
+                        return self.legacy_fallback();
+                    }
+                    self.probe_id = None;
+                    return self.fail(SessionError::NoCommonVersion {
+                        theirs,
+                        ours: ours(),
+                    });
+                }
+                self.probe_id = None;
+                self.fail(SessionError::Discover(modern_error(e)))
+            }
+            // Anything else from the probe: not a modern server.
+            //
+            // > "The server returns any other error, or does not respond within a reasonable
+            // > timeout: the server is legacy." — MCP 2026-07-28, stdio § Backward Compatibility
+            Err(_) | Ok(_) if auto => self.legacy_fallback(),
+            Err(e) => {
+                self.probe_id = None;
+                self.fail(SessionError::Discover(e))
+            }
+            Ok(other) => {
+                self.probe_id = None;
+                self.fail(SessionError::Discover(RequestError::InvalidResult {
+                    method: "server/discover".into(),
+                    reason: format!("decoded as {other:?}"),
+                }))
+            }
+        }
+    }
+
+    /// The server is modern and speaks `version`: the session is ready.
+    fn become_modern(&mut self, version: &'static str, discover: DiscoverResult) {
+        self.probe_id = None;
+        self.init_failed = None;
+        if let Some(init) = self.init_id.take() {
+            // `initialize` raced the probe and lost: its answer is late now.
+            self.pending.remove(&init);
+        }
+        self.modern.set_version(version);
+        self.era = Some(Era::Modern);
+        self.init = Some(InitializeResult {
+            protocol_version: version.to_owned(),
+            capabilities: discover.capabilities.clone(),
+            server_info: discover
+                .server_info()
+                .unwrap_or_else(|| Implementation::new("", "")),
+            instructions: discover.instructions.clone(),
+        });
+        self.modern.discover = Some(discover);
+        self.state = State::Ready;
+        self.events.push_back(Event::Ready);
+    }
+
+    /// A modern request's result arrived as text: its `resultType` decides. Returns the outcome
+    /// to complete the request with, or `None` when the request goes on (another round).
+    pub(super) fn modern_result(
+        &mut self,
+        id: RequestId,
+        result: &RawValue,
+    ) -> Option<Result<Reply, RequestError>> {
+        let method = || {
+            self.pending
+                .get(&id)
+                .map(|p| p.method.clone())
+                .unwrap_or_default()
+        };
+        match result_type(result) {
+            Ok(ResultType::Complete) => Some(self.decode(id, result)),
+            Ok(ResultType::InputRequired) => self.input_required(id, result),
+            Ok(ResultType::Other(kind)) => Some(Err(RequestError::InvalidResult {
+                method: method(),
+                reason: format!("unknown resultType {kind:?}"),
+            })),
+            Err(e) => Some(Err(RequestError::InvalidResult {
+                method: method(),
+                reason: e.to_string(),
+            })),
+        }
+    }
+
+    /// An `input_required` result: the next round, or why there is none.
+    ///
+    /// > "If an `InputRequiredResult` contains the `requestState` field, the client **MUST** echo
+    /// > back the exact value of that field when retrying the original request. … If the
+    /// > `InputRequiredResult` does not contain a `requestState` field, the client **MUST NOT**
+    /// > include one in the retry." / "The JSON-RPC `id` **MUST** be different between the
+    /// > initial request and the retry" — MCP 2026-07-28, Multi Round-Trip Requests
+    fn input_required(
+        &mut self,
+        id: RequestId,
+        result: &RawValue,
+    ) -> Option<Result<Reply, RequestError>> {
+        let limit = self.config.max_input_rounds;
+        let p = self.pending.get(&id)?;
+        let method = p.method.clone();
+        let invalid = |reason: String| {
+            Some(Err(RequestError::InvalidResult {
+                method: method.clone(),
+                reason,
+            }))
+        };
+        if !INPUT_REQUIRED_METHODS.contains(&method.as_str()) {
+            return invalid(format!("input_required is not allowed for {method}"));
+        }
+        let asked: InputRequiredResult = match serde_json::from_str(result.get()) {
+            Ok(r) => r,
+            Err(e) => return invalid(e.to_string()),
+        };
+        let requests = asked.input_requests.unwrap_or_default();
+        if requests.is_empty() && asked.request_state.is_none() {
+            // "Servers MUST include at least one of inputRequests or requestState"
+            return invalid("input_required with neither inputRequests nor requestState".into());
+        }
+        if p.rounds >= limit {
+            return Some(Err(RequestError::TooManyRounds { limit }));
+        }
+        if !requests.is_empty() {
+            // This client declares no capability, so a server may ask it for nothing: "Servers
+            // MUST NOT send an inputRequests that the client has not declared support for".
+            let mut methods: Vec<String> = requests
+                .values()
+                .map(|r| {
+                    r.get("method")
+                        .and_then(Value::as_str)
+                        .unwrap_or("(no method)")
+                        .chars()
+                        .take(super::MAX_ECHOED_METHOD)
+                        .collect()
+                })
+                .collect();
+            methods.sort();
+            methods.dedup();
+            return Some(Err(RequestError::InputUnsupported { methods }));
+        }
+        // Only the server's state: it is not done yet. Send the request again after a backoff;
+        // meanwhile no copy of it is out.
+        let now = self.now?;
+        let round = p.rounds + 1;
+        self.pending.set_wire(id, None);
+        if let Some(p) = self.pending.get_mut(&id) {
+            p.rounds = round;
+            p.request_state = asked.request_state;
+            p.unsent = true;
+        }
+        let at = now.checked_add(backoff(round)).unwrap_or(now);
+        self.pending.set_wake(id, Some((at, Wake::Resend)));
+        None
+    }
+
+    /// Sends request `id` again with a new wire id: the next input-required round (with its
+    /// `requestState`), or the retry after a version change.
+    pub(super) fn resend(&mut self, id: RequestId) {
+        if self.state != State::Ready || self.era != Some(Era::Modern) {
+            return;
+        }
+        let wire = self.fresh_id();
+        let Some(p) = self.pending.get_mut(&id) else {
+            return;
+        };
+        let mut params = p.params.clone();
+        if let Some(state) = &p.request_state {
+            let object = params.get_or_insert_with(|| Value::Object(Map::new()));
+            if let Some(o) = object.as_object_mut() {
+                o.insert("requestState".into(), Value::String(state.clone()));
+            }
+        }
+        let (payload, headers) =
+            self.modern
+                .encode(wire, &p.method, params.as_ref(), self.config.transport);
+        p.payload = payload.clone();
+        p.unsent = false;
+        let method = p.method.clone();
+        self.stats.input_rounds += u64::from(p.request_state.is_some());
+        self.pending.set_wire(id, Some(wire));
+        self.transmits.push_back(Transmit {
+            payload,
+            kind: TransmitKind::Request {
+                id,
+                wire: RequestId(wire),
+                method,
+            },
+            headers,
+            modern: true,
+        });
+    }
+
+    /// A modern request's error: a version mismatch is retried once with a version both speak;
+    /// the era's own codes become typed errors.
+    pub(super) fn modern_error_outcome(
+        &mut self,
+        id: RequestId,
+        error: RpcError,
+    ) -> Option<RequestError> {
+        if error.code == UNSUPPORTED_PROTOCOL_VERSION {
+            if let Some(theirs) = supported_versions(&error) {
+                // Once per request, even with the version just sent (see `complete_discover`).
+                let retried = self.pending.get(&id).is_none_or(|p| p.version_retried);
+                if let (false, Some(v)) = (retried, common_modern(&theirs)) {
+                    // > "The client SHOULD select a mutually supported version from the
+                    // > `supported` list and retry the request" — MCP 2026-07-28, Versioning
+                    self.modern.set_version(v);
+                    self.stats.version_retries += 1;
+                    if let Some(p) = self.pending.get_mut(&id) {
+                        p.version_retried = true;
+                    }
+                    self.resend(id);
+                    return None;
+                }
+                return Some(RequestError::UnsupportedVersion {
+                    requested: self.modern.version.to_owned(),
+                    supported: theirs,
+                    ours: ours(),
+                });
+            }
+        }
+        Some(modern_error(error))
+    }
+
+    /// Keeps the mirrored headers of the tools on a `tools/list` page (modern era over HTTP),
+    /// and leaves out the tools whose annotations are invalid.
+    ///
+    /// > "Clients using the Streamable HTTP transport **MUST** reject tool definitions where any
+    /// > `x-mcp-header` value violates these constraints. Rejection means the client **MUST**
+    /// > exclude the invalid tool from the result of `tools/list`. Clients **SHOULD** log a
+    /// > warning when rejecting a tool definition, including the tool name and the reason" — MCP
+    /// > 2026-07-28, Streamable HTTP § Custom Headers from Tool Parameters
+    pub(super) fn screen_tools(
+        &mut self,
+        first_page: bool,
+        page: &mut crate::types::ListToolsResult,
+    ) {
+        if first_page {
+            // A new listing: what the previous one said no longer counts.
+            self.modern.tool_headers.clear();
+        }
+        let mut rejected = Vec::new();
+        page.tools.retain(|tool| {
+            let Some(schema) = tool.input_schema.as_ref() else {
+                self.modern.tool_headers.remove(&tool.name);
+                return true;
+            };
+            let schema: Value = match serde_json::from_str(schema.get()) {
+                Ok(v) => v,
+                Err(_) => return true,
+            };
+            match ParamHeaders::from_input_schema(&schema) {
+                Ok(spec) if spec.is_empty() => {
+                    self.modern.tool_headers.remove(&tool.name);
+                    true
+                }
+                Ok(spec) => {
+                    self.modern.tool_headers.insert(tool.name.clone(), spec);
+                    true
+                }
+                Err(e) => {
+                    rejected.push(Warning::ToolRejected {
+                        tool: tool.name.chars().take(128).collect(),
+                        reason: e.to_string(),
+                    });
+                    self.modern.tool_headers.remove(&tool.name);
+                    false
+                }
+            }
+        });
+        self.stats.tools_rejected += rejected.len() as u64;
+        self.events.extend(rejected.into_iter().map(Event::Warning));
+    }
+
+    /// Whether request `id` is a `tools/list` for the first page (no cursor).
+    pub(super) fn is_first_tools_page(&self, id: RequestId) -> bool {
+        self.pending.get(&id).is_some_and(|p| {
+            p.method == "tools/list" && p.params.as_ref().and_then(|v| v.get("cursor")).is_none()
+        })
+    }
+
+    /// Refuses a `tools/call` whose mirrored arguments do not fit their declared types (modern
+    /// era over HTTP), before anything is sent.
+    pub(super) fn check_modern_call(&self, request: &Request) -> Result<(), RequestError> {
+        if self.era != Some(Era::Modern)
+            || self.config.transport != TransportKind::Http
+            || request.method != "tools/call"
+        {
+            return Ok(());
+        }
+        self.modern
+            .check_call(request.params.as_ref())
+            .map_err(RequestError::InvalidArguments)
+    }
+}
+
+/// A modern error code as its typed error.
+fn modern_error(error: RpcError) -> RequestError {
+    match error.code {
+        HEADER_MISMATCH => RequestError::HeaderMismatch(error),
+        MISSING_REQUIRED_CLIENT_CAPABILITY => RequestError::MissingCapability {
+            required: error
+                .data
+                .as_ref()
+                .and_then(|d| d.get("requiredCapabilities"))
+                .cloned()
+                .unwrap_or(Value::Null),
+            error,
+        },
+        _ => RequestError::Rpc(error),
+    }
+}
