@@ -7,7 +7,9 @@
 //!   chunk lengths cycle through `chunk_len(c0..c3)`.
 //! - session: `[flags, c0, c1, c2, c3, t0, t1, t2, t3, body..]`: see [`flags`]; chunk lengths as
 //!   above; before chunk `i` time advances by `advance(t[i % 4])`, and `handle_timeout` runs after
-//!   that chunk when the byte's top bit is set.
+//!   that chunk when the byte's top bit is set. The legacy era, forced.
+//! - eras: `[era, flags, c0, .., t3, body..]`: the session layout after one byte that sets the era
+//!   and its settings (see [`Setup::from_byte`]): the probe, the modern era, HTTP headers.
 //!
 //! A missing header byte reads as 0.
 #![allow(dead_code)]
@@ -22,6 +24,8 @@ use std::time::{Duration, Instant};
 pub const FRAMER_HEADER: usize = 6;
 /// Length of the session input header.
 pub const SESSION_HEADER: usize = 9;
+/// Length of the eras input header: the era byte, then the session header.
+pub const ERAS_HEADER: usize = 10;
 /// The session's frame limit in the session checks.
 pub const SESSION_FRAME_LIMIT: usize = 4096;
 
@@ -45,6 +49,64 @@ pub mod flags {
     /// Timed run only: after the second chunk the transport fails to deliver the last issued
     /// request (`handle_undeliverable`; `initialize` when it is the only one).
     pub const UNDELIVERABLE: u8 = 1 << 7;
+}
+
+/// A valid `server/discover` answer to request 0 (a modern server).
+pub const DISCOVER_RESULT: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fuzz","version":"0"}}}}"#;
+
+/// How a session under test is set up: its settings, and the answer that opens it (`INIT`).
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// The session's settings.
+    pub config: Config,
+    /// The answer to request 0 that makes it ready.
+    pub open: &'static str,
+}
+
+impl Setup {
+    /// The legacy era, forced (the `session` target).
+    pub fn legacy() -> Setup {
+        Setup {
+            config: Config {
+                frame_limit: SESSION_FRAME_LIMIT,
+                era: mcp_proto::EraChoice::Legacy,
+                ..Config::default()
+            },
+            open: INIT_RESULT,
+        }
+    }
+
+    /// The `eras` target's first byte: bits 0-1 the era choice (auto, legacy, modern,
+    /// legacy-first), bit 2 HTTP (headers, aborts), bits 3-4 the probe timeout (100 ms, 1 s, 2 s,
+    /// 30 s), bit 5 a cap of 2 input rounds (else 10).
+    pub fn from_byte(b: u8) -> Setup {
+        use mcp_proto::EraChoice;
+        let era = [
+            EraChoice::Auto,
+            EraChoice::Legacy,
+            EraChoice::Modern,
+            EraChoice::LegacyFirst,
+        ][usize::from(b & 3)];
+        let probe = [100, 1000, 2000, 30_000][usize::from((b >> 3) & 3)];
+        Setup {
+            config: Config {
+                frame_limit: SESSION_FRAME_LIMIT,
+                era,
+                transport: if b & 4 != 0 {
+                    mcp_proto::TransportKind::Http
+                } else {
+                    mcp_proto::TransportKind::Stream
+                },
+                probe_timeout: Duration::from_millis(probe),
+                max_input_rounds: if b & 32 != 0 { 2 } else { 10 },
+                ..Config::default()
+            },
+            open: match era {
+                EraChoice::Auto | EraChoice::Modern => DISCOVER_RESULT,
+                _ => INIT_RESULT,
+            },
+        }
+    }
 }
 
 /// A valid `initialize` answer to request 0.
@@ -244,6 +306,9 @@ pub struct Checker {
     pub issued: BTreeSet<RequestId>,
     /// The initialize request's id.
     pub init_id: Option<RequestId>,
+    /// Requests the session sent on its own for the opening (a fallback `initialize`, a
+    /// `server/discover` retried after -32022): they end in Ready/Failed, never a response.
+    pub opening: BTreeSet<RequestId>,
     /// Ids that got their `Event::Response`.
     pub answered: BTreeSet<RequestId>,
     /// Set once `Event::Closed` or `Event::Failed` was drained.
@@ -260,6 +325,7 @@ impl Checker {
         Checker {
             issued: BTreeSet::new(),
             init_id: None,
+            opening: BTreeSet::new(),
             answered: BTreeSet::new(),
             ended: false,
             ready: false,
@@ -278,12 +344,43 @@ impl Checker {
         let ended_before = self.ended;
         while let Some(t) = s.poll_transmit() {
             assert!(!ended_before, "a transmit after the session ended: {t:?}");
+            if let TransmitKind::Abort { id } = &t.kind {
+                assert!(t.payload.is_empty(), "an abort carries nothing");
+                assert!(self.issued.contains(id), "an abort of {id}, never issued");
+                self.transmits.push(t);
+                continue;
+            }
             assert!(!t.payload.contains(&b'\n'), "a payload contains a newline");
             let v: Value = serde_json::from_slice(&t.payload).expect("every payload is JSON");
             assert_eq!(v["jsonrpc"], "2.0");
+            if t.modern && v.get("id").is_some() && v.get("method").is_some() {
+                assert!(
+                    v["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].is_string(),
+                    "a modern request without its _meta: {v}"
+                );
+            }
+            if !t.headers.is_empty() {
+                assert!(t.modern, "headers only in the modern era");
+                for (name, value) in &t.headers {
+                    assert!(
+                        mcp_proto::http::is_header_name(name),
+                        "header name {name:?}"
+                    );
+                    assert!(
+                        mcp_proto::http::is_header_value(value),
+                        "header {name}: {value:?}"
+                    );
+                }
+            }
             match &t.kind {
                 TransmitKind::Request { id, wire, method } => {
-                    assert!(self.issued.contains(id), "a request {id} no command issued");
+                    if !self.issued.contains(id) {
+                        assert!(
+                            method == "initialize" || method == "server/discover",
+                            "a request {id} ({method}) no command issued"
+                        );
+                        self.opening.insert(*id);
+                    }
                     assert_eq!(v["id"], json!(wire.0));
                     assert_eq!(v["method"], json!(method));
                 }
@@ -310,6 +407,10 @@ impl Checker {
                     assert!(!ended_before, "a response after the session ended: {e:?}");
                     assert!(self.issued.contains(id), "a response for unissued id {id}");
                     assert_ne!(Some(*id), self.init_id, "initialize ends in Ready/Failed");
+                    assert!(
+                        !self.opening.contains(id),
+                        "the opening ends in Ready/Failed"
+                    );
                     assert!(self.answered.insert(*id), "a second response for id {id}");
                 }
                 Event::Ready => {
@@ -351,18 +452,14 @@ impl Checker {
     }
 }
 
-fn new_session(flags: u8, now: Instant, c: &mut Checker) -> Session {
-    let mut s = Session::new(Config {
-        frame_limit: SESSION_FRAME_LIMIT,
-        era: mcp_proto::EraChoice::Legacy,
-        ..Config::default()
-    });
+fn new_session(setup: &Setup, flags: u8, now: Instant, c: &mut Checker) -> Session {
+    let mut s = Session::new(setup.config.clone());
     let id = s.initialize(now).expect("initialize on a new session");
     c.init_id = Some(id);
     c.issue(Ok(id));
     c.drain(&mut s);
     if flags & self::flags::INIT != 0 {
-        s.handle_bytes(format!("{INIT_RESULT}\n").as_bytes(), now);
+        s.handle_bytes(format!("{}\n", setup.open).as_bytes(), now);
         c.drain(&mut s);
         assert!(s.is_ready());
     }
@@ -423,11 +520,15 @@ fn cancel_first(s: &mut Session, c: &mut Checker) {
 /// The timed session run: chunks, advancing time, timeouts, a cancel, commands on Ready, EOF.
 pub fn check_session_timed(data: &[u8]) {
     let (h, body) = header::<SESSION_HEADER>(data);
+    session_timed(&Setup::legacy(), h, body)
+}
+
+fn session_timed(setup: &Setup, h: [u8; SESSION_HEADER], body: &[u8]) {
     let fl = h[0];
     let start = Instant::now();
     let mut now = start;
     let mut c = Checker::new();
-    let mut s = new_session(fl, now, &mut c);
+    let mut s = new_session(setup, fl, now, &mut c);
     commands(&mut s, fl, now, &mut c);
     let mut commanded = s.is_ready();
     for (i, chunk) in chunks(body, &h[1..5]).into_iter().enumerate() {
@@ -473,11 +574,15 @@ pub fn check_session_timed(data: &[u8]) {
 /// and state, before and after EOF.
 pub fn check_session_chunking(data: &[u8]) {
     let (h, body) = header::<SESSION_HEADER>(data);
+    session_chunking(&Setup::legacy(), h, body)
+}
+
+fn session_chunking(setup: &Setup, h: [u8; SESSION_HEADER], body: &[u8]) {
     let fl = h[0];
     let now = Instant::now();
     let run = |split: &[&[u8]]| {
         let mut c = Checker::new();
-        let mut s = new_session(fl, now, &mut c);
+        let mut s = new_session(setup, fl, now, &mut c);
         commands(&mut s, fl, now, &mut c);
         if fl & flags::CANCEL != 0 {
             cancel_first(&mut s, &mut c);
@@ -520,4 +625,13 @@ pub fn check_session_chunking(data: &[u8]) {
 pub fn check_session(data: &[u8]) {
     check_session_timed(data);
     check_session_chunking(data);
+}
+
+/// The eras target: both runs, in the era and settings the first byte names.
+pub fn check_eras(data: &[u8]) {
+    let (era, rest) = header::<1>(data);
+    let setup = Setup::from_byte(era[0]);
+    let (h, body) = header::<SESSION_HEADER>(rest);
+    session_timed(&setup, h, body);
+    session_chunking(&setup, h, body);
 }

@@ -22,6 +22,15 @@ def framer(limit, chunks, body):
 def session(flags, chunks, times, body):
     return bytes([flags]) + bytes((chunks * 4)[:4]) + bytes((times * 4)[:4]) + body
 
+def eras(era, flags, chunks, times, body):
+    """eras = [era] + the session layout. era: bits 0-1 auto/legacy/modern/legacy-first, bit 2 HTTP,
+    bits 3-4 probe timeout 100 ms/1 s/2 s/30 s, bit 5 a cap of 2 input rounds."""
+    return bytes([era]) + session(flags, chunks, times, body)
+
+def err(id, code, message, data=None):
+    e = b'{"code":%d,"message":"%s"%s}' % (code, message, b',"data":' + data if data else b"")
+    return b'{"jsonrpc":"2.0","id":%s,"error":%s}' % (str(id).encode(), e)
+
 def resp(id, result):
     return b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (str(id).encode(), result)
 
@@ -101,7 +110,42 @@ S = {
         b"".join(tl[1:])),
 }
 
-for target, seeds in (("framer", F), ("session", S)):
+AUTO, LEGACY, MODERN, LEGACY_FIRST, HTTP, PROBE_100MS, CAP2 = 0, 1, 2, 3, 4, 0, 32
+DISCOVER = b'{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m","version":"1"}}}'
+MISMATCH = b'{"supported":["2026-07-28"],"requested":"2026-07-28"}'
+STATE = b'{"resultType":"input_required","requestState":"s\\u00e9\\"x"}'
+ASK = b'{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":{}}}}'
+HDR_TOOLS = b'{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":{"message":{"type":"string","x-mcp-header":"Msg"}}}},{"name":"bad","inputSchema":{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}}],"resultType":"complete"}'
+
+E = {
+    # The probe: a discover answer in the stream, then calls on Ready.
+    "auto-modern": eras(AUTO, LIST | CALL | ON_READY | EOF, [MID, SMALL], [1, 1, 1, 1],
+        lines(resp(0, DISCOVER), resp(1, TOOLS), resp(2, TEXT(b"hi")))),
+    # The probe refused: initialize (id 1) follows, then the calls (2, 3).
+    "auto-legacy": eras(AUTO, LIST | CALL | ON_READY | EOF, [SMALL, ONE], [0, 0, 0, 0],
+        lines(err(0, -32601, b"Method not found"), resp(1, INIT_RESULT[INIT_RESULT.index(b'"result":') + 9:-1]), resp(2, TOOLS), resp(3, TEXT(b"x")))),
+    # A silent probe: the 100 ms fallback fires, a late discover result still wins.
+    "auto-silent-then-modern": eras(AUTO | PROBE_100MS, CALL | ON_READY | EOF, [MID], [0x85, 0x85, 0, 0],
+        lines(LOG, LOG, resp(0, DISCOVER), err(1, -32601, b"no initialize"), resp(2, TEXT(b"y")))),
+    # -32022 twice (retried once, then the opening fails); and legacy-only versions: fallback.
+    "version-mismatch": eras(AUTO, CALL | ON_READY | EOF, [SMALL], [0, 0, 0, 0],
+        lines(err(0, -32022, b"Unsupported", MISMATCH), err(1, -32022, b"Unsupported", MISMATCH))),
+    "legacy-only-versions": eras(MODERN, EOF, [SMALL], [0, 0, 0, 0],
+        lines(err(0, -32022, b"no", b'{"supported":["2025-06-18"],"requested":"2026-07-28"}'))),
+    # Input-required rounds: state only (resent after a backoff), a request for input, the cap.
+    "rounds": eras(MODERN | CAP2, INIT | CALL | SHORT | EOF, [MID, MID, MID], [0x81, 0x81, 0x81, 0x81],
+        lines(resp(1, STATE), resp(2, ASK), resp(3, STATE), resp(4, STATE), resp(5, STATE), resp(6, TEXT(b"z")))),
+    "unknown-result-type": eras(MODERN, INIT | CALL | LIST | EOF, [SMALL], [0, 0, 0, 0],
+        lines(resp(2, b'{"resultType":"mystery","content":[]}'), resp(1, b'{"resultType":"input_required","requestState":"x"}'))),
+    # Over HTTP: headers from a listing, an invalid tool left out, a call with a bad argument,
+    # a cancellation that aborts.
+    "http-headers": eras(MODERN | HTTP, INIT | LIST | CALL | CANCEL | EOF, [BIG], [0, 0, 0, 0],
+        lines(resp(1, HDR_TOOLS), resp(2, TEXT(b"h")))),
+    "legacy-first-refused": eras(LEGACY_FIRST, CALL | ON_READY | EOF, [SMALL], [0, 0, 0, 0],
+        lines(err(0, -32601, b"2026 only"), resp(1, DISCOVER), resp(2, TEXT(b"q")))),
+}
+
+for target, seeds in (("framer", F), ("session", S), ("eras", E)):
     d = HERE / "seeds" / target
     d.mkdir(parents=True, exist_ok=True)
     for p in d.iterdir():

@@ -136,7 +136,7 @@ pub enum SessionError {
     EndedOnProbe,
     /// `server/discover` failed in the modern era (forced, or after the server showed it is
     /// modern).
-    #[error("server/discover failed: {0}")]
+    #[error("server/discover failed, so the server does not speak the modern era (2026-07-28) as asked: {0}")]
     Discover(RequestError),
     /// The server and this client share no protocol version.
     #[error("no protocol version in common: the server supports {}; this client speaks {}", theirs.join(", "), ours.join(", "))]

@@ -68,10 +68,16 @@ pub(crate) struct RawMessage<'a> {
     pub method: Option<String>,
     #[serde(default, borrow)]
     pub params: Option<&'a RawValue>,
-    #[serde(default, borrow)]
+    /// Present even when `null`: `"result": null` is a JSON-RPC success answer like any other.
+    #[serde(default, borrow, deserialize_with = "present")]
     pub result: Option<&'a RawValue>,
     #[serde(default)]
     pub error: Option<Value>,
+}
+
+/// A member that is present, whatever its value (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 impl<'a> RawMessage<'a> {

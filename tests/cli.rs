@@ -190,3 +190,51 @@ fn timeout_extremes_are_refused_or_mean_none() {
         assert_eq!(out.stdout, "t\n", "{huge}");
     }
 }
+
+#[test]
+fn info_says_who_the_server_is_and_which_era_was_found() {
+    // The serve example is a legacy server: the probe finds that.
+    let out = against_serve(&["--info"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        out.stdout.starts_with("server: mcp-client-serve"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("\nera: legacy\n"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("protocol version: 2025-"),
+        "{}",
+        out.stdout
+    );
+    let out = against_serve(&["--info", "--json", "--era", "legacy"]);
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_str(out.stdout.trim()).expect("one JSON object");
+    assert_eq!(v["era"], "legacy");
+    assert_eq!(v["serverInfo"]["name"], "mcp-client-serve");
+    assert!(v["capabilities"]["tools"].is_object(), "{v}");
+    assert!(
+        v["supportedVersions"].is_null(),
+        "only a modern server lists them: {v}"
+    );
+}
+
+#[test]
+fn era_modern_against_a_legacy_server_fails_clearly_and_a_bad_era_is_refused() {
+    let out = against_serve(&["--era", "modern"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains("server/discover failed") && out.stderr.contains("2026-07-28"),
+        "{}",
+        out.stderr
+    );
+    let out = against_serve(&["--era", "postmodern"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains("auto, legacy or modern"),
+        "{}",
+        out.stderr
+    );
+    let out = against_serve(&["--info", "--call", "echo"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+}

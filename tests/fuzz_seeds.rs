@@ -64,11 +64,17 @@ fn session_crash_reproducers() {
 }
 
 #[test]
+fn eras_seeds() {
+    replay(&seeds("eras").0, checks::check_eras);
+}
+
+#[test]
 fn seed_headers_are_well_formed() {
     // Every seed carries at least a full header, so that its body is what the name says.
     for (target, len) in [
         ("framer", checks::FRAMER_HEADER),
         ("session", checks::SESSION_HEADER),
+        ("eras", checks::ERAS_HEADER),
     ] {
         for path in seeds(target).0 {
             let n = std::fs::metadata(&path).expect("stat seed").len() as usize;

@@ -404,6 +404,21 @@ fn mcp_client_cli_url_mode() {
 
     let done = run(&["--call", "fail", "--args", r#"{"message":"cli boom"}"#]);
     assert_eq!(done.status.code(), Some(2), "isError exits 2: {done:?}");
+
+    // --info: the probe found the modern era; forced legacy speaks 2025-11-25.
+    for (era, version) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let done = run(&["--info", "--json", "--era", era]);
+        assert_eq!(done.status.code(), Some(0), "{done:?}");
+        let info: Value = serde_json::from_str(done.stdout.trim())
+            .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {done:?}"));
+        assert_eq!(info["protocolVersion"], version, "{info}");
+        assert_eq!(
+            info["era"],
+            if era == "auto" { "modern" } else { "legacy" },
+            "{info}"
+        );
+        assert_eq!(info["serverInfo"]["name"], "fastmcp-test-server", "{info}");
+    }
     assert!(done.stdout.contains("cli boom"), "{done:?}");
 
     let done = run(&["--json"]);

@@ -133,12 +133,15 @@ enum StrOp {
     Lacks,
 }
 
-const STATS: [&str; 5] = [
+const STATS: [&str; 8] = [
     "notifications_dropped",
     "pings_answered",
     "requests_rejected",
     "late_responses",
     "messages_ignored",
+    "input_rounds",
+    "version_retries",
+    "tools_rejected",
 ];
 
 fn stat(s: &Stats, name: &str) -> u64 {
@@ -148,6 +151,9 @@ fn stat(s: &Stats, name: &str) -> u64 {
         "requests_rejected" => s.requests_rejected,
         "late_responses" => s.late_responses,
         "messages_ignored" => s.messages_ignored,
+        "input_rounds" => s.input_rounds,
+        "version_retries" => s.version_retries,
+        "tools_rejected" => s.tools_rejected,
         _ => unreachable!("checked by the parser"),
     }
 }
@@ -877,6 +883,7 @@ fn warning_kind(w: &Warning) -> &'static str {
         Warning::ErrorWithoutId(_) => "error_without_id",
         Warning::RequestIdTooLong { .. } => "request_id_too_long",
         Warning::Oversized { .. } => "oversized",
+        Warning::ToolRejected { .. } => "tool_rejected",
         _ => "other",
     }
 }
@@ -886,6 +893,9 @@ fn failed_kind(e: &SessionError) -> &'static str {
         SessionError::UnsupportedVersion { .. } => "unsupported_version",
         SessionError::Initialize(_) => "initialize",
         SessionError::Closed => "closed",
+        SessionError::EndedOnProbe => "ended_on_probe",
+        SessionError::NoCommonVersion { .. } => "no_common_version",
+        SessionError::Discover(_) => "discover",
         _ => "other",
     }
 }
@@ -1122,6 +1132,8 @@ const KNOWN: &[&str] = &[
     "server-requests-mid-call.transcript",
     "request-timeout.transcript",
     "cancel-batch-eof.transcript",
+    "modern-stdio.transcript",
+    "probe-legacy-fallback.transcript",
 ];
 
 #[test]

@@ -7,6 +7,10 @@
 //! mcp-client [OPTIONS] --url URL              connect to a Streamable HTTP endpoint
 //! OPTIONS
 //!   --call NAME       call tool NAME (without --call: list the tools)
+//!   --info            print the server's identity, the era and protocol version spoken, and its
+//!                     capabilities (with --json: one JSON object)
+//!   --era ERA         auto (default: probe with server/discover, fall back to initialize),
+//!                     legacy (initialize only, 2025-11-25 and before), modern (2026-07-28 only)
 //!   --args JSON       arguments for --call, a JSON object (default {})
 //!   --repeat N        make the call N times in a row in one session; last line on stderr: "calls/s: R"
 //!   --timeout SECS    per-request timeout (default 60; at least 0.001; too large for a Duration: none)
@@ -24,10 +28,10 @@ mod serve;
 #[path = "../common/tools.rs"]
 mod tools;
 
-use mcp_client::proto::{Config, Implementation};
+use mcp_client::proto::{Config, Era, EraChoice, Implementation};
 use mcp_client::{
-    Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, Request, StderrMode,
-    StdioConfig, StdioTransport, Transport,
+    connect_http, connect_stdio, Client, ClientConfig, Error, HttpTransportConfig, Request,
+    StderrMode, StdioConfig, StdioTransport, Transport,
 };
 use serde_json::Value;
 use std::ffi::OsString;
@@ -35,7 +39,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: mcp-client [--serve] [--call NAME [--args JSON] [--repeat N]] [--timeout SECS] [--json] [--header 'K: V']... (-- COMMAND [ARG...] | --url URL)";
+const USAGE: &str = "usage: mcp-client [--serve] [--info | --call NAME [--args JSON] [--repeat N]] [--era auto|legacy|modern] [--timeout SECS] [--json] [--header 'K: V']... (-- COMMAND [ARG...] | --url URL)";
 
 #[derive(Debug, Default)]
 struct Options {
@@ -46,6 +50,8 @@ struct Options {
     timeout: Option<Option<Duration>>,
     headers: Vec<String>,
     json: bool,
+    info: bool,
+    era: EraChoice,
     url: Option<String>,
     command: Vec<OsString>,
 }
@@ -81,6 +87,15 @@ fn parse(mut argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
             }
             Some("--header") => o.headers.push(value(&mut argv, "--header")?),
             Some("--json") => o.json = true,
+            Some("--info") => o.info = true,
+            Some("--era") => {
+                o.era = match value(&mut argv, "--era")?.as_str() {
+                    "auto" => EraChoice::Auto,
+                    "legacy" => EraChoice::Legacy,
+                    "modern" => EraChoice::Modern,
+                    other => return Err(format!("--era {other:?}: give auto, legacy or modern")),
+                }
+            }
             Some("--url") => o.url = Some(value(&mut argv, "--url")?),
             Some("--") => {
                 o.command = argv.collect();
@@ -92,6 +107,9 @@ fn parse(mut argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
     }
     if o.args.is_some() && o.call.is_none() {
         return Err("--args needs --call".into());
+    }
+    if o.info && o.call.is_some() {
+        return Err("give --info or --call, not both".into());
     }
     if o.url.is_some() != o.command.is_empty() {
         return Err(format!("give either -- COMMAND or --url URL\n{USAGE}"));
@@ -148,6 +166,7 @@ fn client_config(options: &Options) -> ClientConfig {
         session: Config {
             client_info: Implementation::new("mcp-client", env!("CARGO_PKG_VERSION")),
             default_timeout: options.timeout.unwrap_or(Some(Duration::from_secs(60))),
+            era: options.era,
             ..Config::default()
         },
         ..ClientConfig::default()
@@ -170,8 +189,8 @@ async fn run(options: Options) -> Result<ExitCode, String> {
             };
             http = http.header(name.trim(), value.trim());
         }
-        let transport = HttpTransport::new(http).map_err(describe)?;
-        let client = Client::with_config(transport, config);
+        // Opens in the era the server speaks (the probe, unless --era says).
+        let client = connect_http(http, config).await.map_err(describe)?;
         let outcome = session(&client, &options).await;
         close(&client, outcome).await?
     } else {
@@ -180,8 +199,9 @@ async fn run(options: Options) -> Result<ExitCode, String> {
         let stdio = StdioConfig::new(program)
             .args(command)
             .stderr(StderrMode::Forward);
-        let transport = StdioTransport::spawn(stdio).map_err(describe)?;
-        let client = Client::with_config(transport, config);
+        // Opens in the era the server speaks; a server that exits on the probe is started again
+        // in the legacy era.
+        let client = connect_stdio(stdio, config).await.map_err(describe)?;
         let outcome = session(&client, &options).await;
         close(&client, outcome).await?
     };
@@ -214,8 +234,44 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
         },
     };
     let fail = |e: Error| describe(e);
-    client.initialize().await.map_err(fail)?;
+    let init = client.initialize().await.map_err(fail)?;
     let mut out = std::io::stdout().lock();
+    if options.info {
+        let era = match client.era() {
+            Some(Era::Modern) => "modern",
+            _ => "legacy",
+        };
+        let supported = client.discover_result().map(|d| d.supported_versions);
+        if options.json {
+            let object = serde_json::json!({
+                "era": era,
+                "protocolVersion": init.protocol_version,
+                "serverInfo": init.server_info,
+                "capabilities": init.capabilities,
+                "instructions": init.instructions,
+                "supportedVersions": supported,
+            });
+            let _ = writeln!(out, "{object}");
+        } else {
+            let info = &init.server_info;
+            let _ = writeln!(out, "server: {} {}", info.name, info.version);
+            let _ = writeln!(out, "era: {era}");
+            let _ = writeln!(out, "protocol version: {}", init.protocol_version);
+            if let Some(supported) = supported {
+                let _ = writeln!(out, "supported versions: {}", supported.join(", "));
+            }
+            let capabilities = serde_json::to_string_pretty(&init.capabilities)
+                .unwrap_or_else(|_| init.capabilities.to_string());
+            let _ = writeln!(out, "capabilities: {capabilities}");
+            if let Some(instructions) = &init.instructions {
+                let _ = writeln!(out, "instructions: {instructions}");
+            }
+        }
+        return Ok(Outcome {
+            code: ExitCode::SUCCESS,
+            calls_per_second: None,
+        });
+    }
     let Some(name) = &options.call else {
         let tools = client.list_tools().await.map_err(fail)?;
         if options.json {

@@ -1,0 +1,945 @@
+//! The two eras in the pure session: the probe that finds the era (`EraChoice::Auto`), the modern
+//! era's requests and results (2026-07-28), and its HTTP headers. One named test per rule. Fake
+//! time, no I/O.
+
+use mcp_proto::error::Warning;
+use mcp_proto::{
+    Config, Era, EraChoice, Event, Reply, RequestError, RequestId, ResultType, Session,
+    SessionError, State, TimerFor, Transmit, TransmitKind, TransportKind,
+};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const DISCOVER: &str = r#"{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}},"instructions":"be modern","ttlMs":60000,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"modern-srv","version":"2.0"}}}"#;
+const INIT: &str = r#"{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"legacy-srv","version":"1"}}"#;
+
+fn transmits(s: &mut Session) -> Vec<Transmit> {
+    std::iter::from_fn(|| s.poll_transmit()).collect()
+}
+
+fn sent(s: &mut Session) -> Vec<Value> {
+    transmits(s)
+        .iter()
+        .map(|t| serde_json::from_slice(&t.payload).expect("we send JSON"))
+        .collect()
+}
+
+fn events(s: &mut Session) -> Vec<Event> {
+    std::iter::from_fn(|| s.poll_event()).collect()
+}
+
+fn line(s: &mut Session, text: &str, now: Instant) {
+    s.handle_bytes(format!("{text}\n").as_bytes(), now);
+}
+
+fn result(s: &mut Session, id: u64, result: &str, now: Instant) {
+    line(
+        s,
+        &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#),
+        now,
+    );
+}
+
+fn error(s: &mut Session, id: u64, error: &str, now: Instant) {
+    line(
+        s,
+        &format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{error}}}"#),
+        now,
+    );
+}
+
+fn config(era: EraChoice) -> Config {
+    Config {
+        era,
+        ..Config::default()
+    }
+}
+
+/// The `_meta` every modern request carries.
+fn assert_modern_meta(request: &Value, version: &str) {
+    let meta = &request["params"]["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"], version,
+        "{request}"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json!({}),
+        "{request}"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientInfo"]["name"], "mcp-proto",
+        "{request}"
+    );
+    assert!(meta["io.modelcontextprotocol/clientInfo"]["version"].is_string());
+}
+
+/// A session that found a modern server (Auto), outputs drained.
+fn modern_with(config: Config) -> (Session, Instant) {
+    let now = Instant::now();
+    let mut s = Session::new(config);
+    s.initialize(now).unwrap();
+    let probe = sent(&mut s);
+    assert_eq!(probe.len(), 1);
+    assert_eq!(probe[0]["method"], "server/discover");
+    result(&mut s, 0, DISCOVER, now);
+    assert!(sent(&mut s).is_empty(), "nothing follows a discover result");
+    assert_eq!(events(&mut s), vec![Event::Ready]);
+    (s, now)
+}
+
+fn modern() -> (Session, Instant) {
+    modern_with(config(EraChoice::Auto))
+}
+
+// ---- the probe ---------------------------------------------------------------------------------
+
+#[test]
+fn auto_probes_with_server_discover_carrying_the_modern_meta() {
+    let now = Instant::now();
+    let mut s = Session::new(Config::default());
+    assert_eq!(s.era(), None, "not known before the probe");
+    s.initialize(now).unwrap();
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1, "only the probe: {out:?}");
+    assert_eq!(out[0]["method"], "server/discover");
+    assert_modern_meta(&out[0], "2026-07-28");
+    assert_eq!(s.state(), State::Initializing);
+    assert_eq!(
+        s.poll_timer(),
+        Some((now + Duration::from_secs(2), TimerFor::Probe(RequestId(0)))),
+        "the probe's fallback comes before its 60 s deadline"
+    );
+}
+
+#[test]
+fn a_discover_result_makes_the_session_modern_with_the_servers_identity() {
+    let (s, _) = modern();
+    assert_eq!(s.era(), Some(Era::Modern));
+    assert!(s.is_ready());
+    assert_eq!(s.protocol_version(), Some("2026-07-28"));
+    let info = s.server_info().unwrap();
+    assert_eq!(
+        (info.name.as_str(), info.version.as_str()),
+        ("modern-srv", "2.0")
+    );
+    assert_eq!(s.instructions(), Some("be modern"));
+    assert_eq!(
+        s.server_capabilities(),
+        Some(&json!({"tools":{"listChanged":true}}))
+    );
+    let d = s.discover_result().unwrap();
+    assert_eq!(d.ttl_ms, Some(60000));
+    assert_eq!(d.cache_scope.as_deref(), Some("public"));
+    assert_eq!(d.supported_versions, ["2026-07-28"]);
+}
+
+#[test]
+fn any_other_error_to_the_probe_means_legacy_and_initialize_follows() {
+    // "The fallback MUST NOT be keyed to one specific error code" — each of these is legacy.
+    for code in ["-32601", "-32602", "-32600", "-32000", "-32603", "1"] {
+        let now = Instant::now();
+        let mut s = Session::new(Config::default());
+        s.initialize(now).unwrap();
+        sent(&mut s);
+        error(
+            &mut s,
+            0,
+            &format!(r#"{{"code":{code},"message":"no"}}"#),
+            now,
+        );
+        let out = sent(&mut s);
+        assert_eq!(out.len(), 1, "{code}: {out:?}");
+        assert_eq!(out[0]["method"], "initialize", "{code}");
+        assert_eq!(out[0]["id"], 1);
+        assert!(
+            out[0]["params"].get("_meta").is_none(),
+            "legacy has no _meta"
+        );
+        result(&mut s, 1, INIT, now);
+        let out = sent(&mut s);
+        assert_eq!(out[0]["method"], "notifications/initialized");
+        assert_eq!(events(&mut s), vec![Event::Ready], "{code}");
+        assert_eq!(s.era(), Some(Era::Legacy));
+        assert_eq!(s.server_info().unwrap().name, "legacy-srv");
+    }
+}
+
+#[test]
+fn a_result_that_is_no_discover_result_means_legacy() {
+    // A legacy server answering every unknown method with `{}` (the conformance suite's
+    // 2025 `initialize` scenario does), or with anything else.
+    for answer in [
+        r#"{}"#,
+        r#"{"supportedVersions":"2026-07-28"}"#,
+        r#"[]"#,
+        "null",
+    ] {
+        let now = Instant::now();
+        let mut s = Session::new(Config::default());
+        s.initialize(now).unwrap();
+        sent(&mut s);
+        result(&mut s, 0, answer, now);
+        let out = sent(&mut s);
+        assert_eq!(out.len(), 1, "{answer}: {out:?}");
+        assert_eq!(out[0]["method"], "initialize", "{answer}");
+    }
+}
+
+#[test]
+fn a_silent_probe_falls_back_at_the_probe_timeout_not_before() {
+    let now = Instant::now();
+    let mut s = Session::new(Config {
+        probe_timeout: Duration::from_millis(500),
+        ..Config::default()
+    });
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    s.handle_timeout(now + Duration::from_millis(499));
+    assert!(sent(&mut s).is_empty(), "not a millisecond early");
+    s.handle_timeout(now + Duration::from_millis(500));
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0]["method"], "initialize");
+    assert!(
+        events(&mut s).is_empty(),
+        "no cancellation, no event: the probe still counts"
+    );
+    // Legacy server: initialize answered; the probe is dropped, and its late answer is silent.
+    result(&mut s, 1, INIT, now + Duration::from_millis(600));
+    assert_eq!(sent(&mut s)[0]["method"], "notifications/initialized");
+    assert_eq!(events(&mut s), vec![Event::Ready]);
+    assert_eq!(s.era(), Some(Era::Legacy));
+    error(
+        &mut s,
+        0,
+        r#"{"code":-32601,"message":"late"}"#,
+        now + Duration::from_secs(1),
+    );
+    assert!(
+        events(&mut s).is_empty(),
+        "a late probe answer is no warning"
+    );
+    assert_eq!(s.stats().late_responses, 1);
+    assert_eq!(s.pending_requests(), 0);
+}
+
+#[test]
+fn after_the_fallback_a_late_discover_result_still_wins() {
+    // A slow modern server (a package runner still fetching it) got both requests.
+    let now = Instant::now();
+    let mut s = Session::new(Config::default());
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    s.handle_timeout(now + Duration::from_secs(2));
+    assert_eq!(sent(&mut s)[0]["method"], "initialize");
+    result(&mut s, 0, DISCOVER, now + Duration::from_secs(5));
+    assert_eq!(events(&mut s), vec![Event::Ready]);
+    assert_eq!(s.era(), Some(Era::Modern));
+    assert!(
+        sent(&mut s).is_empty(),
+        "no notifications/initialized in the modern era"
+    );
+    // The modern server refuses initialize: that answer is late and changes nothing.
+    error(
+        &mut s,
+        1,
+        r#"{"code":-32601,"message":"initialize? 2026-07-28 only"}"#,
+        now,
+    );
+    assert!(events(&mut s).is_empty());
+    assert_eq!(s.stats().late_responses, 1);
+    assert!(s.is_ready());
+}
+
+#[test]
+fn a_refused_initialize_waits_for_the_racing_probe() {
+    let now = Instant::now();
+    let mut s = Session::new(Config::default());
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    s.handle_timeout(now + Duration::from_secs(2));
+    sent(&mut s);
+    error(
+        &mut s,
+        1,
+        r#"{"code":-32600,"message":"initialize is legacy"}"#,
+        now,
+    );
+    assert!(
+        events(&mut s).is_empty(),
+        "the probe may still show a modern server"
+    );
+    result(&mut s, 0, DISCOVER, now);
+    assert_eq!(events(&mut s), vec![Event::Ready]);
+    assert_eq!(s.era(), Some(Era::Modern));
+}
+
+#[test]
+fn when_both_fail_the_session_fails_with_initializes_error() {
+    let now = Instant::now();
+    let mut s = Session::new(Config::default());
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    s.handle_timeout(now + Duration::from_secs(2));
+    sent(&mut s);
+    error(&mut s, 1, r#"{"code":-32000,"message":"broken"}"#, now);
+    error(&mut s, 0, r#"{"code":-32601,"message":"no discover"}"#, now);
+    match events(&mut s).as_slice() {
+        [Event::Failed(SessionError::Initialize(RequestError::Rpc(e)))] => {
+            assert_eq!(e.message, "broken")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.state(), State::Closed);
+}
+
+#[test]
+fn a_server_that_ends_on_the_probe_is_ended_on_probe() {
+    let now = Instant::now();
+    let mut s = Session::new(Config::default());
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    s.handle_eof(now);
+    assert_eq!(
+        events(&mut s),
+        vec![Event::Failed(SessionError::EndedOnProbe)]
+    );
+    // Forced modern: it is only closed.
+    let mut s = Session::new(config(EraChoice::Modern));
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    s.handle_eof(now);
+    assert_eq!(events(&mut s), vec![Event::Failed(SessionError::Closed)]);
+}
+
+#[test]
+fn an_undeliverable_probe_means_legacy_but_not_when_modern_is_forced() {
+    let now = Instant::now();
+    let mut s = Session::new(Config::default());
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    let hit = s.handle_undeliverable(RequestId(0));
+    assert_eq!(
+        hit,
+        mcp_proto::Casualties::default(),
+        "nobody is hit: initialize follows"
+    );
+    assert_eq!(sent(&mut s)[0]["method"], "initialize");
+
+    let mut s = Session::new(config(EraChoice::Modern));
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    let hit = s.handle_undeliverable(RequestId(0));
+    assert!(hit.session);
+    assert!(matches!(
+        events(&mut s).as_slice(),
+        [Event::Failed(SessionError::Discover(_))]
+    ));
+}
+
+#[test]
+fn a_version_mismatch_is_retried_once_with_the_servers_version_even_the_same_one() {
+    let now = Instant::now();
+    let mut s = Session::new(Config::default());
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    let mismatch = r#"{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}"#;
+    error(&mut s, 0, mismatch, now);
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(
+        out[0]["method"], "server/discover",
+        "a modern server: no fallback"
+    );
+    assert_ne!(out[0]["id"], 0, "a new id");
+    assert_modern_meta(&out[0], "2026-07-28");
+    // A second mismatch is final.
+    let id = out[0]["id"].as_u64().unwrap();
+    error(&mut s, id, mismatch, now);
+    assert!(sent(&mut s).is_empty());
+    match events(&mut s).as_slice() {
+        [Event::Failed(SessionError::NoCommonVersion { theirs, ours })] => {
+            assert_eq!(theirs, &["2026-07-28"]);
+            assert!(ours.contains(&"2026-07-28".to_string()));
+            assert!(ours.contains(&"2025-11-25".to_string()));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_dual_era_server_with_only_legacy_versions_in_common_gets_initialize() {
+    let now = Instant::now();
+    let mut s = Session::new(Config::default());
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    error(
+        &mut s,
+        0,
+        r#"{"code":-32022,"message":"no","data":{"supported":["2099-01-01","2025-06-18"],"requested":"2026-07-28"}}"#,
+        now,
+    );
+    assert_eq!(sent(&mut s)[0]["method"], "initialize");
+    // The same from a discover result listing no modern version of ours.
+    let mut s = Session::new(Config::default());
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    result(
+        &mut s,
+        0,
+        r#"{"supportedVersions":["2025-11-25"],"capabilities":{}}"#,
+        now,
+    );
+    assert_eq!(sent(&mut s)[0]["method"], "initialize");
+}
+
+#[test]
+fn no_version_in_common_fails_naming_both_sides() {
+    let now = Instant::now();
+    let mut s = Session::new(Config::default());
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    result(
+        &mut s,
+        0,
+        r#"{"supportedVersions":["2099-01-01"],"capabilities":{}}"#,
+        now,
+    );
+    match events(&mut s).as_slice() {
+        [Event::Failed(e @ SessionError::NoCommonVersion { .. })] => {
+            let text = e.to_string();
+            assert!(
+                text.contains("2099-01-01") && text.contains("2026-07-28"),
+                "{text}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn forced_legacy_sends_initialize_first_and_forced_modern_never_does() {
+    let now = Instant::now();
+    let mut s = Session::new(config(EraChoice::Legacy));
+    assert_eq!(s.era(), Some(Era::Legacy));
+    s.initialize(now).unwrap();
+    assert_eq!(sent(&mut s)[0]["method"], "initialize");
+
+    let mut s = Session::new(config(EraChoice::Modern));
+    s.initialize(now).unwrap();
+    assert_eq!(sent(&mut s)[0]["method"], "server/discover");
+    assert_eq!(
+        s.poll_timer().map(|(_, what)| what),
+        Some(TimerFor::Request(RequestId(0))),
+        "no probe fallback when modern is forced"
+    );
+    error(&mut s, 0, r#"{"code":-32601,"message":"what?"}"#, now);
+    assert!(sent(&mut s).is_empty(), "no initialize");
+    assert!(matches!(
+        events(&mut s).as_slice(),
+        [Event::Failed(SessionError::Discover(RequestError::Rpc(_)))]
+    ));
+}
+
+#[test]
+fn legacy_first_probes_only_when_initialize_is_refused() {
+    let now = Instant::now();
+    let mut s = Session::new(config(EraChoice::LegacyFirst));
+    s.initialize(now).unwrap();
+    assert_eq!(sent(&mut s)[0]["method"], "initialize");
+    error(
+        &mut s,
+        0,
+        r#"{"code":-32601,"message":"2026-07-28 only"}"#,
+        now,
+    );
+    let out = sent(&mut s);
+    assert_eq!(
+        out[0]["method"], "server/discover",
+        "the remembered era was wrong"
+    );
+    let id = out[0]["id"].as_u64().unwrap();
+    result(&mut s, id, DISCOVER, now);
+    assert_eq!(events(&mut s), vec![Event::Ready]);
+    assert_eq!(s.era(), Some(Era::Modern));
+}
+
+// ---- modern requests and results ----------------------------------------------------------------
+
+#[test]
+fn every_modern_request_carries_the_meta_and_a_callers_own_meta_is_kept() {
+    let (mut s, now) = modern();
+    s.call_tool("echo", json!({"text": "hi"}), now).unwrap();
+    let params = json!({"name": "p", "_meta": {"progressToken": 7, "io.modelcontextprotocol/protocolVersion": "1999"}});
+    s.send(mcp_proto::Request::new("prompts/get", Some(params)), now)
+        .unwrap();
+    s.send(mcp_proto::Request::new("resources/list", None), now)
+        .unwrap();
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 3);
+    for r in &out {
+        assert_modern_meta(r, "2026-07-28");
+    }
+    assert_eq!(out[0]["params"]["arguments"], json!({"text": "hi"}));
+    assert_eq!(out[0]["params"]["name"], "echo");
+    assert_eq!(
+        out[1]["params"]["_meta"]["progressToken"], 7,
+        "the caller's key is kept"
+    );
+    assert_eq!(out[1]["params"]["name"], "p");
+}
+
+#[test]
+fn an_absent_result_type_is_complete_and_an_unknown_one_is_an_error_at_once() {
+    let (mut s, now) = modern();
+    let a = s.call_tool("a", json!({}), now).unwrap();
+    let b = s.call_tool("b", json!({}), now).unwrap();
+    let c = s.call_tool("c", json!({}), now).unwrap();
+    sent(&mut s);
+    result(
+        &mut s,
+        a.0,
+        r#"{"content":[{"type":"text","text":"A"}]}"#,
+        now,
+    );
+    result(&mut s, b.0, r#"{"content":[],"resultType":"mystery"}"#, now);
+    result(
+        &mut s,
+        c.0,
+        r#"{"content":[{"type":"text","text":"C"}],"resultType":"complete"}"#,
+        now,
+    );
+    let ev = events(&mut s);
+    assert_eq!(ev.len(), 3, "{ev:?}");
+    match &ev[0] {
+        Event::Response {
+            id,
+            result: Ok(Reply::ToolCall(r)),
+        } if *id == a => {
+            assert_eq!(r.text(), "A")
+        }
+        other => panic!("{other:?}"),
+    }
+    match &ev[1] {
+        Event::Response {
+            id,
+            result: Err(RequestError::InvalidResult { reason, .. }),
+        } if *id == b => {
+            assert!(reason.contains("mystery"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    match &ev[2] {
+        Event::Response {
+            id,
+            result: Ok(Reply::ToolCall(r)),
+        } if *id == c => {
+            assert_eq!(r.text(), "C");
+            assert_eq!(r.result_type, Some(ResultType::Complete));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_nested_result_type_does_not_count() {
+    let (mut s, now) = modern();
+    let a = s.call_tool("a", json!({}), now).unwrap();
+    sent(&mut s);
+    // Only the result's own member counts; structured content may say anything.
+    result(
+        &mut s,
+        a.0,
+        r#"{"structuredContent":{"resultType":"input_required"},"content":[{"type":"text","text":"ok"}]}"#,
+        now,
+    );
+    match events(&mut s).as_slice() {
+        [Event::Response {
+            result: Ok(Reply::ToolCall(r)),
+            ..
+        }] => assert_eq!(r.text(), "ok"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn input_required_with_state_is_sent_again_with_a_new_id_and_the_exact_state() {
+    let (mut s, now) = modern();
+    let h = s.call_tool("slow", json!({"x": 1}), now).unwrap();
+    let first = sent(&mut s);
+    assert_eq!(first[0]["id"], h.0);
+    // A state with characters a careless client would re-encode.
+    let state = r#"{\"nonce\":\"é\\u00e9 \/ x\",\"n\":1}"#;
+    let round = format!(r#"{{"resultType":"input_required","requestState":"{state}"}}"#);
+    result(&mut s, h.0, &round, now);
+    assert!(events(&mut s).is_empty(), "the caller sees one call");
+    assert!(sent(&mut s).is_empty(), "after a backoff, not at once");
+    assert_eq!(
+        s.poll_timer(),
+        Some((now + Duration::from_millis(50), TimerFor::Retry(h)))
+    );
+    s.handle_timeout(now + Duration::from_millis(50));
+    let again = transmits(&mut s);
+    assert_eq!(again.len(), 1);
+    let TransmitKind::Request { id, wire, method } = &again[0].kind else {
+        panic!("{:?}", again[0].kind)
+    };
+    assert_eq!((*id, method.as_str()), (h, "tools/call"));
+    assert_ne!(*wire, h, "a new wire id");
+    let v: Value = serde_json::from_slice(&again[0].payload).unwrap();
+    assert_eq!(v["id"], wire.0);
+    let expected: Value = serde_json::from_str(&format!(r#""{state}""#)).unwrap();
+    assert_eq!(v["params"]["requestState"], expected, "echoed exactly");
+    assert_eq!(v["params"]["arguments"], json!({"x": 1}));
+    assert_modern_meta(&v, "2026-07-28");
+    // An answer to the old id is late now.
+    result(&mut s, h.0, r#"{"content":[]}"#, now);
+    assert!(events(&mut s).is_empty());
+    // The second round waits 100 ms, then the answer comes on the new id.
+    result(&mut s, wire.0, &round, now + Duration::from_millis(60));
+    assert_eq!(
+        s.poll_timer(),
+        Some((now + Duration::from_millis(160), TimerFor::Retry(h))),
+        "50 ms doubling"
+    );
+    s.handle_timeout(now + Duration::from_millis(160));
+    let third: Value = serde_json::from_slice(&transmits(&mut s)[0].payload).unwrap();
+    let wire3 = third["id"].as_u64().unwrap();
+    assert!(wire3 != wire.0 && wire3 != h.0);
+    result(
+        &mut s,
+        wire3,
+        r#"{"resultType":"complete","content":[{"type":"text","text":"done"}]}"#,
+        now,
+    );
+    match events(&mut s).as_slice() {
+        [Event::Response {
+            id,
+            result: Ok(Reply::ToolCall(r)),
+        }] if *id == h => {
+            assert_eq!(r.text(), "done")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.stats().input_rounds, 2);
+}
+
+#[test]
+fn a_round_without_state_sends_none() {
+    let (mut s, now) = modern();
+    let h = s.call_tool("t", json!({}), now).unwrap();
+    sent(&mut s);
+    // inputRequests empty and no requestState: invalid ("at least one").
+    result(
+        &mut s,
+        h.0,
+        r#"{"resultType":"input_required","inputRequests":{}}"#,
+        now,
+    );
+    assert!(matches!(
+        events(&mut s).as_slice(),
+        [Event::Response {
+            result: Err(RequestError::InvalidResult { .. }),
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn the_rounds_are_capped() {
+    let (mut s, now) = modern_with(Config {
+        max_input_rounds: 3,
+        ..Config::default()
+    });
+    let h = s.call_tool("forever", json!({}), now).unwrap();
+    let mut wire = sent(&mut s)[0]["id"].as_u64().unwrap();
+    let mut t = now;
+    for round in 1..=3 {
+        result(
+            &mut s,
+            wire,
+            r#"{"resultType":"input_required","requestState":"s"}"#,
+            t,
+        );
+        assert!(events(&mut s).is_empty(), "round {round}");
+        t += Duration::from_secs(1);
+        s.handle_timeout(t);
+        wire = sent(&mut s)[0]["id"].as_u64().unwrap();
+    }
+    result(
+        &mut s,
+        wire,
+        r#"{"resultType":"input_required","requestState":"s"}"#,
+        t,
+    );
+    match events(&mut s).as_slice() {
+        [Event::Response {
+            id,
+            result: Err(e @ RequestError::TooManyRounds { limit: 3 }),
+        }] if *id == h => {
+            assert!(e.to_string().contains('3'), "{e}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(sent(&mut s).is_empty());
+}
+
+#[test]
+fn input_requests_fail_the_call_while_no_capability_is_declared() {
+    let (mut s, now) = modern();
+    let h = s.call_tool("ask", json!({}), now).unwrap();
+    sent(&mut s);
+    result(
+        &mut s,
+        h.0,
+        r#"{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":{}},"b":{"method":"sampling/createMessage","params":{}}},"requestState":"x"}"#,
+        now,
+    );
+    match events(&mut s).as_slice() {
+        [Event::Response {
+            result: Err(RequestError::InputUnsupported { methods }),
+            ..
+        }] => {
+            assert_eq!(methods, &["elicitation/create", "sampling/createMessage"])
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn input_required_is_refused_for_requests_that_cannot_have_it() {
+    let (mut s, now) = modern();
+    let h = s.list_tools(None, now).unwrap();
+    sent(&mut s);
+    result(
+        &mut s,
+        h.0,
+        r#"{"resultType":"input_required","requestState":"x"}"#,
+        now,
+    );
+    match events(&mut s).as_slice() {
+        [Event::Response {
+            result: Err(RequestError::InvalidResult { reason, .. }),
+            ..
+        }] => {
+            assert!(reason.contains("tools/list"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_version_mismatch_on_a_request_is_retried_once_then_typed() {
+    let (mut s, now) = modern();
+    let h = s.call_tool("t", json!({}), now).unwrap();
+    sent(&mut s);
+    let mismatch = r#"{"code":-32022,"message":"Unsupported","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}"#;
+    error(&mut s, h.0, mismatch, now);
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1);
+    let wire = out[0]["id"].as_u64().unwrap();
+    assert_ne!(wire, h.0);
+    error(&mut s, wire, mismatch, now);
+    match events(&mut s).as_slice() {
+        [Event::Response {
+            result:
+                Err(RequestError::UnsupportedVersion {
+                    requested,
+                    supported,
+                    ..
+                }),
+            ..
+        }] => {
+            assert_eq!(requested, "2026-07-28");
+            assert_eq!(supported, &["2026-07-28"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.stats().version_retries, 1);
+}
+
+#[test]
+fn modern_error_codes_are_typed() {
+    let (mut s, now) = modern();
+    let a = s.call_tool("a", json!({}), now).unwrap();
+    let b = s.call_tool("b", json!({}), now).unwrap();
+    sent(&mut s);
+    error(
+        &mut s,
+        a.0,
+        r#"{"code":-32020,"message":"Mcp-Name mismatch"}"#,
+        now,
+    );
+    error(
+        &mut s,
+        b.0,
+        r#"{"code":-32021,"message":"needs elicitation","data":{"requiredCapabilities":{"elicitation":{}}}}"#,
+        now,
+    );
+    let ev = events(&mut s);
+    assert!(
+        matches!(&ev[0], Event::Response { result: Err(RequestError::HeaderMismatch(e)), .. } if e.message == "Mcp-Name mismatch"),
+        "{ev:?}"
+    );
+    assert!(
+        matches!(&ev[1], Event::Response { result: Err(RequestError::MissingCapability { required, .. }), .. } if *required == json!({"elicitation":{}})),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn cancelling_over_a_stream_sends_cancelled_with_the_current_wire_id() {
+    let (mut s, now) = modern();
+    let h = s.call_tool("slow", json!({}), now).unwrap();
+    sent(&mut s);
+    result(
+        &mut s,
+        h.0,
+        r#"{"resultType":"input_required","requestState":"s"}"#,
+        now,
+    );
+    // Between two rounds no copy is out: nothing to cancel on the server.
+    s.cancel(h, "bored").unwrap();
+    assert!(sent(&mut s).is_empty());
+    let h2 = s.call_tool("slow", json!({}), now).unwrap();
+    sent(&mut s);
+    s.cancel(h2, "bored").unwrap();
+    let out = sent(&mut s);
+    assert_eq!(out[0]["method"], "notifications/cancelled");
+    assert_eq!(out[0]["params"]["requestId"], h2.0);
+    assert!(
+        out[0]["params"].get("_meta").is_none(),
+        "notifications carry no request _meta"
+    );
+}
+
+#[test]
+fn modern_sessions_are_not_renewed() {
+    let (mut s, now) = modern();
+    assert_eq!(s.restart(None, now), Err(mcp_proto::UsageError::Stateless));
+}
+
+// ---- over HTTP ------------------------------------------------------------------------------------
+
+fn http() -> (Session, Instant) {
+    modern_with(Config {
+        transport: TransportKind::Http,
+        ..Config::default()
+    })
+}
+
+fn header<'t>(t: &'t Transmit, name: &str) -> Option<&'t str> {
+    t.headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn over_http_modern_requests_carry_their_headers() {
+    let now = Instant::now();
+    let mut s = Session::new(Config {
+        transport: TransportKind::Http,
+        ..Config::default()
+    });
+    s.initialize(now).unwrap();
+    let probe = transmits(&mut s);
+    assert!(probe[0].modern);
+    assert_eq!(
+        header(&probe[0], "MCP-Protocol-Version"),
+        Some("2026-07-28")
+    );
+    assert_eq!(header(&probe[0], "Mcp-Method"), Some("server/discover"));
+    assert_eq!(header(&probe[0], "Mcp-Name"), None);
+    result(&mut s, 0, DISCOVER, now);
+    events(&mut s);
+    s.call_tool("héllo wörld", json!({}), now).unwrap();
+    s.send(
+        mcp_proto::Request::new("resources/read", Some(json!({"uri": "file:///a%20b"}))),
+        now,
+    )
+    .unwrap();
+    let out = transmits(&mut s);
+    assert_eq!(header(&out[0], "Mcp-Method"), Some("tools/call"));
+    assert_eq!(
+        header(&out[0], "Mcp-Name"),
+        Some("=?base64?aMOpbGxvIHfDtnJsZA==?="),
+        "not plain ASCII: Base64"
+    );
+    assert_eq!(header(&out[1], "Mcp-Name"), Some("file:///a%20b"), "as is");
+}
+
+#[test]
+fn over_http_listed_tools_with_bad_annotations_are_left_out_and_the_rest_mirror_their_arguments() {
+    let (mut s, now) = http();
+    let h = s.list_tools(None, now).unwrap();
+    transmits(&mut s);
+    let page = json!({"resultType": "complete", "tools": [
+        {"name": "good", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "n": {"type": "integer", "x-mcp-header": "N"},
+            "q": {"type": "string"}}}},
+        {"name": "bad", "inputSchema": {"type": "object", "properties": {
+            "score": {"type": "number", "x-mcp-header": "Score"}}}},
+        {"name": "plain", "inputSchema": {"type": "object"}}
+    ], "ttlMs": 5000, "cacheScope": "private"});
+    result(&mut s, h.0, &page.to_string(), now);
+    let ev = events(&mut s);
+    assert!(
+        matches!(&ev[0], Event::Warning(Warning::ToolRejected { tool, .. }) if tool == "bad"),
+        "{ev:?}"
+    );
+    match &ev[1] {
+        Event::Response {
+            result: Ok(Reply::Tools(page)),
+            ..
+        } => {
+            let names: Vec<&str> = page.tools.iter().map(|t| t.name.as_str()).collect();
+            assert_eq!(names, ["good", "plain"]);
+            assert_eq!(page.ttl_ms, Some(5000));
+            assert_eq!(page.cache_scope.as_deref(), Some("private"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.stats().tools_rejected, 1);
+    s.call_tool(
+        "good",
+        json!({"region": " eu ", "n": 42, "q": "SELECT"}),
+        now,
+    )
+    .unwrap();
+    s.call_tool("good", json!({"region": null}), now).unwrap();
+    let out = transmits(&mut s);
+    assert_eq!(
+        header(&out[0], "Mcp-Param-Region"),
+        Some("=?base64?IGV1IA==?=")
+    );
+    assert_eq!(header(&out[0], "Mcp-Param-N"), Some("42"));
+    assert_eq!(header(&out[0], "Mcp-Param-Q"), None, "not annotated");
+    assert_eq!(header(&out[1], "Mcp-Param-Region"), None, "null: omitted");
+    // A value that does not fit its declared type fails at once, with nothing sent.
+    let bad = s.call_tool("good", json!({"n": "forty-two"}), now).unwrap();
+    assert!(transmits(&mut s).is_empty());
+    match events(&mut s).as_slice() {
+        [Event::Response {
+            id,
+            result: Err(RequestError::InvalidArguments(why)),
+        }] if *id == bad => {
+            assert!(why.contains('n') || why.contains("N"), "{why}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn over_http_cancelling_closes_the_stream_and_posts_nothing() {
+    let (mut s, now) = http();
+    let h = s.call_tool("slow", json!({}), now).unwrap();
+    transmits(&mut s);
+    s.cancel(h, "bored").unwrap();
+    let out = transmits(&mut s);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].kind, TransmitKind::Abort { id: h });
+    assert!(out[0].payload.is_empty());
+}
