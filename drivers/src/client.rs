@@ -436,7 +436,23 @@ impl<T: Transport> Client<T> {
                 reason,
             })
         };
-        match CallTool::from_reply(self.request(request).await?) {
+        // > "If the server rejects a request with a HeaderMismatch error because required
+        // > Mcp-Param-* headers are missing or do not match the body, the client SHOULD call
+        // > tools/list to check for changes to the tool's inputSchema, then retry the original
+        // > request with the appropriate headers." — MCP 2026-07-28, Streamable HTTP
+        // Only over HTTP in the modern era is a copy kept for that one retry.
+        let again = (self.shared.transport.kind() == mcp_proto::TransportKind::Http
+            && self.era() == Some(mcp_proto::Era::Modern))
+        .then(|| request.clone());
+        let reply = match (self.request(request).await, again) {
+            (Err(Error::Request(RequestError::HeaderMismatch(_))), Some(again)) => {
+                // The listing renews the tools' mirrored headers in the session.
+                self.list_tools().await?;
+                self.request(again).await?
+            }
+            (reply, _) => reply?,
+        };
+        match CallTool::from_reply(reply) {
             Ok(result) => Ok(result),
             // A `tools/call` built by hand (`Request::new`) is answered as raw JSON.
             Err(Reply::Raw(value)) => {

@@ -47,12 +47,19 @@ impl<T: Transport> McpTool<T> {
     }
 
     /// Calls the tool and returns the bridged output (text, or a correctable failure).
+    ///
+    /// Arguments the transport cannot carry (a value mirrored into an HTTP header that does not
+    /// fit its declared type, in the modern era) are the model's to correct, like a tool's own
+    /// input validation error: they come back as [`ToolOutput::Retry`].
     pub async fn call_output(&self, arguments: Value) -> Result<ToolOutput, Error> {
-        let result = self
-            .client
-            .call_tool(&self.definition.name, arguments)
-            .await?;
-        Ok(tool_output(&self.definition.name, &result))
+        let name = &self.definition.name;
+        match self.client.call_tool(name, arguments).await {
+            Ok(result) => Ok(tool_output(name, &result)),
+            Err(Error::Request(mcp_proto::RequestError::InvalidArguments(why))) => Ok(
+                ToolOutput::Retry(format!("{name}: invalid arguments: {why}")),
+            ),
+            Err(e) => Err(e),
+        }
     }
 }
 
