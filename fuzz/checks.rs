@@ -311,6 +311,10 @@ pub struct Checker {
     pub opening: BTreeSet<RequestId>,
     /// Ids that got their `Event::Response`.
     pub answered: BTreeSet<RequestId>,
+    /// The method each request went out with.
+    pub methods: std::collections::BTreeMap<RequestId, String>,
+    /// Whether a refused probe falls back to the legacy era (every era choice but `Modern`).
+    pub may_fall_back: bool,
     /// Set once `Event::Closed` or `Event::Failed` was drained.
     pub ended: bool,
     ready: bool,
@@ -327,6 +331,8 @@ impl Checker {
             init_id: None,
             opening: BTreeSet::new(),
             answered: BTreeSet::new(),
+            methods: std::collections::BTreeMap::new(),
+            may_fall_back: true,
             ended: false,
             ready: false,
             transmits: Vec::new(),
@@ -383,6 +389,7 @@ impl Checker {
                     }
                     assert_eq!(v["id"], json!(wire.0));
                     assert_eq!(v["method"], json!(method));
+                    self.methods.insert(*id, method.clone());
                 }
                 TransmitKind::Notification { method } => {
                     assert_eq!(v["method"], json!(method));
@@ -453,6 +460,7 @@ impl Checker {
 }
 
 fn new_session(setup: &Setup, flags: u8, now: Instant, c: &mut Checker) -> Session {
+    c.may_fall_back = setup.config.era != mcp_proto::EraChoice::Modern;
     let mut s = Session::new(setup.config.clone());
     let id = s.initialize(now).expect("initialize on a new session");
     c.init_id = Some(id);
@@ -487,18 +495,37 @@ fn undeliverable_last(s: &mut Session, c: &mut Checker) {
         return;
     };
     let pending = s.is_pending(id);
-    let was_handshake = Some(id) == c.init_id && s.state() == State::Initializing;
+    let opening_request = Some(id) == c.init_id || c.opening.contains(&id);
+    let opening = opening_request && s.state() == State::Initializing;
+    let probe = c.methods.get(&id).map(String::as_str) == Some("server/discover");
     let hit = s.handle_undeliverable(id);
-    assert_eq!(
-        hit.request,
-        pending.then_some(id),
-        "the casualty is the request"
-    );
-    assert_eq!(
-        hit.session,
-        pending && was_handshake,
-        "only a handshake ends the session"
-    );
+    if opening && probe && c.may_fall_back && pending {
+        // A lost or refused probe is the legacy era's answer: initialize follows, nobody is hit.
+        assert_eq!(
+            hit,
+            mcp_proto::Casualties::default(),
+            "a lost probe hits nobody"
+        );
+        assert_ne!(
+            s.state(),
+            State::Closed,
+            "a lost probe does not end the session"
+        );
+    } else {
+        assert_eq!(
+            hit.request,
+            pending.then_some(id),
+            "the casualty is the request"
+        );
+        if !opening || !pending {
+            assert!(!hit.session, "only a handshake ends the session");
+        }
+        // A handshake request ends the session, unless the racing probe may still settle it.
+        assert_eq!(
+            hit.session,
+            s.state() == State::Closed && opening && pending
+        );
+    }
     assert!(!s.is_pending(id));
     if hit.request.is_some() {
         // The driver answers it with the transport's error; a Response event for it would now

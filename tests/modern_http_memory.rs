@@ -16,6 +16,7 @@ use std::time::Duration;
 struct Seen {
     kind: TransmitKind,
     method: Option<String>,
+    #[allow(dead_code)]
     params: Value,
     headers: Vec<(String, String)>,
 }
