@@ -2,14 +2,45 @@
 //! run as `conformance URL` with `MCP_CONFORMANCE_SCENARIO` set, performs that scenario over
 //! Streamable HTTP, and exits 0 when everything it did succeeded.
 //!
-//! Scenarios: `initialize` (handshake, list tools), `tools_call` (call `add_numbers` with two
-//! numbers), `sse-retry` (call a tool whose response stream is cut after a priming event: the
-//! transport resumes it after the server's `retry` with `Last-Event-ID`). Any other scenario runs
-//! the generic flow: initialize, list tools, call the first tool with `{}`.
+//! The runner also sets `MCP_CONFORMANCE_PROTOCOL_VERSION` (0.2.0 on; absent before, which means
+//! 2025-11-25) and, for some scenarios, `MCP_CONFORMANCE_CONTEXT` (JSON). The client always opens
+//! in the default era, `Auto` (`server/discover` first, `initialize` if the server is legacy): every
+//! scenario server below settles it (see tests/peers/CONFORMANCE-2026.md), and a dual-era client
+//! must not need to be told. When the runner asks for 2026-07-28 the client checks that the
+//! opening did settle on the modern era, and when it asks for a 2025 version, on the legacy one.
+//!
+//! Scenarios (all: open, list tools, then):
+//! - `initialize`, `request-metadata`, `json-schema-ref-no-deref`: nothing more (the last must
+//!   never fetch a network `$ref`, and this client never resolves any);
+//! - `tools_call`: call `add_numbers {"a":2,"b":3}`;
+//! - `sse-retry`: call the first tool with `{}` (the transport resumes the cut stream);
+//! - `http-standard-headers`: call every tool, list and read every resource, list and get every
+//!   prompt (raw requests: the core adds `Mcp-Method` and `Mcp-Name`);
+//! - `http-custom-headers`: call each of the context's `toolCalls` with its arguments verbatim
+//!   (the core mirrors the `x-mcp-header` arguments into `Mcp-Param-*`);
+//! - `http-invalid-tool-headers`: call every tool the client kept (it leaves out the invalid ones
+//!   itself, with a warning each: this example filters nothing), then check that none it kept is
+//!   one it warned about;
+//! - `json-schema-2020-12-preservation`: call `json_schema_echo {"schema": <the inputSchema of
+//!   json_schema_2020_12_tool as received>}`.
+//!
+//! Any other scenario: call the first tool with `{}`.
 
-use mcp_client::{Client, HttpTransport, HttpTransportConfig};
-use serde_json::json;
+use mcp_client::proto::{Era, Reply, Warning};
+use mcp_client::{Client, HttpTransport, HttpTransportConfig, Request, Tool};
+use serde_json::{json, Map, Value};
 use std::process::ExitCode;
+
+/// The protocol version the runner assumes when it does not say (0.1.x never does).
+const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// What the client prints (after `conformance client (<scenario>): `) when the whole flow
+/// succeeded.
+const DONE: &str = "flow completed";
+
+/// The tool whose schema `json-schema-2020-12-preservation` wants echoed, and the echo tool.
+const FOCAL_TOOL: &str = "json_schema_2020_12_tool";
+const ECHO_TOOL: &str = "json_schema_echo";
 
 fn main() -> ExitCode {
     let Some(url) = std::env::args().nth(1) else {
@@ -17,8 +48,16 @@ fn main() -> ExitCode {
         return ExitCode::from(1);
     };
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    match smol::block_on(run(&url, &scenario)) {
-        Ok(()) => ExitCode::SUCCESS,
+    let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
+        .unwrap_or_else(|_| DEFAULT_PROTOCOL_VERSION.to_owned());
+    let context = std::env::var("MCP_CONFORMANCE_CONTEXT").ok();
+    match smol::block_on(run(&url, &scenario, &version, context.as_deref())) {
+        Ok(()) => {
+            // Read by tests/conformance.rs: a runner that ignores the exit code
+            // (`http-invalid-tool-headers`) must not hide a failed flow.
+            eprintln!("conformance client ({scenario}): {DONE}");
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("conformance client ({scenario}): {e}");
             ExitCode::from(1)
@@ -26,39 +65,214 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(url: &str, scenario: &str) -> Result<(), String> {
-    run_flow(url, scenario).await.map_err(|e| e.to_string())?
+async fn run(
+    url: &str,
+    scenario: &str,
+    version: &str,
+    context: Option<&str>,
+) -> Result<(), String> {
+    let client = Client::new(HttpTransport::new(HttpTransportConfig::new(url)).map_err(s)?);
+    let outcome = run_flow(&client, scenario, version, context).await;
+    // Closed whatever happened; the flow's error comes first.
+    let closed = client.close().await.map_err(s);
+    outcome.and(closed)
 }
 
-/// `Ok(Err(..))`: the flow ran but a tool reported an error.
-async fn run_flow(url: &str, scenario: &str) -> Result<Result<(), String>, mcp_client::Error> {
-    let client = Client::new(HttpTransport::new(HttpTransportConfig::new(url))?);
-    let init = client.initialize().await?;
+fn s(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+async fn run_flow(
+    client: &Client<HttpTransport>,
+    scenario: &str,
+    version: &str,
+    context: Option<&str>,
+) -> Result<(), String> {
+    let init = client.initialize().await.map_err(s)?;
+    let era = client.era();
     eprintln!(
-        "initialized: {} (protocol {})",
-        init.server_info.name, init.protocol_version
+        "opened: {:?} {} (protocol {}, era {era:?}, runner's version {version})",
+        init.server_info.name, init.server_info.version, init.protocol_version
     );
-    let tools = client.list_tools().await?;
-    eprintln!(
-        "tools: {:?}",
-        tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()
-    );
-    let call = match scenario {
-        "initialize" => None,
-        "tools_call" => Some(("add_numbers".to_owned(), json!({"a": 2, "b": 3}))),
-        _ => tools.first().map(|t| (t.name.clone(), json!({}))),
+    let expected = if version.starts_with("2025-") {
+        Era::Legacy
+    } else {
+        Era::Modern
     };
-    if let Some((name, args)) = call {
-        let result = client.call_tool(&name, args).await?;
-        eprintln!("{name} -> {}", result.text());
-        if result.is_error {
-            client.close().await?;
-            return Ok(Err(format!(
-                "tool {name} reported an error: {}",
-                result.text()
-            )));
-        }
+    if era != Some(expected) {
+        return Err(format!(
+            "the runner speaks {version} but the opening settled on {era:?}"
+        ));
     }
-    client.close().await?;
-    Ok(Ok(()))
+    let tools = client.list_tools().await.map_err(s)?;
+    eprintln!("tools: {:?}", names(&tools));
+    match scenario {
+        "initialize" | "request-metadata" => Ok(()),
+        "json-schema-ref-no-deref" => {
+            // The schema is kept as received: its network `$ref` is there, unresolved.
+            for tool in &tools {
+                eprintln!("{} inputSchema: {}", tool.name, schema_text(tool));
+            }
+            Ok(())
+        }
+        "tools_call" => call(client, "add_numbers", json!({"a": 2, "b": 3})).await,
+        "http-standard-headers" => standard_headers(client, &tools).await,
+        "http-custom-headers" => custom_headers(client, context).await,
+        "http-invalid-tool-headers" => invalid_tool_headers(client, &tools).await,
+        "json-schema-2020-12-preservation" => {
+            let focal = tools
+                .iter()
+                .find(|t| t.name == FOCAL_TOOL)
+                .ok_or_else(|| format!("no tool {FOCAL_TOOL} listed"))?;
+            let schema: Value = serde_json::from_str(schema_text(focal)).map_err(s)?;
+            call(client, ECHO_TOOL, json!({ "schema": schema })).await
+        }
+        _ => match tools.first() {
+            Some(tool) => call(client, &tool.name, json!({})).await,
+            None => Ok(()),
+        },
+    }
+}
+
+fn names(tools: &[Tool]) -> Vec<&str> {
+    tools.iter().map(|t| t.name.as_str()).collect()
+}
+
+/// A tool's `inputSchema` as the server sent it (`{}` when it sent none).
+fn schema_text(tool: &Tool) -> &str {
+    tool.input_schema.as_deref().map_or("{}", |r| r.get())
+}
+
+/// Calls a tool; a tool error fails the flow.
+async fn call(client: &Client<HttpTransport>, name: &str, arguments: Value) -> Result<(), String> {
+    let result = client.call_tool(name, arguments).await.map_err(s)?;
+    eprintln!("{name} -> {}", result.text());
+    if result.is_error {
+        return Err(format!("tool {name} reported an error: {}", result.text()));
+    }
+    Ok(())
+}
+
+/// Any request, its result as JSON.
+async fn raw(client: &Client<HttpTransport>, method: &str, params: Value) -> Result<Value, String> {
+    match client
+        .request(Request::new(method, Some(params)))
+        .await
+        .map_err(|e| format!("{method}: {e}"))?
+    {
+        Reply::Raw(v) => Ok(v),
+        other => Err(format!("{method}: unexpected reply {other:?}")),
+    }
+}
+
+/// The strings at `list[*].field` of a list result.
+fn field_of_each<'v>(result: &'v Value, list: &str, field: &str) -> Vec<&'v str> {
+    result
+        .get(list)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|item| item.get(field).and_then(Value::as_str))
+        .collect()
+}
+
+/// `http-standard-headers`: one request of each method whose headers the scenario checks.
+async fn standard_headers(client: &Client<HttpTransport>, tools: &[Tool]) -> Result<(), String> {
+    for tool in tools {
+        call(client, &tool.name, json!({})).await?;
+    }
+    let resources = raw(client, "resources/list", json!({})).await?;
+    for uri in field_of_each(&resources, "resources", "uri") {
+        // The URI goes as the server wrote it (percent escapes included), in body and Mcp-Name.
+        raw(client, "resources/read", json!({ "uri": uri })).await?;
+        eprintln!("read {uri}");
+    }
+    let prompts = raw(client, "prompts/list", json!({})).await?;
+    for name in field_of_each(&prompts, "prompts", "name") {
+        raw(client, "prompts/get", json!({ "name": name })).await?;
+        eprintln!("got prompt {name}");
+    }
+    Ok(())
+}
+
+/// `http-custom-headers`: the context's `toolCalls`, each with its arguments verbatim.
+async fn custom_headers(
+    client: &Client<HttpTransport>,
+    context: Option<&str>,
+) -> Result<(), String> {
+    let context = context.ok_or("MCP_CONFORMANCE_CONTEXT is not set")?;
+    let context: Value =
+        serde_json::from_str(context).map_err(|e| format!("MCP_CONFORMANCE_CONTEXT: {e}"))?;
+    let calls = context
+        .get("toolCalls")
+        .and_then(Value::as_array)
+        .filter(|calls| !calls.is_empty())
+        .ok_or("MCP_CONFORMANCE_CONTEXT has no toolCalls")?;
+    for entry in calls {
+        let name = entry
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("a toolCalls entry without a name: {entry}"))?;
+        let arguments = entry.get("arguments").cloned().unwrap_or(json!({}));
+        call(client, name, arguments).await?;
+    }
+    Ok(())
+}
+
+/// `http-invalid-tool-headers`: calls every tool the client kept, then checks that the client
+/// left out the tools it warned about, and only those.
+async fn invalid_tool_headers(
+    client: &Client<HttpTransport>,
+    tools: &[Tool],
+) -> Result<(), String> {
+    for tool in tools {
+        let arguments = match tool.name.as_str() {
+            "valid_tool" => json!({"region": "us-west1"}),
+            _ => plausible_arguments(tool),
+        };
+        call(client, &tool.name, arguments).await?;
+    }
+    let rejected: Vec<String> = client
+        .recent_warnings()
+        .into_iter()
+        .filter_map(|w| match w {
+            Warning::ToolRejected { tool, reason } => {
+                eprintln!("left out {tool}: {reason}");
+                Some(tool)
+            }
+            _ => None,
+        })
+        .collect();
+    if rejected.is_empty() {
+        return Err("the client left out no tool".into());
+    }
+    if let Some(kept) = tools.iter().find(|t| rejected.contains(&t.name)) {
+        return Err(format!("tool {} was both rejected and listed", kept.name));
+    }
+    Ok(())
+}
+
+/// Arguments for a tool nobody described: a sample value for each required property, by its
+/// declared type.
+fn plausible_arguments(tool: &Tool) -> Value {
+    let schema: Value = serde_json::from_str(schema_text(tool)).unwrap_or(Value::Null);
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let required = schema.get("required").and_then(Value::as_array);
+    let mut arguments = Map::new();
+    for name in required.into_iter().flatten().filter_map(Value::as_str) {
+        let kind = properties
+            .and_then(|p| p.get(name))
+            .and_then(|p| p.get("type"))
+            .and_then(Value::as_str);
+        let value = match kind {
+            Some("integer") | Some("number") => json!(1),
+            Some("boolean") => json!(true),
+            Some("object") => json!({}),
+            Some("array") => json!([]),
+            Some("null") => Value::Null,
+            _ => json!("sample"),
+        };
+        arguments.insert(name.to_owned(), value);
+    }
+    Value::Object(arguments)
 }

@@ -30,6 +30,23 @@ pub fn example_bin(name: &str) -> PathBuf {
         cargo
             .args(["build", "--quiet", "--example", name])
             .current_dir(env!("CARGO_MANIFEST_DIR"));
+        // What cargo set for this test binary (CARGO_PKG_VERSION=0.1.0, …) must not reach the
+        // nested build: build scripts watch some of it (curl-sys: rerun-if-env-changed=
+        // CARGO_PKG_VERSION), so each `cargo test` and each nested build would rebuild libcurl
+        // and everything above it for the other.
+        for (key, _) in std::env::vars_os() {
+            let key_text = key.to_string_lossy();
+            if key_text.starts_with("CARGO_PKG_")
+                || [
+                    "CARGO_CRATE_NAME",
+                    "CARGO_MANIFEST_DIR",
+                    "CARGO_MANIFEST_PATH",
+                ]
+                .contains(&key_text.as_ref())
+            {
+                cargo.env_remove(&key);
+            }
+        }
         if profile_dir.file_name().is_some_and(|p| p == "release") {
             cargo.arg("--release");
         }
