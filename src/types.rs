@@ -379,6 +379,14 @@ pub struct DiscoverResult {
     /// The `_meta` member, as sent (the server's identity is in it).
     #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
+    /// A `serverInfo` member in the result itself, where some servers put their identity instead
+    /// of `_meta` (read leniently; `_meta` wins).
+    #[serde(
+        default,
+        rename = "serverInfo",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub body_server_info: Option<Value>,
     /// `resultType` as sent; absent means complete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
@@ -391,11 +399,13 @@ pub struct DiscoverResult {
 pub const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 
 impl DiscoverResult {
-    /// The server's identity (`_meta["io.modelcontextprotocol/serverInfo"]`), when it gave a
-    /// readable one.
+    /// The server's identity (`_meta["io.modelcontextprotocol/serverInfo"]`, else a `serverInfo`
+    /// member of the result), when it gave a readable one.
     pub fn server_info(&self) -> Option<Implementation> {
-        let info = self.meta.as_ref()?.get(SERVER_INFO_META)?;
-        serde_json::from_value(info.clone()).ok()
+        let read = |v: &Value| serde_json::from_value::<Implementation>(v.clone()).ok();
+        let meta = self.meta.as_ref().and_then(|m| m.get(SERVER_INFO_META));
+        meta.and_then(read)
+            .or_else(|| self.body_server_info.as_ref().and_then(read))
     }
 }
 

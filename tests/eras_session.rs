@@ -135,6 +135,22 @@ fn a_discover_result_makes_the_session_modern_with_the_servers_identity() {
 }
 
 #[test]
+fn a_server_info_in_the_discover_result_itself_is_read_too() {
+    let now = Instant::now();
+    let mut s = Session::new(Config::default());
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    result(
+        &mut s,
+        0,
+        r#"{"supportedVersions":["2026-07-28"],"capabilities":{},"serverInfo":{"name":"body","version":"3"}}"#,
+        now,
+    );
+    assert_eq!(events(&mut s), vec![Event::Ready]);
+    assert_eq!(s.server_info().unwrap().name, "body");
+}
+
+#[test]
 fn any_other_error_to_the_probe_means_legacy_and_initialize_follows() {
     // "The fallback MUST NOT be keyed to one specific error code" — each of these is legacy.
     for code in ["-32601", "-32602", "-32600", "-32000", "-32603", "1"] {
