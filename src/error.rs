@@ -33,6 +33,18 @@ pub enum UsageError {
     /// The modern era has no session to renew (its requests carry everything they need).
     #[error("the modern era has no session to renew")]
     Stateless,
+    /// `respond` named a server request that is not open (cancelled, or its call ended).
+    #[error("no open server request with handle {0}")]
+    UnknownAsk(u64),
+    /// The application's answer to a server request does not have its method's shape; the
+    /// server was told the client failed (or the call failed).
+    #[error("invalid answer to {method}: {reason}")]
+    InvalidAnswer {
+        /// The server request's method.
+        method: String,
+        /// What is wrong with the answer.
+        reason: String,
+    },
 }
 
 /// Why one request failed. Each is fatal for that request; none ends the session.
@@ -101,6 +113,15 @@ pub enum RequestError {
     /// its arguments.
     #[error("invalid arguments: {0}")]
     InvalidArguments(String),
+    /// The application could not give the input the server asked for (its handler failed, or
+    /// its answer was invalid).
+    #[error("the {method} the server asked for failed: {reason}")]
+    InputFailed {
+        /// The input request's method.
+        method: String,
+        /// Why.
+        reason: String,
+    },
     /// The server still wanted more input after the most rounds the client allows.
     #[error("the server still required input after {limit} rounds; giving up")]
     TooManyRounds {

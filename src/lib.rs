@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod bridge;
+pub mod capabilities;
 pub mod error;
 pub mod framing;
 pub mod headers;
@@ -33,12 +34,14 @@ pub mod sse;
 pub mod types;
 
 pub use bridge::{tool_output, ToolDefinition, ToolOutput};
+pub use capabilities::ClientCapabilities;
 pub use error::{RequestError, SessionError, UsageError, Warning};
 pub use jsonrpc::{RequestId, RpcError};
 pub use pagination::{Pagination, PaginationError};
 pub use session::{
-    CallTool, Casualties, Config, Discover, Era, EraChoice, Event, ListTools, Method, Reply,
-    Request, Session, State, Stats, TimerFor, Transmit, TransmitKind, TransportKind,
+    AskId, CallTool, Casualties, Config, Discover, Era, EraChoice, Event, ListKind, ListTools,
+    LogMessage, Method, Progress, Reply, Request, ServerRequest, Session, State, Stats, TimerFor,
+    Transmit, TransmitKind, TransportKind,
 };
 pub use types::{
     CallToolResult, ContentBlock, DiscoverResult, Implementation, InitializeResult,

@@ -308,7 +308,7 @@ fn answers_to_server_requests_are_bounded_whatever_the_server_sends() {
 }
 
 #[test]
-fn notifications_are_dropped_but_list_changed_is_an_event() {
+fn logs_and_list_changes_are_events_and_unasked_progress_is_dropped() {
     let (mut s, now) = ready();
     line(
         &mut s,
@@ -325,8 +325,19 @@ fn notifications_are_dropped_but_list_changed_is_an_event() {
         r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
         now,
     );
-    assert_eq!(events(&mut s), vec![Event::ToolsListChanged]);
-    assert_eq!(s.stats().notifications_dropped, 2);
+    assert_eq!(
+        events(&mut s),
+        vec![
+            Event::Log(mcp_proto::LogMessage {
+                level: "info".into(),
+                logger: None,
+                data: json!("hi"),
+            }),
+            Event::ListChanged(mcp_proto::ListKind::Tools)
+        ]
+    );
+    // No request asked for progress with token 1.
+    assert_eq!(s.stats().notifications_dropped, 1);
     assert!(sent(&mut s).is_empty());
 }
 

@@ -95,6 +95,8 @@ enum Expect {
     Ready,
     Failed(Option<String>),
     ToolsListChanged,
+    /// A log message of this level, saying this (in its data, as JSON text).
+    Log(String, Option<String>),
     Closed,
     Warning(String, Option<String>),
     Response(u64, Outcome),
@@ -416,6 +418,7 @@ fn parse_event(args: &mut Args<'_>) -> Result<Expect, String> {
     let event = match args.word()? {
         "ready" => Expect::Ready,
         "tools_list_changed" => Expect::ToolsListChanged,
+        "log" => Expect::Log(args.word()?.to_owned(), args.opt_string()?),
         "closed" => Expect::Closed,
         "failed" if args.is_empty() => Expect::Failed(None),
         "failed" => Expect::Failed(Some(args.word()?.to_owned())),
@@ -903,12 +906,23 @@ fn failed_kind(e: &SessionError) -> &'static str {
 fn event_matches(want: &Expect, got: &Event, server: &[u8]) -> Result<(), String> {
     match (want, got) {
         (Expect::Ready, Event::Ready)
-        | (Expect::ToolsListChanged, Event::ToolsListChanged)
+        | (Expect::ToolsListChanged, Event::ListChanged(mcp_proto::ListKind::Tools))
         | (Expect::Closed, Event::Closed) => Ok(()),
         (Expect::Failed(kind), Event::Failed(e)) => match kind {
             Some(k) if k != failed_kind(e) => Err(format!("failed {}", failed_kind(e))),
             _ => Ok(()),
         },
+        (Expect::Log(level, text), Event::Log(m)) => {
+            if *level != m.level {
+                return Err(format!("a log message of level {}", m.level));
+            }
+            match text {
+                Some(text) if !m.data.to_string().contains(text.as_str()) => {
+                    Err(format!("the log message does not say {text:?}"))
+                }
+                _ => Ok(()),
+            }
+        }
         (Expect::Warning(kind, text), Event::Warning(w)) => {
             if kind != warning_kind(w) {
                 return Err(format!("a {} warning", warning_kind(w)));

@@ -4,18 +4,19 @@
 //! covers the time when nobody waits. The [crate docs](crate#who-drives-the-connection) draw it.
 //! The loop holds no protocol decision.
 
+use crate::handlers::Handlers;
 use crate::transport::{Inbound, Transport};
 use crate::Error;
 use mcp_proto::{
-    CallTool, CallToolResult, Casualties, Config, Event, Implementation, InitializeResult,
-    ListTools, ListToolsResult, Method, Pagination, Reply, Request, RequestError, RequestId,
-    Session, Stats, Tool, UsageError, Warning,
+    AskId, CallTool, CallToolResult, Casualties, Config, Event, Implementation, InitializeResult,
+    ListKind, ListTools, ListToolsResult, LogMessage, Method, Pagination, Progress, Reply, Request,
+    RequestError, RequestId, RpcError, ServerRequest, Session, Stats, Tool, UsageError, Warning,
 };
 use serde_json::Value;
 use smol::channel::{self, Receiver, Sender};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 /// How often the idle reader looks at the connection while callers wait (or waited recently): it
@@ -41,6 +42,45 @@ impl std::fmt::Debug for WarningCallback {
     }
 }
 
+/// A function told of every log message the server sends (`notifications/message`), outside the
+/// client's lock; a panic in it is caught and ignored.
+#[derive(Clone)]
+pub struct LogCallback(pub Arc<dyn Fn(&LogMessage) + Send + Sync>);
+
+impl std::fmt::Debug for LogCallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LogCallback")
+    }
+}
+
+/// A function told when the server says one of its lists changed, outside the client's lock.
+#[derive(Clone)]
+pub struct ListChangedCallback(pub Arc<dyn Fn(ListKind) + Send + Sync>);
+
+impl std::fmt::Debug for ListChangedCallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ListChangedCallback")
+    }
+}
+
+/// A function told of each progress notification of one request, in order, until its answer.
+type ProgressSink = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// The most callback deliveries waiting to be made outside the lock; past it the oldest progress
+/// and log deliveries are dropped (warnings are bounded on their own).
+const MAX_DEFERRED: usize = 4096;
+
+/// What the client does once it has let go of its lock: the application's code never runs
+/// under it.
+enum Deferred {
+    Warning(Warning),
+    Progress(ProgressSink, Progress),
+    Log(LogMessage),
+    ListChanged(ListKind),
+    /// Start the handler for a server request.
+    Ask(AskId, ServerRequest),
+}
+
 /// Client settings.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
@@ -58,6 +98,13 @@ pub struct ClientConfig {
     pub idle_reader: bool,
     /// Told of every warning as it happens (besides [`Client::recent_warnings`]).
     pub on_warning: Option<WarningCallback>,
+    /// What the application answers for the server: elicitation, sampling, roots. The client
+    /// declares exactly these capabilities (overriding `session.capabilities`).
+    pub handlers: Handlers,
+    /// Told of every log message the server sends.
+    pub on_log: Option<LogCallback>,
+    /// Told when the server says a list changed (tools, resources, prompts).
+    pub on_list_changed: Option<ListChangedCallback>,
 }
 
 impl Default for ClientConfig {
@@ -71,6 +118,9 @@ impl Default for ClientConfig {
             max_tool_bytes: 64 * 1024 * 1024,
             idle_reader: true,
             on_warning: None,
+            handlers: Handlers::default(),
+            on_log: None,
+            on_list_changed: None,
         }
     }
 }
@@ -101,6 +151,8 @@ struct Shared<T> {
     idle_wake: event_listener::Event,
     /// The client was dropped: the idle reader ends.
     dropped: AtomicBool,
+    /// Itself, for the handler tasks, which answer through it when they finish.
+    me: Weak<Shared<T>>,
 }
 
 struct State {
@@ -117,9 +169,20 @@ struct State {
     ended_on_probe: bool,
     /// The newest warnings, at most [`RECENT_WARNINGS`].
     recent_warnings: VecDeque<Warning>,
-    /// Warnings not yet handed to the callback (only kept when there is one; bounded too).
-    unreported: Vec<Warning>,
+    /// What to do once the lock is let go (callbacks, handler starts), in order.
+    deferred: VecDeque<Deferred>,
+    /// Warnings in `deferred` (bounded like the recent list).
+    deferred_warnings: usize,
     on_warning: Option<WarningCallback>,
+    on_log: Option<LogCallback>,
+    on_list_changed: Option<ListChangedCallback>,
+    handlers: Handlers,
+    /// The handlers running, by the server request they answer; dropping one cancels it.
+    running: HashMap<AskId, smol::Task<()>>,
+    /// Who is told of each request's progress.
+    progress_sinks: HashMap<RequestId, ProgressSink>,
+    /// How many times each list was announced changed: tools, resources, prompts.
+    lists_changed: [u64; 3],
 }
 
 impl State {
@@ -207,6 +270,7 @@ impl State {
                     self.finish_init(Err(error));
                 }
                 Event::Response { id, result } => {
+                    self.progress_sinks.remove(&id);
                     if let Some(w) = self.waiters.remove(&id) {
                         let result = result.map_err(|e| match e {
                             RequestError::Closed => self.closed_error(),
@@ -215,7 +279,30 @@ impl State {
                         let _ = w.try_send(result);
                     }
                 }
-                Event::ToolsListChanged => self.tools_changed += 1,
+                Event::ListChanged(kind) => {
+                    let slot = match kind {
+                        ListKind::Tools => 0,
+                        ListKind::Resources => 1,
+                        _ => 2,
+                    };
+                    self.lists_changed[slot] += 1;
+                    if slot == 0 {
+                        self.tools_changed += 1;
+                    }
+                    if self.on_list_changed.is_some() {
+                        self.defer(Deferred::ListChanged(kind));
+                    }
+                }
+                Event::ServerRequest { ask, request } => self.defer(Deferred::Ask(ask, request)),
+                // Dropping the task cancels the handler.
+                Event::ServerRequestCancelled { ask } => drop(self.running.remove(&ask)),
+                Event::Progress { id, progress } => {
+                    if let Some(sink) = self.progress_sinks.get(&id) {
+                        let sink = sink.clone();
+                        self.defer(Deferred::Progress(sink, progress));
+                    }
+                }
+                Event::Log(message) if self.on_log.is_some() => self.defer(Deferred::Log(message)),
                 Event::Closed => {
                     let error = self.closed_error();
                     for (_, w) in std::mem::take(&mut self.waiters) {
@@ -225,8 +312,9 @@ impl State {
                 }
                 // Tolerated peer misbehaviour: counted in the session's stats, kept, reported.
                 Event::Warning(w) => {
-                    if self.on_warning.is_some() && self.unreported.len() < RECENT_WARNINGS {
-                        self.unreported.push(w.clone());
+                    if self.on_warning.is_some() && self.deferred_warnings < RECENT_WARNINGS {
+                        self.deferred_warnings += 1;
+                        self.defer(Deferred::Warning(w.clone()));
                     }
                     if self.recent_warnings.len() == RECENT_WARNINGS {
                         self.recent_warnings.pop_front();
@@ -239,6 +327,17 @@ impl State {
     }
 }
 
+impl State {
+    /// Queues something for after the lock; server requests always get in, the rest only up to
+    /// [`MAX_DEFERRED`].
+    fn defer(&mut self, item: Deferred) {
+        if self.deferred.len() >= MAX_DEFERRED && !matches!(item, Deferred::Ask(..)) {
+            return;
+        }
+        self.deferred.push_back(item);
+    }
+}
+
 impl<T: Transport> Client<T> {
     /// A client over `transport` with default settings. Call [`initialize`](Self::initialize) first.
     pub fn new(transport: T) -> Self {
@@ -248,7 +347,9 @@ impl<T: Transport> Client<T> {
     /// A client with these settings.
     pub fn with_config(transport: T, mut config: ClientConfig) -> Self {
         config.session.transport = transport.kind();
-        let shared = Arc::new(Shared {
+        config.session.capabilities = config.handlers.capabilities();
+        let shared = Arc::new_cyclic(|me| Shared {
+            me: me.clone(),
             transport,
             state: Mutex::new(State {
                 session: Session::new(config.session),
@@ -259,8 +360,15 @@ impl<T: Transport> Client<T> {
                 tools_changed: 0,
                 ended_on_probe: false,
                 recent_warnings: VecDeque::new(),
-                unreported: Vec::new(),
+                deferred: VecDeque::new(),
+                deferred_warnings: 0,
                 on_warning: config.on_warning,
+                on_log: config.on_log,
+                on_list_changed: config.on_list_changed,
+                handlers: config.handlers,
+                running: HashMap::new(),
+                progress_sinks: HashMap::new(),
+                lists_changed: [0; 3],
             }),
             callers: AtomicUsize::new(0),
             waits_begun: AtomicU64::new(0),
@@ -343,6 +451,37 @@ impl<T: Transport> Client<T> {
         self.lock().session.discover_result().cloned()
     }
 
+    /// How many times the server announced that this list changed.
+    pub fn lists_changed(&self, kind: ListKind) -> u64 {
+        let st = self.lock();
+        match kind {
+            ListKind::Tools => st.lists_changed[0],
+            ListKind::Resources => st.lists_changed[1],
+            _ => st.lists_changed[2],
+        }
+    }
+
+    /// Tells the server the roots changed (`notifications/roots/list_changed`), when the roots
+    /// handler was registered with `list_changed` (legacy era). Returns whether it was sent.
+    pub fn roots_changed(&self) -> bool {
+        let mut st = self.lock();
+        let sent = st.session.notify_roots_changed();
+        st.flush(&self.shared.transport);
+        sent
+    }
+
+    /// Sends a request that asks for progress ([`Request::with_progress`] is applied) and waits
+    /// for its answer; `on_progress` is told of each progress notification, in order, until then
+    /// (outside the client's lock).
+    pub async fn request_with_progress(
+        &self,
+        request: Request,
+        on_progress: impl Fn(&Progress) + Send + Sync + 'static,
+    ) -> Result<Reply, Error> {
+        self.request_inner(request.with_progress(), Some(Arc::new(on_progress)))
+            .await
+    }
+
     /// How many times the server announced that its tool list changed.
     pub fn tools_changed(&self) -> u64 {
         self.lock().tools_changed
@@ -356,6 +495,14 @@ impl<T: Transport> Client<T> {
 
     /// Sends any request and waits for its answer (or its timeout, set on the [`Request`]).
     pub async fn request(&self, request: Request) -> Result<Reply, Error> {
+        self.request_inner(request, None).await
+    }
+
+    async fn request_inner(
+        &self,
+        request: Request,
+        progress: Option<ProgressSink>,
+    ) -> Result<Reply, Error> {
         let (id, rx, deadline) = {
             let mut st = self.lock();
             let id = match st.session.send(request, Instant::now()) {
@@ -366,6 +513,9 @@ impl<T: Transport> Client<T> {
             };
             let (tx, rx) = channel::bounded(1);
             st.waiters.insert(id, tx);
+            if let Some(sink) = progress {
+                st.progress_sinks.insert(id, sink);
+            }
             st.flush(&self.shared.transport);
             (id, rx, st.session.wake_at(id))
         };
@@ -614,18 +764,99 @@ impl<T: Transport> Shared<T> {
         }
         st.flush(&self.transport);
         let next = timers.next(&st.session);
-        // Warnings come from what was read: tell the application, outside the lock.
-        if st.unreported.is_empty() {
-            return next;
-        }
-        let (warnings, callback) = (std::mem::take(&mut st.unreported), st.on_warning.clone());
-        drop(st);
-        if let Some(WarningCallback(callback)) = callback {
-            for w in &warnings {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(w)));
-            }
+        // What was read may call for the application's code: run it outside the lock.
+        if !st.deferred.is_empty() {
+            self.deliver(st);
         }
         next
+    }
+
+    /// Runs what the lock held back, in order: callbacks (a panic in one is caught) and the
+    /// start of handlers for server requests.
+    fn deliver(&self, mut st: MutexGuard<'_, State>) {
+        let items = std::mem::take(&mut st.deferred);
+        st.deferred_warnings = 0;
+        let on_warning = st.on_warning.clone();
+        let on_log = st.on_log.clone();
+        let on_list_changed = st.on_list_changed.clone();
+        let handlers = st.handlers.clone();
+        drop(st);
+        let quietly = |f: &dyn Fn()| {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        };
+        for item in items {
+            match item {
+                Deferred::Warning(w) => {
+                    if let Some(WarningCallback(cb)) = &on_warning {
+                        quietly(&|| cb(&w));
+                    }
+                }
+                Deferred::Progress(sink, p) => quietly(&|| sink(&p)),
+                Deferred::Log(m) => {
+                    if let Some(LogCallback(cb)) = &on_log {
+                        quietly(&|| cb(&m));
+                    }
+                }
+                Deferred::ListChanged(kind) => {
+                    if let Some(ListChangedCallback(cb)) = &on_list_changed {
+                        quietly(&|| cb(kind));
+                    }
+                }
+                Deferred::Ask(ask, request) => self.start_handler(&handlers, ask, request),
+            }
+        }
+    }
+
+    /// Starts the handler that answers server request `ask`, as a task; it answers through the
+    /// session when it finishes (a panic answers -32603). The session already checked that a
+    /// handler exists for it (the capabilities come from the handlers).
+    fn start_handler(&self, handlers: &Handlers, ask: AskId, request: ServerRequest) {
+        use smol::future::FutureExt;
+        let method = request.method();
+        let future =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handlers.answer(request)));
+        let me = self.me.clone();
+        let future = match future {
+            Ok(Some(future)) => future,
+            outcome => {
+                let message = match outcome {
+                    Ok(_) => format!("this client has no handler for {method}"),
+                    Err(_) => format!("the client's {method} handler panicked"),
+                };
+                return self.respond(ask, Err(internal(message)));
+            }
+        };
+        let task = smol::spawn(async move {
+            let outcome = std::panic::AssertUnwindSafe(future)
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| {
+                    Err(internal(format!("the client's {method} handler panicked")))
+                });
+            if let Some(shared) = me.upgrade() {
+                shared.respond(ask, outcome);
+            }
+        });
+        let mut st = lock(&self.state);
+        // Cancelled meanwhile (between the event and now): drop it at once.
+        if st.session.ask_is_open(ask) {
+            st.running.insert(ask, task);
+        }
+    }
+
+    /// A handler finished: its answer goes to the session, which sends it where it belongs.
+    fn respond(&self, ask: AskId, outcome: Result<Value, RpcError>) {
+        let mut st = lock(&self.state);
+        if let Some(task) = st.running.remove(&ask) {
+            // This is the task running now: let it finish on its own.
+            task.detach();
+        }
+        // An answer refused (not open any more, or invalid) was dealt with by the session.
+        let _ = st.session.respond(ask, outcome, Instant::now());
+        st.flush(&self.transport);
+        if !st.deferred.is_empty() {
+            self.deliver(st);
+        }
     }
 
     /// Fires every timer that has passed. Returns the next timer `timers` names.
@@ -695,6 +926,14 @@ async fn idle_reader<T: Transport>(shared: Arc<Shared<T>>) {
         }
         shared.pump(Timers::Session);
         shared.expire(Timers::Session);
+    }
+}
+
+fn internal(message: String) -> RpcError {
+    RpcError {
+        code: mcp_proto::jsonrpc::INTERNAL_ERROR,
+        message,
+        data: None,
     }
 }
 

@@ -58,14 +58,16 @@
 pub mod client;
 pub mod connect;
 pub mod error;
+pub mod handlers;
 pub mod http;
 pub mod stdio;
 pub mod tools;
 pub mod transport;
 
-pub use client::{Client, ClientConfig, WarningCallback};
+pub use client::{Client, ClientConfig, ListChangedCallback, LogCallback, WarningCallback};
 pub use connect::{connect_http, connect_stdio};
 pub use error::Error;
+pub use handlers::{ElicitAnswer, Elicitation, HandlerError, Handlers, Root};
 pub use http::{HttpTransport, HttpTransportConfig};
 pub use mcp_proto as proto;
 pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput, Transmit};

@@ -6,9 +6,7 @@ use super::{Core, Event, Transmit, TransmitKind};
 use crate::error::{RequestError, Warning};
 use crate::framing::Frame;
 use crate::jsonrpc::{self, RawMessage, RequestId, RpcError};
-use crate::methods::{
-    ServerMessage, ServerNotificationMethod, ServerRequestId, ServerRequestMethod,
-};
+use crate::methods::{ServerMessage, ServerRequestId, ServerRequestMethod};
 use crate::session::State;
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -99,13 +97,12 @@ impl Core {
             Err(e) => return self.not_json(message, &e),
         };
         match raw.classify() {
-            ServerMessage::Request { id, method, .. } => self.handle_server_request(id, method),
-            ServerMessage::Notification { method, .. } => match method {
-                ServerNotificationMethod::ToolsListChanged => {
-                    self.events.push_back(Event::ToolsListChanged)
-                }
-                _ => self.stats.notifications_dropped += 1,
-            },
+            ServerMessage::Request { id, method, params } => {
+                self.handle_server_request(id, method, params)
+            }
+            ServerMessage::Notification { method, params } => {
+                self.server_notification(method, params)
+            }
             ServerMessage::Result { id, result } => {
                 let Some(own) = self.own_pending(id) else {
                     return;
@@ -166,7 +163,8 @@ impl Core {
     /// > "The receiver MUST promptly respond with an empty response" to `ping`
     /// > — MCP 2025-11-25, Utilities § Ping.
     ///
-    /// Any other request gets -32601, as this client declares no capabilities.
+    /// A request whose capability is declared goes to the application (see `server.rs`); any
+    /// other gets -32601.
     ///
     /// What goes back is bounded whatever the server sends: a request whose id is longer than
     /// [`MAX_ECHOED_ID`] bytes is left unanswered (with a warning), and a method name is quoted in
@@ -175,6 +173,7 @@ impl Core {
         &mut self,
         id: ServerRequestId,
         method: ServerRequestMethod,
+        params: Option<&RawValue>,
     ) {
         if id.as_json().len() > MAX_ECHOED_ID {
             return self.ignore(Warning::RequestIdTooLong {
@@ -182,25 +181,28 @@ impl Core {
                 limit: MAX_ECHOED_ID,
             });
         }
-        let outcome = match &method {
+        let (id, method) = match method {
             ServerRequestMethod::Ping => {
                 self.stats.pings_answered += 1;
-                Ok(json!({}))
+                return self.answer(&id, Ok(json!({})));
             }
-            other => {
-                self.stats.requests_rejected += 1;
-                let name = other.name();
-                Err(RpcError {
-                    code: jsonrpc::METHOD_NOT_FOUND,
-                    message: if name.len() <= MAX_ECHOED_METHOD {
-                        format!("Method not found: {name}")
-                    } else {
-                        "Method not found".to_owned()
-                    },
-                    data: None,
-                })
-            }
+            // A request the application answers, when its capability is declared.
+            method => match self.server_request(id, method, params) {
+                Ok(()) => return,
+                Err(refused) => refused,
+            },
         };
+        self.stats.requests_rejected += 1;
+        let name = method.name();
+        let outcome = Err(RpcError {
+            code: jsonrpc::METHOD_NOT_FOUND,
+            message: if name.len() <= MAX_ECHOED_METHOD {
+                format!("Method not found: {name}")
+            } else {
+                "Method not found".to_owned()
+            },
+            data: None,
+        });
         self.answer(&id, outcome);
     }
 

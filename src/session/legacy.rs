@@ -8,7 +8,6 @@ use crate::jsonrpc::RequestId;
 use crate::types::{
     InitializeParams, InitializeResult, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
-use serde_json::json;
 use std::time::Instant;
 
 impl Session {
@@ -43,7 +42,7 @@ impl Core {
     pub(super) fn initialize_inner(&mut self, now: Instant) -> RequestId {
         let params = InitializeParams {
             protocol_version: LATEST_PROTOCOL_VERSION.to_owned(),
-            capabilities: json!({}),
+            capabilities: self.config.capabilities.to_json(),
             client_info: self.config.client_info.clone(),
         };
         let params = serde_json::to_value(params).expect("InitializeParams serializes");

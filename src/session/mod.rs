@@ -16,12 +16,16 @@ mod legacy;
 mod modern;
 mod pending;
 pub mod request;
+mod server;
 
 pub use dispatch::{MAX_ECHOED_ID, MAX_ECHOED_METHOD};
 pub use pending::TimerFor;
 use pending::{Pending, PendingTable};
 use request::Timeout;
 pub use request::{CallTool, Discover, ListTools, Method, Reply, Request};
+pub use server::{
+    AskId, ListKind, LogMessage, Progress, ServerRequest, MAX_ASKS, MAX_INPUT_REQUESTS,
+};
 
 use crate::error::{RequestError, SessionError, UsageError, Warning};
 use crate::framing::{Frame, LineFramer, DEFAULT_FRAME_LIMIT};
@@ -67,6 +71,11 @@ pub struct Config {
     /// What carries the messages; over HTTP the modern era mirrors request fields into headers
     /// ([`Transmit::headers`]) and cancels by closing the response stream.
     pub transport: TransportKind,
+    /// What the application answers for the server (default: nothing; see
+    /// [`ClientCapabilities`](crate::ClientCapabilities)). Declared in `initialize` (legacy era)
+    /// and in every request's `_meta` (modern era); the server's requests for anything else are
+    /// refused by the session.
+    pub capabilities: crate::capabilities::ClientCapabilities,
 }
 
 impl Default for Config {
@@ -79,6 +88,7 @@ impl Default for Config {
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
             transport: TransportKind::Stream,
+            capabilities: crate::capabilities::ClientCapabilities::default(),
         }
     }
 }
@@ -166,8 +176,44 @@ pub enum Event {
         /// Its outcome.
         result: Result<Reply, RequestError>,
     },
-    /// The server said its tool list changed (`notifications/tools/list_changed`).
-    ToolsListChanged,
+    /// The server said a list changed (`notifications/{tools,resources,prompts}/list_changed`).
+    ListChanged(ListKind),
+    /// The server asks the application something (its capability is declared): answer it with
+    /// [`Session::respond`]. In the modern era these are the input requests of a call's
+    /// input-required round; the call goes on when all are answered.
+    ServerRequest {
+        /// Its handle, for the answer.
+        ask: AskId,
+        /// What it asks.
+        request: ServerRequest,
+    },
+    /// A server request is no longer open (the server cancelled it, or the call it belonged to
+    /// ended): drop its handler; an answer would be refused.
+    ServerRequestCancelled {
+        /// Its handle.
+        ask: AskId,
+    },
+    /// Progress of request `id`, which asked for it
+    /// ([`Request::with_progress`](crate::Request::with_progress)). Comes in order, and only
+    /// before its answer.
+    Progress {
+        /// The request.
+        id: RequestId,
+        /// How far it got.
+        progress: Progress,
+    },
+    /// A log message from the server (`notifications/message`).
+    Log(LogMessage),
+    /// A resource the client subscribed to changed (`notifications/resources/updated`).
+    ResourceUpdated {
+        /// Its URI.
+        uri: String,
+    },
+    /// A URL-mode elicitation finished (`notifications/elicitation/complete`).
+    ElicitationComplete {
+        /// The `elicitationId` it named.
+        elicitation_id: String,
+    },
     /// The server misbehaved in a way the session tolerated.
     Warning(Warning),
     /// The connection ended or [`Session::close`] was called; the session is closed.
@@ -258,6 +304,10 @@ pub struct Stats {
     pub version_retries: u64,
     /// Tools left out of tool lists for invalid `x-mcp-header` annotations (modern era, HTTP).
     pub tools_rejected: u64,
+    /// Server requests handed to the application (legacy requests and modern input requests).
+    pub server_requests: u64,
+    /// Progress notifications handed to their requests.
+    pub progress_notifications: u64,
 }
 
 /// An MCP client session as a pure state machine: bytes and time in; frames and events out.
@@ -321,6 +371,7 @@ struct Core {
     /// `server/discover` result).
     init: Option<InitializeResult>,
     modern: modern::Modern,
+    asks: server::Asks,
     pending: PendingTable,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
@@ -338,7 +389,8 @@ impl Session {
         Session {
             framer: LineFramer::new(config.frame_limit),
             core: Core {
-                modern: modern::Modern::new(&config.client_info),
+                modern: modern::Modern::new(&config.client_info, &config.capabilities),
+                asks: server::Asks::default(),
                 era: match config.era {
                     EraChoice::Legacy => Some(Era::Legacy),
                     EraChoice::Modern => Some(Era::Modern),
@@ -726,11 +778,14 @@ impl Core {
     fn enqueue_as(
         &mut self,
         id: RequestId,
-        request: Request,
+        mut request: Request,
         now: Instant,
         transmit: bool,
         modern: bool,
     ) -> RequestId {
+        if request.progress.is_some() {
+            Core::with_progress_token(&mut request.params, id);
+        }
         let timeout = match request.timeout {
             Timeout::Default => self.config.default_timeout,
             Timeout::After(d) => Some(d),
@@ -768,6 +823,8 @@ impl Core {
             timeout.and_then(|t| now.checked_add(t)),
         );
         pending.unsent = !transmit;
+        pending.progress = request.progress;
+        pending.started = Some(now);
         if modern {
             pending.params = request.params;
         }
@@ -807,6 +864,7 @@ impl Core {
         let Some(pending) = self.pending.remove(&id) else {
             return;
         };
+        self.drop_asks_of(id);
         // A request the server has not seen (waiting for a renewed session, or between two
         // input-required rounds) needs no cancelling.
         if let (false, false, Some(wire)) =
@@ -861,6 +919,7 @@ impl Core {
             State::New | State::Ready => {}
         }
         self.state = State::Closed;
+        self.drop_all_asks();
         for (id, _) in self.pending.take_all() {
             if self.is_caller_request(id) {
                 self.events.push_back(Event::Response {
@@ -881,6 +940,7 @@ impl Core {
     /// The handshake failed: the session closes with `error`.
     fn fail(&mut self, error: SessionError) {
         self.state = State::Closed;
+        self.drop_all_asks();
         self.events.push_back(Event::Failed(error));
         // Requests kept across a restart end with the session.
         for (id, _) in self.pending.take_all() {
@@ -907,6 +967,7 @@ impl Core {
             self.screen_tools(first, page);
         }
         self.pending.remove(&id);
+        self.drop_asks_of(id);
         if self.init_id == Some(id) {
             return self.complete_initialize(outcome);
         }

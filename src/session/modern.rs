@@ -55,6 +55,8 @@ fn backoff(round: u32) -> Duration {
 pub(super) struct Modern {
     version: &'static str,
     client_info: Value,
+    /// The declared capabilities, as sent in every request.
+    capabilities: Value,
     /// The `_meta` object every request carries, as JSON text and as a map (to merge with a
     /// caller's own `_meta`).
     meta: Box<RawValue>,
@@ -67,11 +69,15 @@ pub(super) struct Modern {
 }
 
 impl Modern {
-    pub(super) fn new(client_info: &Implementation) -> Self {
+    pub(super) fn new(
+        client_info: &Implementation,
+        capabilities: &crate::capabilities::ClientCapabilities,
+    ) -> Self {
         let client_info = serde_json::to_value(client_info).unwrap_or(Value::Null);
         let mut m = Modern {
             version: MODERN_PROTOCOL_VERSIONS[0],
             client_info,
+            capabilities: capabilities.to_json(),
             meta: RawValue::from_string("{}".into()).expect("{} is JSON"),
             meta_map: Map::new(),
             discover: None,
@@ -93,8 +99,8 @@ impl Modern {
         let mut map = Map::new();
         map.insert(PROTOCOL_VERSION_META.into(), Value::from(version));
         map.insert(CLIENT_INFO_META.into(), self.client_info.clone());
-        // This client declares no optional capability (it answers no input requests yet).
-        map.insert(CLIENT_CAPABILITIES_META.into(), Value::Object(Map::new()));
+        // Exactly what the application's handlers answer (`{}`: nothing).
+        map.insert(CLIENT_CAPABILITIES_META.into(), self.capabilities.clone());
         let text = serde_json::to_string(&map).expect("a map of JSON values serializes");
         self.meta = RawValue::from_string(text).expect("serde_json wrote JSON");
         self.meta_map = map;
@@ -487,22 +493,21 @@ impl Core {
             return Some(Err(RequestError::TooManyRounds { limit }));
         }
         if !requests.is_empty() {
-            // This client declares no capability, so a server may ask it for nothing: "Servers
-            // MUST NOT send an inputRequests that the client has not declared support for".
-            let mut methods: Vec<String> = requests
-                .values()
-                .map(|r| {
-                    r.get("method")
-                        .and_then(Value::as_str)
-                        .unwrap_or("(no method)")
-                        .chars()
-                        .take(super::MAX_ECHOED_METHOD)
-                        .collect()
-                })
-                .collect();
-            methods.sort();
-            methods.dedup();
-            return Some(Err(RequestError::InputUnsupported { methods }));
+            // The application answers them (its handlers, through `Session::respond`); the call
+            // goes out again when all are in.
+            let round = p.rounds + 1;
+            let keys = match self.ask_inputs(id, requests) {
+                Ok(keys) => keys,
+                Err(e) => return Some(Err(e)),
+            };
+            self.pending.set_wire(id, None);
+            if let Some(p) = self.pending.get_mut(&id) {
+                p.rounds = round;
+                p.request_state = asked.request_state;
+                p.unsent = true;
+                p.inputs = keys.into_iter().map(|k| (k, None)).collect();
+            }
+            return None;
         }
         // Only the server's state: it is not done yet. Send the request again after a backoff;
         // meanwhile no copy of it is out.
@@ -530,10 +535,22 @@ impl Core {
             return;
         };
         let mut params = p.params.clone();
-        if let Some(state) = &p.request_state {
+        let inputs = std::mem::take(&mut p.inputs);
+        if p.request_state.is_some() || !inputs.is_empty() {
             let object = params.get_or_insert_with(|| Value::Object(Map::new()));
             if let Some(o) = object.as_object_mut() {
-                o.insert("requestState".into(), Value::String(state.clone()));
+                if let Some(state) = &p.request_state {
+                    o.insert("requestState".into(), Value::String(state.clone()));
+                }
+                if !inputs.is_empty() {
+                    // > "For each key in the response's inputRequests field, the same key must
+                    // > appear here with the associated response." — 2026-07-28 schema
+                    let responses: Map<String, Value> = inputs
+                        .into_iter()
+                        .map(|(k, v)| (k, v.unwrap_or(Value::Null)))
+                        .collect();
+                    o.insert("inputResponses".into(), Value::Object(responses));
+                }
             }
         }
         let (payload, headers) =
@@ -542,7 +559,7 @@ impl Core {
         p.payload = payload.clone();
         p.unsent = false;
         let method = p.method.clone();
-        self.stats.input_rounds += u64::from(p.request_state.is_some());
+        self.stats.input_rounds += u64::from(p.rounds > 0);
         self.pending.set_wire(id, Some(wire));
         self.transmits.push_back(Transmit {
             payload,

@@ -32,6 +32,13 @@ pub(super) struct Pending {
     pub(super) request_state: Option<String>,
     /// The version mismatch retry was spent.
     pub(super) version_retried: bool,
+    /// The answers of the round's input requests, by the server's keys (`None`: not yet).
+    pub(super) inputs: std::collections::BTreeMap<String, Option<serde_json::Value>>,
+    /// Progress asked for (its token is the handle); `Some(Some(max))`: each notification
+    /// pushes the deadline out by the timeout again, up to `max` after the start.
+    pub(super) progress: Option<Option<Duration>>,
+    /// When it was sent first.
+    pub(super) started: Option<Instant>,
     /// Kept by the table (read them through it): the wire id (`None` between two rounds, when
     /// no copy of the request is out), the deadline and the wake-up.
     wire: Option<u64>,
@@ -68,6 +75,9 @@ impl Pending {
             rounds: 0,
             request_state: None,
             version_retried: false,
+            inputs: std::collections::BTreeMap::new(),
+            progress: None,
+            started: None,
             wire: Some(wire),
             deadline,
             wake: None,
@@ -160,6 +170,29 @@ impl PendingTable {
         if let Some(wire) = wire {
             self.by_wire.insert(wire, id);
         }
+    }
+
+    /// A progress notification for request `id` came at `now`: when it asked for that, its
+    /// deadline moves to `now` plus its timeout, but never past its start plus the maximum.
+    pub(super) fn extend_deadline(&mut self, id: RequestId, now: Instant) {
+        let Some(p) = self.by_handle.get_mut(&id) else {
+            return;
+        };
+        let (Some(Some(max)), Some(timeout), Some(started)) = (p.progress, p.timeout, p.started)
+        else {
+            return;
+        };
+        let Some(at) = now.checked_add(timeout) else {
+            return;
+        };
+        let at = match started.checked_add(max) {
+            Some(cap) => at.min(cap),
+            None => at,
+        };
+        if let Some(old) = p.deadline.replace(at) {
+            self.deadlines.remove(&(old, id));
+        }
+        self.deadlines.insert((at, id));
     }
 
     /// Request `id` wants to be woken at `at` for `why` (replacing any earlier wake-up), or, with

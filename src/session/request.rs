@@ -17,6 +17,8 @@ pub struct Request {
     pub(super) params: Option<Value>,
     pub(super) decoder: Decoder,
     pub(super) timeout: Timeout,
+    /// Progress asked for; `Some(Some(max))`: each notification resets the timeout, up to `max`.
+    pub(super) progress: Option<Option<Duration>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -172,6 +174,7 @@ impl Request {
             params,
             decoder: Decoder::raw(),
             timeout: Timeout::Default,
+            progress: None,
         }
     }
 
@@ -212,6 +215,27 @@ impl Request {
     pub fn no_timeout(mut self) -> Self {
         self.timeout = Timeout::Never;
         self
+    }
+
+    /// Asks for progress: the session puts a `progressToken` (unique among active requests) in
+    /// `params._meta`, and each `notifications/progress` for it is an
+    /// [`Event::Progress`](super::Event::Progress) until the answer.
+    pub fn with_progress(mut self) -> Self {
+        self.progress.get_or_insert(None);
+        self
+    }
+
+    /// Asks for progress, and lets each progress notification restart the request's timeout — a
+    /// long tool that keeps reporting is not cut off — but never past `max_total` after it was
+    /// sent.
+    pub fn reset_timeout_on_progress(mut self, max_total: Duration) -> Self {
+        self.progress = Some(Some(max_total));
+        self
+    }
+
+    /// `logging/setLevel` (legacy era): the server sends log messages of `level` and above.
+    pub fn set_log_level(level: &str) -> Self {
+        Request::new("logging/setLevel", Some(json!({ "level": level })))
     }
 
     /// The method name.

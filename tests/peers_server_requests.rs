@@ -1,0 +1,128 @@
+//! What real servers ask of the application, answered by its handlers: server-everything's
+//! elicitation, sampling and roots requests (legacy era, JSON-RPC requests), its progress and
+//! logs; the Python SDK's (mcp 2.3.0) elicitation in the modern era (an input-required round).
+//! The peers come from `.ci/install-peers`; a missing peer skips (and fails under `CI=true`).
+
+mod common;
+
+use common::{close_and_check, peer_bin};
+use mcp_client::proto::{Era, ListKind};
+use mcp_client::{
+    Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers, LogCallback,
+    Request, Root, StdioConfig, StdioTransport,
+};
+use serde_json::{json, Map, Value};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Handlers that answer as a scripted user and model would, recording what they were asked.
+fn handlers(asked: Arc<Mutex<Vec<String>>>) -> Handlers {
+    let (a, b, c) = (asked.clone(), asked.clone(), asked);
+    Handlers::new()
+        .elicitation(move |e: Elicitation| {
+            let a = a.clone();
+            async move {
+                let Elicitation::Form { message, schema } = e else {
+                    return Err(HandlerError("form mode only".into()));
+                };
+                a.lock().unwrap().push(format!("elicit: {message}"));
+                // Fill every string field; leave the rest to the schema's defaults.
+                let mut content = Map::new();
+                for (name, prop) in schema["properties"].as_object().into_iter().flatten() {
+                    if prop["type"] == "string" && prop.get("enum").is_none() {
+                        content.insert(name.clone(), json!("Ada"));
+                    }
+                }
+                Ok(ElicitAnswer::Accept(content))
+            }
+        })
+        .sampling(move |params: Value| {
+            let b = b.clone();
+            async move {
+                b.lock().unwrap().push(format!("sample: {}", params["maxTokens"]));
+                Ok(json!({"role": "assistant", "content": {"type": "text", "text": "sampled reply"}, "model": "test-model", "stopReason": "endTurn"}))
+            }
+        })
+        .roots(false, move || {
+            let c = c.clone();
+            async move {
+                c.lock().unwrap().push("roots".into());
+                Ok(vec![Root::directory("/tmp")])
+            }
+        })
+}
+
+#[test]
+fn server_everything_asks_and_the_handlers_answer() {
+    let Some(bin) = peer_bin("everything") else {
+        return;
+    };
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let logs = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = logs.clone();
+    let config = ClientConfig {
+        handlers: handlers(asked.clone()),
+        on_log: Some(LogCallback(Arc::new(move |m| {
+            sink.lock().unwrap().push(format!("{}: {}", m.level, m.data))
+        }))),
+        ..ClientConfig::default()
+    };
+    smol::block_on(async {
+        let client = Client::with_config(
+            StdioTransport::spawn(StdioConfig::new(bin).args(["stdio"])).unwrap(),
+            config,
+        );
+        client.initialize().await.unwrap();
+        assert_eq!(client.era(), Some(Era::Legacy));
+        let tools = client.list_tools().await.unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        // It offers these only to a client that declared the capabilities.
+        for expected in ["trigger-elicitation-request", "trigger-sampling-request"] {
+            assert!(names.contains(&expected), "{expected} missing: {names:?}");
+        }
+
+        let r = client
+            .call_tool("trigger-sampling-request", json!({"prompt": "hi", "maxTokens": 50}))
+            .await
+            .unwrap();
+        assert!(!r.is_error, "{}", r.text());
+        assert!(r.text().contains("sampled reply"), "{}", r.text());
+
+        let r = client
+            .call_tool("trigger-elicitation-request", json!({}))
+            .await
+            .unwrap();
+        assert!(!r.is_error, "{}", r.text());
+        assert!(r.text().contains("Ada"), "the model reads the user's answer: {}", r.text());
+
+        // Progress, in order, before the answer.
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let reply = client
+            .request_with_progress(
+                Request::call_tool("trigger-long-running-operation", json!({"duration": 1, "steps": 3})),
+                move |p| sink.lock().unwrap().push(p.progress),
+            )
+            .await
+            .unwrap();
+        let progress = seen.lock().unwrap().clone();
+        assert_eq!(progress.len(), 3, "{progress:?} {reply:?}");
+        assert!(progress.windows(2).all(|w| w[0] < w[1]), "in order: {progress:?}");
+
+        // Simulated logs arrive through the callback while nothing else happens.
+        client
+            .call_tool("toggle-simulated-logging", json!({}))
+            .await
+            .unwrap();
+        let started = Instant::now();
+        while logs.lock().unwrap().is_empty() && started.elapsed() < Duration::from_secs(20) {
+            smol::Timer::after(Duration::from_millis(100)).await;
+        }
+        assert!(!logs.lock().unwrap().is_empty(), "no log message reached the callback");
+        let _ = client.lists_changed(ListKind::Tools);
+        close_and_check(client).await;
+    });
+    let asked = asked.lock().unwrap();
+    assert!(asked.iter().any(|a| a.starts_with("elicit: ")), "{asked:?}");
+    assert!(asked.iter().any(|a| a == "sample: 50"), "{asked:?}");
+}
