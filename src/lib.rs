@@ -9,7 +9,9 @@
 //! - [`framing`]: newline-delimited messages (stdio), bounded and linear
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope
 //! - [`types`]: the MCP schema types a tool client uses
-//! - [`session`]: the [`Session`] state machine: handshake, requests, timeouts, cancellation
+//! - [`session`]: the [`Session`] state machine: the opening in either era, requests, timeouts,
+//!   cancellation, what the server asks of the application
+//! - [`capabilities`]: what the client declares it answers (elicitation, sampling, roots)
 //! - [`sse`]: the server-sent events decoder (Streamable HTTP responses)
 //! - [`http`]: the Streamable HTTP transport's rules: requests, responses, sessions, resumption
 //! - [`headers`]: the request-metadata headers of Streamable HTTP (2026-07-28): `Mcp-Method`,
@@ -17,6 +19,28 @@
 //! - [`bridge`]: tools as an agent registers them, results as a model reads them
 //!
 //! See [`Session`] for the driving loop.
+//!
+//! # Panics and errors
+//!
+//! Nothing a peer sends can make this crate panic: every byte from a server goes through parsers
+//! that return errors, every buffer has a cap ([`Config::frame_limit`], the SSE decoder's limit,
+//! [`session::MAX_ASKS`], [`pagination::Pagination`]'s), and the fuzz targets in `fuzz/` check it.
+//! The few `expect`s left serialize values this crate built itself (a JSON-RPC envelope, a
+//! `serde_json::Value`), which cannot fail.
+//!
+//! The errors, by who gets them:
+//! - [`UsageError`]: the caller used the session wrongly (a command before the opening, an answer
+//!   to a server request that is not open); nothing was sent. Returned by the command.
+//! - [`RequestError`]: one request's outcome (the server's JSON-RPC error, a timeout, a
+//!   cancellation, an invalid result, the modern era's typed errors); the session goes on. In
+//!   [`Event::Response`].
+//! - [`SessionError`]: the opening failed (the handshake, the era probe, no version in common);
+//!   the session is closed. In [`Event::Failed`].
+//! - [`Warning`]: something the server did wrong that the session tolerated (junk on stdout, an
+//!   unknown id, an oversized message, a tool with invalid header annotations); counted in
+//!   [`Stats`]. In [`Event::Warning`].
+//! - [`http::HttpError`]: the Streamable HTTP rules' verdict on a response (a status, a content
+//!   type, an expired session); the driver turns it into its own error.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

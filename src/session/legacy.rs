@@ -19,7 +19,7 @@ impl Session {
     /// This is the opening in every era ([`Config::era`](super::Config::era)): the legacy
     /// handshake, `server/discover` in the modern era, or the probe that finds out. The returned
     /// id is the opening's first request; its outcome is [`Event::Ready`] or
-    /// [`Event::Failed`](super::Event::Failed), not a response.
+    /// [`Event::Failed`], not a response.
     pub fn initialize(&mut self, now: Instant) -> Result<RequestId, UsageError> {
         self.core.now = Some(now);
         match self.core.state {
