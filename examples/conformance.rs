@@ -22,12 +22,27 @@
 //!   itself, with a warning each: this example filters nothing), then check that none it kept is
 //!   one it warned about;
 //! - `json-schema-2020-12-preservation`: call `json_schema_echo {"schema": <the inputSchema of
-//!   json_schema_2020_12_tool as received>}`.
+//!   json_schema_2020_12_tool as received>}`;
+//! - `elicitation-sep1034-client-defaults` (2025-11-25): call `test_client_elicitation_defaults`;
+//!   the server's `elicitation/create` (sent on the standalone GET stream) is accepted with no
+//!   values, and the core fills every field from the schema's defaults;
+//! - `sep-2322-client-request-state` (2026-07-28): call `test_mrtr_echo_state` and
+//!   `test_mrtr_unrelated` at once (the unrelated call must carry no `inputResponses` nor
+//!   `requestState` while the other is between its rounds), then `test_mrtr_no_state` and
+//!   `test_mrtr_no_result_type`; the input requests of the `input_required` rounds are answered by
+//!   the same elicitation handler, and the core sends the call again with a new id, the
+//!   `inputResponses` and the exact `requestState`.
+//!
+//! Only those last two scenarios register a handler (an elicitation handler that accepts, see
+//! [`accepting_user`]): the others declare no client capability.
 //!
 //! Any other scenario: call the first tool with `{}`.
 
 use mcp_client::proto::{Era, Reply, Warning};
-use mcp_client::{Client, HttpTransport, HttpTransportConfig, Request, Tool};
+use mcp_client::{
+    Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers, HttpTransport,
+    HttpTransportConfig, Request, Tool,
+};
 use serde_json::{json, Map, Value};
 use std::process::ExitCode;
 
@@ -41,6 +56,12 @@ const DONE: &str = "flow completed";
 /// The tool whose schema `json-schema-2020-12-preservation` wants echoed, and the echo tool.
 const FOCAL_TOOL: &str = "json_schema_2020_12_tool";
 const ECHO_TOOL: &str = "json_schema_echo";
+
+/// The scenarios whose servers ask the client for input, and so get an elicitation handler.
+const ELICITING: [&str; 2] = [
+    "elicitation-sep1034-client-defaults",
+    "sep-2322-client-request-state",
+];
 
 fn main() -> ExitCode {
     let Some(url) = std::env::args().nth(1) else {
@@ -71,7 +92,17 @@ async fn run(
     version: &str,
     context: Option<&str>,
 ) -> Result<(), String> {
-    let client = Client::new(HttpTransport::new(HttpTransportConfig::new(url)).map_err(s)?);
+    let transport = HttpTransport::new(HttpTransportConfig::new(url)).map_err(s)?;
+    let handlers = if ELICITING.contains(&scenario) {
+        Handlers::new().elicitation(accepting_user)
+    } else {
+        Handlers::new()
+    };
+    let config = ClientConfig {
+        handlers,
+        ..ClientConfig::default()
+    };
+    let client = Client::with_config(transport, config);
     let outcome = run_flow(&client, scenario, version, context).await;
     // Closed whatever happened; the flow's error comes first.
     let closed = client.close().await.map_err(s);
@@ -115,7 +146,15 @@ async fn run_flow(
             }
             Ok(())
         }
-        "tools_call" => call(client, "add_numbers", json!({"a": 2, "b": 3})).await,
+        "tools_call" => call(client, "add_numbers", json!({"a": 2, "b": 3}))
+            .await
+            .map(drop),
+        "elicitation-sep1034-client-defaults" => {
+            let text = call(client, "test_client_elicitation_defaults", json!({})).await?;
+            // The server echoes what it received: the defaults, filled in by the core.
+            expect(&text, r#""name":"John Doe""#)
+        }
+        "sep-2322-client-request-state" => request_state(client).await,
         "http-standard-headers" => standard_headers(client, &tools).await,
         "http-custom-headers" => custom_headers(client, context).await,
         "http-invalid-tool-headers" => invalid_tool_headers(client, &tools).await,
@@ -125,10 +164,12 @@ async fn run_flow(
                 .find(|t| t.name == FOCAL_TOOL)
                 .ok_or_else(|| format!("no tool {FOCAL_TOOL} listed"))?;
             let schema: Value = serde_json::from_str(schema_text(focal)).map_err(s)?;
-            call(client, ECHO_TOOL, json!({ "schema": schema })).await
+            call(client, ECHO_TOOL, json!({ "schema": schema }))
+                .await
+                .map(drop)
         }
         _ => match tools.first() {
-            Some(tool) => call(client, &tool.name, json!({})).await,
+            Some(tool) => call(client, &tool.name, json!({})).await.map(drop),
             None => Ok(()),
         },
     }
@@ -143,14 +184,66 @@ fn schema_text(tool: &Tool) -> &str {
     tool.input_schema.as_deref().map_or("{}", |r| r.get())
 }
 
-/// Calls a tool; a tool error fails the flow.
-async fn call(client: &Client<HttpTransport>, name: &str, arguments: Value) -> Result<(), String> {
-    let result = client.call_tool(name, arguments).await.map_err(s)?;
-    eprintln!("{name} -> {}", result.text());
+/// Calls a tool; a tool error fails the flow. Returns the result's text.
+async fn call(
+    client: &Client<HttpTransport>,
+    name: &str,
+    arguments: Value,
+) -> Result<String, String> {
+    let result = client
+        .call_tool(name, arguments)
+        .await
+        .map_err(|e| format!("{name}: {e}"))?;
+    let text = result.text();
+    eprintln!("{name} -> {text}");
     if result.is_error {
-        return Err(format!("tool {name} reported an error: {}", result.text()));
+        return Err(format!("tool {name} reported an error: {text}"));
     }
-    Ok(())
+    Ok(text)
+}
+
+/// Fails the flow unless `text` contains `wanted`.
+fn expect(text: &str, wanted: &str) -> Result<(), String> {
+    if text.contains(wanted) {
+        Ok(())
+    } else {
+        Err(format!("expected {wanted:?} in the result, got {text:?}"))
+    }
+}
+
+/// The user of these scenarios: accepts every form, answering `true` to each boolean field that
+/// has no default, and leaving every field that has one to the core (which fills in the
+/// schema's defaults). A URL elicitation is declined (none is declared).
+async fn accepting_user(asked: Elicitation) -> Result<ElicitAnswer, HandlerError> {
+    let Elicitation::Form { message, schema } = asked else {
+        return Ok(ElicitAnswer::Decline);
+    };
+    eprintln!("elicitation: {message}");
+    let mut content = Map::new();
+    let properties = schema.get("properties").and_then(Value::as_object);
+    for (name, field) in properties.into_iter().flatten() {
+        if field.get("default").is_none() && field.get("type") == Some(&json!("boolean")) {
+            content.insert(name.clone(), json!(true));
+        }
+    }
+    Ok(ElicitAnswer::Accept(content))
+}
+
+/// `sep-2322-client-request-state`: every multi round-trip case of the scenario.
+async fn request_state(client: &Client<HttpTransport>) -> Result<(), String> {
+    // An unrelated call made while the other waits between its rounds carries none of its
+    // round's fields.
+    let (echoed, unrelated) = smol::future::zip(
+        call(client, "test_mrtr_echo_state", json!({})),
+        call(client, "test_mrtr_unrelated", json!({})),
+    )
+    .await;
+    expect(&echoed?, "echo-state-ok")?;
+    unrelated?;
+    call(client, "test_mrtr_no_state", json!({})).await?;
+    // A result without `resultType` is complete.
+    let text = call(client, "test_mrtr_no_result_type", json!({})).await?;
+    expect(&text, "no-result-type-test-ok")
 }
 
 /// Any request, its result as JSON.

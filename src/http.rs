@@ -38,6 +38,33 @@ pub struct HttpConfig {
     pub max_resume_attempts: u32,
     /// The wait before resuming when the server gave no `retry` (default 1 s).
     pub default_retry: Duration,
+    /// When the client opens the standalone `GET` stream on which the server sends requests and
+    /// notifications unrelated to any of the client's requests (default
+    /// [`StandaloneStream::WhenAnswering`]).
+    pub standalone_stream: StandaloneStream,
+}
+
+/// When the client opens the standalone event stream ([`HttpRules::listen`]).
+///
+/// > "The client MAY issue an HTTP GET to the MCP endpoint. This can be used to open an SSE
+/// > stream, allowing the server to communicate to the client, without the client first sending
+/// > data via HTTP POST." / "The server MUST either return Content-Type: text/event-stream in
+/// > response to this HTTP GET, or else return HTTP 405 Method Not Allowed, indicating that the
+/// > server does not offer an SSE stream at this endpoint." — MCP 2025-11-25, Transports §
+/// > Listening for Messages from the Server
+///
+/// Only in the legacy era: a modern server has no such stream (it answers the `GET` 405).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StandaloneStream {
+    /// When the client declared a capability in `initialize`: it then answers requests the
+    /// server may send at any time (servers built on the TypeScript SDK send a tool's
+    /// `elicitation/create` there unless the tool names its own request).
+    #[default]
+    WhenAnswering,
+    /// After every handshake.
+    Always,
+    /// Never: what the server sends outside a response stream is not received.
+    Never,
 }
 
 impl HttpConfig {
@@ -49,6 +76,7 @@ impl HttpConfig {
             renew_expired_session: true,
             max_resume_attempts: 5,
             default_retry: Duration::from_secs(1),
+            standalone_stream: StandaloneStream::default(),
         }
     }
 
@@ -106,6 +134,7 @@ impl fmt::Debug for HttpConfig {
             .field("renew_expired_session", &self.renew_expired_session)
             .field("max_resume_attempts", &self.max_resume_attempts)
             .field("default_retry", &self.default_retry)
+            .field("standalone_stream", &self.standalone_stream)
             .finish()
     }
 }
@@ -395,6 +424,8 @@ pub struct Exchange {
     resumes: u32,
     /// A modern-era message: its stream cannot be resumed.
     modern: bool,
+    /// An `initialize` request declaring at least one client capability.
+    declares: bool,
 }
 
 impl Exchange {
@@ -411,6 +442,27 @@ impl Exchange {
     /// How often its stream was resumed.
     pub fn resumes(&self) -> u32 {
         self.resumes
+    }
+}
+
+/// The standalone event stream ([`HttpRules::listen`]), as the rules follow it across its
+/// reconnections: the session it belongs to, the last event id and `retry` seen, how many
+/// streams in a row carried no message.
+#[derive(Debug, Clone)]
+pub struct Listening {
+    carried: Option<String>,
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+    /// Messages on the current stream.
+    messages: u64,
+    /// Streams in a row that ended without a message.
+    idle_streams: u32,
+}
+
+impl Listening {
+    /// How many streams in a row ended without carrying a message.
+    pub fn idle_streams(&self) -> u32 {
+        self.idle_streams
     }
 }
 
@@ -455,6 +507,8 @@ pub struct HttpRules {
     resent: HashSet<RequestId>,
     /// The session expired and the new `initialize` has not been answered yet.
     renewing: bool,
+    /// The last `initialize` answered declared a client capability.
+    answering: bool,
 }
 
 impl fmt::Debug for HttpRules {
@@ -483,6 +537,7 @@ impl HttpRules {
             renewed: HashSet::new(),
             resent: HashSet::new(),
             renewing: false,
+            answering: false,
         }
     }
 
@@ -662,6 +717,8 @@ impl HttpRules {
             answered: false,
             resumes: 0,
             modern: transmit.modern,
+            declares: matches!(&transmit.kind, TransmitKind::Request { method, .. } if method == "initialize")
+                && declares_capabilities(&transmit.payload),
         };
         (self.post(transmit), exchange)
     }
@@ -680,7 +737,13 @@ impl HttpRules {
     /// returns whether the request's answer is in, so that reading can stop: a server that keeps
     /// the stream open after the answer is not waited for.
     pub fn on_exchange_message(&mut self, exchange: &mut Exchange, message: &[u8]) -> bool {
-        exchange.answered |= self.observe_message(&exchange.kind, message);
+        let answers = self.observe_message(&exchange.kind, message);
+        if answers
+            && matches!(&exchange.kind, TransmitKind::Request { method, .. } if method == "initialize")
+        {
+            self.answering = exchange.declares;
+        }
+        exchange.answered |= answers;
         exchange.answered
     }
 
@@ -940,6 +1003,109 @@ impl HttpRules {
         }
     }
 
+    /// The `GET` that opens the standalone event stream, when the client is to listen on one
+    /// ([`HttpConfig::standalone_stream`]): after a legacy handshake (the `initialize` answer was
+    /// read; a driver asks once `notifications/initialized` was accepted), never while the
+    /// session is being renewed, never in the modern era. Read its answer with
+    /// [`on_listen_response`](Self::on_listen_response), hand each event to
+    /// [`on_listen_event`](Self::on_listen_event) and each of its messages to the session (they
+    /// answer none of the client's requests), and ask [`on_listen_end`](Self::on_listen_end)
+    /// when it ends.
+    pub fn listen(&self) -> Option<(HttpRequest, Listening)> {
+        let listening = Listening {
+            carried: self.session_id.clone(),
+            last_event_id: None,
+            retry: None,
+            messages: 0,
+            idle_streams: 0,
+        };
+        Some((self.listen_request(&listening)?, listening))
+    }
+
+    fn listen_request(&self, listening: &Listening) -> Option<HttpRequest> {
+        let wanted = match self.config.standalone_stream {
+            StandaloneStream::Always => true,
+            StandaloneStream::WhenAnswering => self.answering,
+            StandaloneStream::Never => false,
+        };
+        if !wanted || self.renewing || self.protocol_version.is_none() {
+            return None;
+        }
+        // A stream of a session that has since been replaced is not reopened: the new
+        // handshake opens its own.
+        if listening.carried != self.session_id {
+            return None;
+        }
+        let mut headers = self.headers("text/event-stream");
+        if let Some(id) = &listening.last_event_id {
+            headers.push(("Last-Event-ID".to_owned(), id.clone()));
+        }
+        Some(HttpRequest {
+            method: Method::Get,
+            url: self.config.url.clone(),
+            headers,
+            body: None,
+        })
+    }
+
+    /// Reads the answer to the standalone stream's `GET`: a 2xx event stream is read; anything
+    /// else (405: the server offers none; 404, another status, another content type) means no
+    /// stream, and the client stops listening. Nothing of it reaches a request.
+    pub fn on_listen_response(
+        &self,
+        status: u16,
+        headers: &[(String, String)],
+    ) -> Result<(), HttpError> {
+        self.on_resume_response(status, headers)
+    }
+
+    /// Notes an event read from the standalone stream; returns the JSON-RPC message it carries,
+    /// if any (see [`event_message`](Self::event_message)).
+    pub fn on_listen_event<'e>(
+        &self,
+        listening: &mut Listening,
+        event: &'e SseEvent,
+    ) -> Option<&'e [u8]> {
+        let message = Self::event_message(event)?;
+        listening.messages += 1;
+        Some(message)
+    }
+
+    /// The standalone stream ended (`decoder` holds its last event id and `retry`): the `GET`
+    /// that reconnects (with `Last-Event-ID` when the server gave event ids), after the server's
+    /// `retry` or the default wait; `None` to stop listening: the session was replaced or is being
+    /// renewed, or [`HttpConfig::max_resume_attempts`] streams in a row ended without a message
+    /// (a server that closes every stream at once is not reconnected to for ever).
+    ///
+    /// > "If the client … the SSE stream is disconnected … the client MAY resume by issuing a GET
+    /// > with the Last-Event-ID header" / "the client MUST respect the retry field" — 2025-11-25
+    pub fn on_listen_end(
+        &self,
+        listening: &mut Listening,
+        decoder: &SseDecoder,
+    ) -> Option<(Duration, HttpRequest)> {
+        if std::mem::take(&mut listening.messages) > 0 {
+            listening.idle_streams = 0;
+        } else {
+            listening.idle_streams += 1;
+        }
+        if let Some(id) = decoder.last_event_id() {
+            // One that cannot be sent as a header value is not resumed from.
+            listening.last_event_id = is_header_value(id).then(|| id.to_owned());
+        }
+        if let Some(retry) = decoder.retry() {
+            listening.retry = Some(retry);
+        }
+        if listening.idle_streams > self.config.max_resume_attempts {
+            return None;
+        }
+        let request = self.listen_request(listening)?;
+        Some((
+            listening.retry.unwrap_or(self.config.default_retry),
+            request,
+        ))
+    }
+
     /// The request that ends the session, when there is one to end.
     ///
     /// > "Clients that no longer need a particular session … SHOULD send an HTTP DELETE to the MCP
@@ -954,6 +1120,24 @@ impl HttpRules {
             body: None,
         })
     }
+}
+
+/// Whether an `initialize` request's `params.capabilities` declares anything.
+fn declares_capabilities(payload: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Request {
+        #[serde(default)]
+        params: Option<Params>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(default)]
+        capabilities: Option<serde_json::Map<String, serde_json::Value>>,
+    }
+    serde_json::from_slice::<Request>(payload)
+        .ok()
+        .and_then(|r| r.params?.capabilities)
+        .is_some_and(|c| !c.is_empty())
 }
 
 /// The verdict on a status that is not 2xx: 401 and 403 carry their challenge (for the OAuth
@@ -1536,5 +1720,129 @@ mod tests {
             })
         );
         assert_eq!(r.on_cancel(&TransmitKind::Response), None);
+    }
+
+    /// A legacy handshake whose `initialize` declared `capabilities`, answered with session `sid`.
+    fn handshake(r: &mut HttpRules, capabilities: &str, sid: &str) {
+        let init = Transmit {
+            payload: format!(
+                r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{capabilities},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+            )
+            .into_bytes(),
+            ..transmit(request(0, "initialize"))
+        };
+        let (_, mut ex) = r.begin(&init);
+        assert_eq!(
+            r.on_exchange_response(
+                &ex,
+                200,
+                &h(&[
+                    ("content-type", "application/json"),
+                    ("mcp-session-id", sid),
+                ]),
+            ),
+            Ok(Body::Json)
+        );
+        assert!(r.on_exchange_message(
+            &mut ex,
+            br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#
+        ));
+    }
+
+    fn event(data: &str) -> SseEvent {
+        let mut d = SseDecoder::new();
+        d.feed(format!("data: {data}\n\n").as_bytes());
+        match d.poll_event() {
+            Some(crate::sse::SseItem::Event(e)) => e,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_standalone_stream_opens_after_a_handshake_that_declared_capabilities() {
+        let mut r = rules();
+        assert!(r.listen().is_none(), "not before the handshake");
+        handshake(&mut r, "{}", "s1");
+        assert!(
+            r.listen().is_none(),
+            "a client that answers nothing does not listen by default"
+        );
+        handshake(&mut r, r#"{"elicitation":{"form":{}}}"#, "s1");
+        let (get, _) = r.listen().expect("listens");
+        assert_eq!(get.method, Method::Get);
+        assert_eq!(get.body, None);
+        assert_eq!(
+            get.headers,
+            h(&[
+                ("Accept", "text/event-stream"),
+                ("Mcp-Session-Id", "s1"),
+                ("MCP-Protocol-Version", "2025-11-25"),
+                ("Authorization", "Bearer t"),
+            ])
+        );
+        // Its answer: an event stream, or nothing (405: the server offers none; any other).
+        let sse = h(&[("content-type", "text/event-stream")]);
+        assert_eq!(r.on_listen_response(200, &sse), Ok(()));
+        assert!(r.on_listen_response(405, &[]).is_err());
+        assert!(r.on_listen_response(404, &sse).is_err());
+        assert!(r
+            .on_listen_response(200, &h(&[("content-type", "application/json")]))
+            .is_err());
+
+        // The setting decides.
+        for (setting, declared, listens) in [
+            (StandaloneStream::Always, "{}", true),
+            (StandaloneStream::Never, r#"{"roots":{}}"#, false),
+            (StandaloneStream::WhenAnswering, r#"{"roots":{}}"#, true),
+        ] {
+            let mut config = HttpConfig::new("http://127.0.0.1:1/mcp");
+            config.standalone_stream = setting;
+            let mut r = HttpRules::new(config);
+            handshake(&mut r, declared, "s");
+            assert_eq!(r.listen().is_some(), listens, "{setting:?} {declared}");
+        }
+
+        // Never while the session is being renewed, and never in the modern era (no handshake).
+        assert!(matches!(
+            r.on_response(&request(5, "tools/list"), Some("s1"), 404, &[]),
+            Err(HttpError::SessionExpired { .. })
+        ));
+        assert!(r.listen().is_none());
+    }
+
+    #[test]
+    fn the_standalone_stream_reconnects_with_its_last_event_id_and_stops_when_idle() {
+        let mut r = rules();
+        handshake(&mut r, r#"{"sampling":{}}"#, "s1");
+        let (_, mut listening) = r.listen().unwrap();
+        // A stream with events and a `retry`: reconnect after it, from the last id.
+        let mut d = SseDecoder::new();
+        d.feed(b"id: 7\nretry: 300\ndata: \n\n");
+        assert_eq!(
+            r.on_listen_event(&mut listening, &event("")),
+            None,
+            "priming"
+        );
+        let message = event(r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
+        assert!(r.on_listen_event(&mut listening, &message).is_some());
+        let (after, get) = r.on_listen_end(&mut listening, &d).expect("reconnects");
+        assert_eq!(after, Duration::from_millis(300));
+        assert!(get.headers.contains(&("Last-Event-ID".into(), "7".into())));
+        assert_eq!(listening.idle_streams(), 0);
+        // Streams that carry nothing: reconnected to `max_resume_attempts` times, then not.
+        let empty = SseDecoder::new();
+        for n in 1..=r.config().max_resume_attempts {
+            let (after, get) = r.on_listen_end(&mut listening, &empty).expect("again");
+            assert_eq!(after, Duration::from_millis(300), "the retry is kept");
+            assert!(get.headers.contains(&("Last-Event-ID".into(), "7".into())));
+            assert_eq!(listening.idle_streams(), n);
+        }
+        assert!(r.on_listen_end(&mut listening, &empty).is_none());
+
+        // A stream of a session since replaced is not reopened.
+        let (_, mut old) = r.listen().unwrap();
+        handshake(&mut r, r#"{"sampling":{}}"#, "s2");
+        assert!(r.on_listen_end(&mut old, &empty).is_none());
+        assert!(r.listen().is_some(), "the new session listens anew");
     }
 }

@@ -1,15 +1,20 @@
 //! The official MCP conformance runner (`@modelcontextprotocol/conformance`, installed by
 //! `.ci/install-peers`; see tests/peers/CONFORMANCE.md and CONFORMANCE-2026.md) drives the
 //! `conformance` example, one scenario per test:
-//! - 0.1.16 (`.peers/bin/conformance`, spec 2025-11-25): `initialize`, `tools_call`, `sse-retry`;
+//! - 0.1.16 (`.peers/bin/conformance`, spec 2025-11-25): `initialize`, `tools_call`, `sse-retry`,
+//!   `elicitation-sep1034-client-defaults`;
 //! - 0.2.0-alpha.12 (`.peers/bin/conformance-next`) with `--spec-version 2026-07-28`:
 //!   `tools_call`, `request-metadata`, `http-standard-headers`, `http-custom-headers`,
-//!   `http-invalid-tool-headers`, `json-schema-ref-no-deref`, `json-schema-2020-12-preservation`.
+//!   `http-invalid-tool-headers`, `json-schema-ref-no-deref`, `json-schema-2020-12-preservation`,
+//!   `sep-2322-client-request-state`.
 //!
-//! TODO(issue 9): `sep-2322-client-request-state` (2026-07-28, multi round-trip requests) needs
-//! the client to answer the server's `elicitation/create` input requests; it has no elicitation
-//! handlers yet (an `input_required` result with `inputRequests` fails the call), so that scenario
-//! is left out until they exist.
+//! The two elicitation scenarios are the only ones where the example registers a handler (an
+//! elicitation handler that accepts): `elicitation-sep1034-client-defaults` checks that the
+//! fields the user left out get the schema's defaults (the core fills them in on accept; the
+//! server's TS SDK sends the request on the standalone GET stream, which the HTTP transport opens
+//! because a capability was declared); `sep-2322-client-request-state` checks the multi
+//! round-trip rules (the retry's new id, the exact `requestState` or none, no round fields on an
+//! unrelated call, a result without `resultType` is complete).
 //!
 //! The client opens every scenario in the default era, `Auto` (`server/discover` first, then
 //! `initialize` if the server is legacy): no scenario server makes `Auto` pick wrongly, and a
@@ -20,9 +25,10 @@
 //! | `initialize` (2025-11-25) | legacy | `{}` result, not a discover result |
 //! | `tools_call` (2025-11-25) | legacy | TS SDK: HTTP 400, its JSON-RPC error without the request's id |
 //! | `sse-retry` (2025-11-25) | legacy | `{}` result |
+//! | `elicitation-sep1034-client-defaults` (2025-11-25) | legacy | TS SDK (stateful): HTTP 400 |
 //! | `tools_call`, `json-schema-2020-12-preservation` (2026-07-28) | modern | discover result (stateless mock) |
 //! | `request-metadata` (2026-07-28) | modern | -32022 with `data.supported`, then a discover result on the retry |
-//! | `http-*`, `json-schema-ref-no-deref` (2026-07-28) | modern | discover result |
+//! | `http-*`, `json-schema-ref-no-deref`, `sep-2322-client-request-state` (2026-07-28) | modern | discover result |
 //!
 //! None of the 2026-07-28 servers is ever sent `initialize` (the probe is answered in
 //! milliseconds, long before the 2 s fallback). The example checks the era itself: modern when the
@@ -231,6 +237,11 @@ fn scenario_sse_retry() {
 }
 
 #[test]
+fn scenario_elicitation_sep1034_client_defaults() {
+    scenario("elicitation-sep1034-client-defaults");
+}
+
+#[test]
 fn scenario_2026_tools_call() {
     scenario_2026("tools_call");
 }
@@ -265,8 +276,10 @@ fn scenario_2026_json_schema_2020_12_preservation() {
     scenario_2026("json-schema-2020-12-preservation");
 }
 
-// TODO(issue 9): `sep-2322-client-request-state` once the client has elicitation handlers (see
-// the module docs).
+#[test]
+fn scenario_2026_sep_2322_client_request_state() {
+    scenario_2026("sep-2322-client-request-state");
+}
 
 #[test]
 fn summary_parsing() {

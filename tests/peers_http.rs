@@ -10,129 +10,13 @@
 
 mod common;
 
-use common::{example_bin, peer_bin, peer_script, run_within, GroupGuard};
+use common::{example_bin, peer_bin, run_within, HttpPeer};
 use mcp_client::proto::{Era, EraChoice};
 use mcp_client::{Client, ClientConfig, HttpTransport, HttpTransportConfig};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::io::{BufRead, BufReader, Write};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// Spawn to "listening": ≈0.5 s for node, ≈1.7 s for the Python SDK; far more on a loaded machine.
-const START_LIMIT: Duration = Duration::from_secs(60);
-
-/// A running HTTP server peer.
-struct HttpPeer {
-    guard: GroupGuard,
-    url: String,
-    /// Everything it printed (stdout and stderr, interleaved by line), for failure messages.
-    output: Arc<Mutex<String>>,
-}
-
-impl HttpPeer {
-    /// Spawns `command` and waits until one of its output lines makes `ready` return the URL.
-    fn start(
-        mut command: Command,
-        ready: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
-    ) -> HttpPeer {
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut guard = GroupGuard::spawn(&mut command)
-            .unwrap_or_else(|e| panic!("spawn {:?}: {e}", command.get_program()));
-        let output = Arc::new(Mutex::new(String::new()));
-        let ready = Arc::new(ready);
-        let (tx, rx) = mpsc::channel::<String>();
-        let stdout: Box<dyn Read + Send> = Box::new(guard.child().stdout.take().unwrap());
-        let stderr: Box<dyn Read + Send> = Box::new(guard.child().stderr.take().unwrap());
-        for pipe in [stdout, stderr] {
-            let (output, ready, tx) = (output.clone(), ready.clone(), tx.clone());
-            // Keeps draining after readiness: server-everything logs every request to stdout.
-            std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines() {
-                    let Ok(line) = line else { break };
-                    if let Some(url) = ready(&line) {
-                        let _ = tx.send(url);
-                    }
-                    let mut out = output.lock().unwrap_or_else(|e| e.into_inner());
-                    if out.len() < 256 * 1024 {
-                        out.push_str(&line);
-                        out.push('\n');
-                    }
-                }
-            });
-        }
-        drop(tx);
-        let started = Instant::now();
-        let url = match rx.recv_timeout(START_LIMIT) {
-            Ok(url) => url,
-            Err(e) => {
-                guard.stop();
-                panic!(
-                    "the server did not say it was listening ({e:?}, after {:?}); its output:\n{}",
-                    started.elapsed(),
-                    output.lock().unwrap_or_else(|e| e.into_inner())
-                );
-            }
-        };
-        assert!(
-            url.starts_with("http://127.0.0.1:"),
-            "the peer must listen on 127.0.0.1 only: {url}"
-        );
-        HttpPeer { guard, url, output }
-    }
-
-    /// server-everything in `streamableHttp` mode on a free port, endpoint `/mcp`.
-    fn everything(bin: &std::path::Path) -> HttpPeer {
-        let port = free_port();
-        let mut command = Command::new(bin);
-        command.arg("streamableHttp").env("PORT", port.to_string());
-        let url = format!("http://127.0.0.1:{port}/mcp");
-        HttpPeer::start(command, move |line| {
-            line.contains(&format!("listening on port {port}"))
-                .then(|| url.clone())
-        })
-    }
-
-    /// tests/peers/fastmcp_server.py over HTTP, with extra options (`--json-response`, `--stateless`).
-    fn python(python: &std::path::Path, options: &[&str]) -> HttpPeer {
-        let mut command = Command::new(python);
-        command
-            .arg(peer_script("fastmcp_server.py"))
-            .args(["--transport", "http"])
-            .args(options);
-        HttpPeer::start(command, |line| {
-            line.strip_prefix("LISTENING ").map(|u| u.trim().to_owned())
-        })
-    }
-
-    fn output(&self) -> String {
-        self.output
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// Kills the server's process group and checks that nothing of it is left.
-    fn stop(mut self) {
-        let pgid = self.guard.pid();
-        assert!(
-            self.guard.stop(),
-            "process group {pgid} still has members after SIGKILL"
-        );
-    }
-}
-
-/// A port nobody listens on right now (bound on 127.0.0.1, then released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind 127.0.0.1:0")
-        .port()
-}
 
 async fn connect(peer: &HttpPeer) -> Client<HttpTransport> {
     connect_in(peer, EraChoice::Auto).await
@@ -308,7 +192,7 @@ fn python_sdk(options: &[&str], era: EraChoice, stateful: bool) {
         let tools = c.list_tools().await.unwrap();
         let mut listed = names(&tools);
         listed.sort_unstable();
-        assert_eq!(listed, ["add", "echo", "fail", "image"]);
+        assert_eq!(listed, ["add", "confirm", "count", "echo", "fail", "image"]);
 
         let r = c.call_tool("add", json!({"a": 2, "b": 3})).await.unwrap();
         assert!(!r.is_error, "{}", r.text());
@@ -432,7 +316,11 @@ fn mcp_client_cli_url_mode() {
         .filter_map(|t| t["name"].as_str())
         .collect();
     listed.sort_unstable();
-    assert_eq!(listed, ["add", "echo", "fail", "image"], "{done:?}");
+    assert_eq!(
+        listed,
+        ["add", "confirm", "count", "echo", "fail", "image"],
+        "{done:?}"
+    );
 
     peer.stop();
 }

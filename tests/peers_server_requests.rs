@@ -1,15 +1,17 @@
 //! What real servers ask of the application, answered by its handlers: server-everything's
 //! elicitation, sampling and roots requests (legacy era, JSON-RPC requests), its progress and
-//! logs; the Python SDK's (mcp 2.3.0) elicitation in the modern era (an input-required round).
-//! The peers come from `.ci/install-peers`; a missing peer skips (and fails under `CI=true`).
+//! logs; server-filesystem started with no directory, which takes its allowed directories from
+//! the client's roots (`roots/list`). (The Python SDK's elicitation and progress, in both eras:
+//! tests/peers_python_requests.rs.) The peers come from `.ci/install-peers`; a missing peer skips
+//! (and fails under `CI=true`).
 
 mod common;
 
-use common::{close_and_check, peer_bin};
+use common::{close_and_check, peer_bin, TempDir};
 use mcp_client::proto::{Era, ListKind};
 use mcp_client::{
-    Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers, LogCallback,
-    Request, Root, StdioConfig, StdioTransport,
+    Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers, LogCallback, Request,
+    Root, StdioConfig, StdioTransport,
 };
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
@@ -63,7 +65,9 @@ fn server_everything_asks_and_the_handlers_answer() {
     let config = ClientConfig {
         handlers: handlers(asked.clone()),
         on_log: Some(LogCallback(Arc::new(move |m| {
-            sink.lock().unwrap().push(format!("{}: {}", m.level, m.data))
+            sink.lock()
+                .unwrap()
+                .push(format!("{}: {}", m.level, m.data))
         }))),
         ..ClientConfig::default()
     };
@@ -82,7 +86,10 @@ fn server_everything_asks_and_the_handlers_answer() {
         }
 
         let r = client
-            .call_tool("trigger-sampling-request", json!({"prompt": "hi", "maxTokens": 50}))
+            .call_tool(
+                "trigger-sampling-request",
+                json!({"prompt": "hi", "maxTokens": 50}),
+            )
             .await
             .unwrap();
         assert!(!r.is_error, "{}", r.text());
@@ -93,21 +100,31 @@ fn server_everything_asks_and_the_handlers_answer() {
             .await
             .unwrap();
         assert!(!r.is_error, "{}", r.text());
-        assert!(r.text().contains("Ada"), "the model reads the user's answer: {}", r.text());
+        assert!(
+            r.text().contains("Ada"),
+            "the model reads the user's answer: {}",
+            r.text()
+        );
 
         // Progress, in order, before the answer.
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
         let reply = client
             .request_with_progress(
-                Request::call_tool("trigger-long-running-operation", json!({"duration": 1, "steps": 3})),
+                Request::call_tool(
+                    "trigger-long-running-operation",
+                    json!({"duration": 1, "steps": 3}),
+                ),
                 move |p| sink.lock().unwrap().push(p.progress),
             )
             .await
             .unwrap();
         let progress = seen.lock().unwrap().clone();
         assert_eq!(progress.len(), 3, "{progress:?} {reply:?}");
-        assert!(progress.windows(2).all(|w| w[0] < w[1]), "in order: {progress:?}");
+        assert!(
+            progress.windows(2).all(|w| w[0] < w[1]),
+            "in order: {progress:?}"
+        );
 
         // Simulated logs arrive through the callback while nothing else happens.
         client
@@ -118,11 +135,115 @@ fn server_everything_asks_and_the_handlers_answer() {
         while logs.lock().unwrap().is_empty() && started.elapsed() < Duration::from_secs(20) {
             smol::Timer::after(Duration::from_millis(100)).await;
         }
-        assert!(!logs.lock().unwrap().is_empty(), "no log message reached the callback");
+        assert!(
+            !logs.lock().unwrap().is_empty(),
+            "no log message reached the callback"
+        );
         let _ = client.lists_changed(ListKind::Tools);
         close_and_check(client).await;
     });
     let asked = asked.lock().unwrap();
     assert!(asked.iter().any(|a| a.starts_with("elicit: ")), "{asked:?}");
     assert!(asked.iter().any(|a| a == "sample: 50"), "{asked:?}");
+}
+
+/// The text of `list_allowed_directories`, polled until `wanted` says it is right (the server
+/// asks for the roots right after the handshake and applies the answer on its own time), or 20 s.
+async fn allowed_directories(
+    client: &Client<StdioTransport>,
+    wanted: impl Fn(&str) -> bool,
+) -> String {
+    let started = Instant::now();
+    loop {
+        let r = client
+            .call_tool("list_allowed_directories", json!({}))
+            .await
+            .unwrap();
+        let text = r.text();
+        if wanted(&text) || started.elapsed() > Duration::from_secs(20) {
+            return text;
+        }
+        smol::Timer::after(Duration::from_millis(50)).await;
+    }
+}
+
+/// server-filesystem with no directory argument: it asks the client for its roots (`roots/list`,
+/// right after `notifications/initialized`) and serves exactly those. A file inside the root is
+/// read; one beside it, directly or through `..`, and a system file are refused. Without roots
+/// declared the same server allows nothing.
+#[test]
+fn server_filesystem_serves_the_clients_roots() {
+    let Some(bin) = peer_bin("filesystem") else {
+        return;
+    };
+    let root = TempDir::new("mcp-peers-roots");
+    let allowed = root.path().join("allowed");
+    std::fs::create_dir(&allowed).unwrap();
+    let file = allowed.join("hello.txt");
+    std::fs::write(&file, "hello root\n").unwrap();
+    let outside = root.path().join("outside.txt");
+    std::fs::write(&outside, "secret\n").unwrap();
+    let allowed_text = allowed.to_str().expect("a UTF-8 temp path").to_owned();
+
+    smol::block_on(async {
+        let config = ClientConfig {
+            handlers: Handlers::new().fixed_roots(vec![Root::directory(&allowed)]),
+            ..ClientConfig::default()
+        };
+        let client = Client::with_config(
+            StdioTransport::spawn(StdioConfig::new(&bin)).expect("spawn server-filesystem"),
+            config,
+        );
+        if let Err(e) = client.initialize().await {
+            panic!("initialize: {e}\n{}", client.transport().stderr_tail());
+        }
+        assert_eq!(client.era(), Some(Era::Legacy));
+        let listed = allowed_directories(&client, |t| t.contains(&allowed_text)).await;
+        assert!(
+            listed.contains(&allowed_text),
+            "the root did not become an allowed directory: {listed:?}\n{}",
+            client.transport().stderr_tail()
+        );
+        assert!(client.stats().server_requests >= 1, "{:?}", client.stats());
+
+        let r = client
+            .call_tool("read_text_file", json!({ "path": file }))
+            .await
+            .unwrap();
+        assert!(!r.is_error, "{}", r.text());
+        assert_eq!(r.text(), "hello root\n");
+
+        for path in [
+            outside.clone(),
+            allowed.join("../outside.txt"),
+            "/etc/hostname".into(),
+        ] {
+            let r = client
+                .call_tool("read_text_file", json!({ "path": path }))
+                .await
+                .unwrap();
+            let text = r.text();
+            assert!(r.is_error, "{path:?} was readable: {text}");
+            assert!(
+                text.to_lowercase().contains("access denied"),
+                "{path:?}: {text}"
+            );
+            assert!(!text.contains("secret"), "{text}");
+        }
+        close_and_check(client).await;
+
+        // The same server, no roots declared: it never asks, and allows nothing.
+        let client = Client::new(StdioTransport::spawn(StdioConfig::new(&bin)).unwrap());
+        client.initialize().await.unwrap();
+        let listed = allowed_directories(&client, |_| true).await;
+        assert!(!listed.contains(&allowed_text), "{listed:?}");
+        let r = client
+            .call_tool("read_text_file", json!({ "path": file }))
+            .await
+            .unwrap();
+        assert!(r.is_error, "readable without roots: {}", r.text());
+        assert_eq!(client.stats().server_requests, 0);
+        close_and_check(client).await;
+    });
+    drop(root);
 }

@@ -300,7 +300,7 @@ fn python_sdk_server_in(era: EraChoice) {
         check_schemas(&tools);
         let mut listed = names(&tools);
         listed.sort_unstable();
-        assert_eq!(listed, ["add", "echo", "fail", "image"]);
+        assert_eq!(listed, ["add", "confirm", "count", "echo", "fail", "image"]);
 
         let r = client
             .call_tool("add", json!({"a": 2, "b": 3}))

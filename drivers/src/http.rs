@@ -8,14 +8,19 @@
 //! follows `notifications/initialized` waits for its answer (at most that deadline), so the server
 //! sees it before the first request. Events are handed to the client as they arrive. A cancelled
 //! request's exchange is aborted, and so is every exchange when the transport is closed or dropped.
+//!
+//! After a legacy handshake the rules may say to listen on the standalone event stream (a `GET`,
+//! by default when the client declared capabilities: see [`HttpConfig::standalone_stream`]); one
+//! task reads it, hands its messages (the server's requests and notifications) to the client,
+//! and reconnects when it ends, as the rules say. A new handshake's listener replaces the old.
 
 use crate::transport::{BoxFuture, Inbound, Transport};
 use crate::Error;
 use isahc::config::{Configurable, RedirectPolicy};
 use isahc::{AsyncBody, HttpClient, Response};
 use mcp_proto::http::{
-    redact_url, Body, Exchange, HttpConfig, HttpError, HttpRequest, HttpRules, StreamEnd,
-    MAX_ERROR_BODY,
+    redact_url, Body, Exchange, HttpConfig, HttpError, HttpRequest, HttpRules, Listening,
+    StreamEnd, MAX_ERROR_BODY,
 };
 use mcp_proto::sse::{SseDecoder, SseItem};
 use mcp_proto::{RequestError, RequestId, Transmit, TransmitKind};
@@ -125,6 +130,9 @@ struct Shared {
 struct Exchanges {
     next: u64,
     running: HashMap<RequestId, (u64, Sender<()>)>,
+    /// The standalone stream's listener, when one runs: dropping it ends the listener (a new
+    /// handshake's listener replaces the old one).
+    listening: Option<Sender<()>>,
 }
 
 impl Exchanges {
@@ -201,7 +209,10 @@ impl Drop for HttpTransport {
         // No new exchange starts; dropping the abort senders ends the running ones. The send
         // loop still posts what is queued (cancellations), then ends.
         self.shared.closed.store(true, Ordering::SeqCst);
-        lock(&self.exchanges).running.clear();
+        let mut exchanges = lock(&self.exchanges);
+        exchanges.running.clear();
+        exchanges.listening = None;
+        drop(exchanges);
         self.outbound.close();
     }
 }
@@ -259,7 +270,11 @@ impl Transport for HttpTransport {
                 return Ok(());
             }
             self.outbound.close();
-            lock(&self.exchanges).running.clear();
+            {
+                let mut exchanges = lock(&self.exchanges);
+                exchanges.running.clear();
+                exchanges.listening = None;
+            }
             let delete = lock(&self.shared.rules).delete();
             let result = match delete {
                 // A 405 (the server does not let clients end sessions) is fine; so is any answer.
@@ -375,15 +390,33 @@ async fn send_loop(
                 }
                 let ordered = HttpRules::is_ordered(&kind);
                 let (accepted_tx, accepted_rx) = channel::bounded::<()>(1);
-                let (shared, queued) = (shared.clone(), queued.clone());
+                let (posting, queued) = (shared.clone(), queued.clone());
                 smol::spawn(async move {
-                    post_message(shared, transmit, accepted_tx).await;
+                    post_message(posting, transmit, accepted_tx).await;
                     queued.fetch_sub(1, Ordering::SeqCst);
                 })
                 .detach();
                 if ordered {
                     // Ends when the POST's status is in, or when it was abandoned.
                     let _ = accepted_rx.recv().await;
+                    // The handshake is done: listen on the standalone stream if the rules say so.
+                    let listen = lock(&shared.rules).listen();
+                    if let (Some((request, listening)), Some(running)) =
+                        (listen, exchanges.upgrade())
+                    {
+                        if !shared.closed.load(Ordering::SeqCst) {
+                            let (stop_tx, stop_rx) = channel::bounded::<()>(1);
+                            lock(&running).listening = Some(stop_tx);
+                            let shared = shared.clone();
+                            smol::spawn(async move {
+                                smol::future::or(listen_loop(&shared, request, listening), async {
+                                    let _ = stop_rx.recv().await;
+                                })
+                                .await;
+                            })
+                            .detach();
+                        }
+                    }
                 }
             }
         }
@@ -590,6 +623,62 @@ async fn read_stream(
                 }
             }
         }
+    }
+}
+
+/// Reads the standalone event stream, handing every message to the client, and reconnects to
+/// it when it ends, as the rules say; stops quietly when the server offers none (405, any other
+/// answer) or cannot be reached.
+async fn listen_loop(shared: &Shared, mut request: HttpRequest, mut listening: Listening) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let Ok(mut response) = shared.send(request).await else {
+            return;
+        };
+        let head = head(&response);
+        let verdict = lock(&shared.rules).on_listen_response(response.status().as_u16(), &head);
+        if verdict.is_err() {
+            return;
+        }
+        let mut decoder = SseDecoder::with_limit(shared.max_message);
+        loop {
+            let n: usize = response.body_mut().read(&mut buf).await.unwrap_or_default();
+            if n == 0 {
+                break;
+            }
+            decoder.feed(&buf[..n]);
+            while let Some(item) = decoder.poll_event() {
+                match item {
+                    SseItem::Event(event) => {
+                        let message = lock(&shared.rules)
+                            .on_listen_event(&mut listening, &event)
+                            .map(<[u8]>::to_vec);
+                        if let Some(message) = message {
+                            shared.deliver(Inbound::Message(message)).await;
+                        }
+                    }
+                    SseItem::Overflow => {
+                        shared
+                            .deliver(Inbound::Oversized {
+                                len: (shared.max_message as u64).saturating_add(1),
+                                limit: shared.max_message,
+                                id: None,
+                            })
+                            .await;
+                    }
+                }
+            }
+        }
+        decoder.finish();
+        let next = lock(&shared.rules).on_listen_end(&mut listening, &decoder);
+        let Some((after, next)) = next else {
+            return;
+        };
+        smol::Timer::after(after).await;
+        if shared.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        request = next;
     }
 }
 

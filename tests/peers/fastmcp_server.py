@@ -35,6 +35,20 @@ Tools
   fail(message:str)              raises; the SDK returns a CallToolResult with isError=true and the
                                  message as text content
   image()                        one image content block: a 1x1 PNG, mimeType image/png
+  confirm(action:str) -> str     asks the user (elicitation/create, form mode) to confirm `action`:
+                                 schema {confirmed: boolean (required), name: string (default "Ada")};
+                                 answers "<name> confirmed <action>" / "<name> refused <action>", or
+                                 "declined: <action>" / "cancelled: <action>". Era-adaptive (an SDK
+                                 resolver, mcp >= 2): at 2026-07-28 an input_required round (the
+                                 retry carries inputResponses and the sealed requestState), at
+                                 <= 2025-11-25 an elicitation/create request mid-call (on the call's
+                                 SSE stream over HTTP; not possible in --json-response mode).
+                                 Listed for every client; needs the elicitation capability when called
+                                 (else -32021 at 2026-07-28).
+  count(steps:int) -> str        reports progress (ctx.report_progress: i of steps, "step i of N")
+                                 after each step, then answers "counted to N". Progress goes out only
+                                 when the call's _meta has a progressToken; not in --json-response mode
+                                 over HTTP.
 """
 
 from __future__ import annotations
@@ -46,14 +60,30 @@ import itertools
 import socket
 import sys
 
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
 try:  # mcp >= 2
+    from mcp.server.mcpserver import (
+        AcceptedElicitation,
+        Context,
+        DeclinedElicitation,
+        Elicit,
+        ElicitationResult,
+        Resolve,
+    )
     from mcp.server.mcpserver import MCPServer as FastMCP
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.server.mcpserver.utilities.types import Image
+
+    HAVE_RESOLVERS = True
 except ImportError:  # mcp 1.x
-    from mcp.server.fastmcp import FastMCP  # type: ignore[no-redef]
+    from mcp.server.fastmcp import Context, FastMCP  # type: ignore[no-redef]
     from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
     from mcp.server.fastmcp.utilities.types import Image  # type: ignore[no-redef]
+
+    HAVE_RESOLVERS = False
 
 # 1x1 opaque red PNG.
 PNG_1X1 = base64.b64decode(
@@ -87,6 +117,52 @@ def fail(message: str) -> str:
 def image() -> Image:
     """Return a 1x1 PNG image content block."""
     return Image(data=PNG_1X1, format="png")
+
+
+class Confirmation(BaseModel):
+    confirmed: bool = Field(description="Go ahead?")
+    name: str = Field(default="Ada", description="Who answers")
+
+
+def _confirmed(action: str, data: Confirmation) -> str:
+    return f"{data.name} {'confirmed' if data.confirmed else 'refused'} {action}"
+
+
+if HAVE_RESOLVERS:
+
+    def ask_confirmation(action: str) -> Elicit[Confirmation]:
+        return Elicit(f"Confirm: {action}?", Confirmation)
+
+    @mcp.tool()
+    def confirm(
+        action: str,
+        answer: Annotated[ElicitationResult[Confirmation], Resolve(ask_confirmation)],
+    ) -> str:
+        """Ask the user to confirm an action, and say what they answered."""
+        if isinstance(answer, AcceptedElicitation):
+            return _confirmed(action, answer.data)
+        if isinstance(answer, DeclinedElicitation):
+            return f"declined: {action}"
+        return f"cancelled: {action}"
+
+else:  # mcp 1.x: the legacy era only
+
+    @mcp.tool()
+    async def confirm(action: str, ctx: Context) -> str:
+        """Ask the user to confirm an action, and say what they answered."""
+        answer = await ctx.elicit(f"Confirm: {action}?", Confirmation)
+        if answer.action == "accept":
+            return _confirmed(action, answer.data)
+        return f"{'declined' if answer.action == 'decline' else 'cancelled'}: {action}"
+
+
+@mcp.tool()
+async def count(steps: int, ctx: Context) -> str:
+    """Count to `steps`, reporting progress after each step."""
+    for i in range(1, steps + 1):
+        await ctx.report_progress(i, steps, f"step {i} of {steps}")
+        await asyncio.sleep(0.02)
+    return f"counted to {steps}"
 
 
 def make_event_store():
