@@ -42,7 +42,6 @@ const LEGACY: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25
 const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 const CLIENT_INFO_META: &str = "io.modelcontextprotocol/clientInfo";
 const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
-const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum Era {
@@ -267,24 +266,23 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             Era::Modern => true,
             Era::Dual => method != "initialize" && has_envelope(&msg),
         };
-        let reply = if std::mem::take(&mut first_request) && b.version_mismatch {
+        let written = if std::mem::take(&mut first_request) && b.version_mismatch {
             let requested = if method == "initialize" {
                 msg["params"]["protocolVersion"].clone()
             } else {
                 msg["params"]["_meta"][PROTOCOL_VERSION_META].clone()
             };
             eprintln!("serve: refusing the first request ({method}) with -32022, on purpose");
-            Err(
-                json!({"code": -32022, "message": "Unsupported protocol version",
-                       "data": {"supported": [MODERN], "requested": requested}}),
-            )
+            let error = json!({"code": -32022, "message": "Unsupported protocol version",
+                               "data": {"supported": [MODERN], "requested": requested}});
+            write_response(&mut out, &id, Err(error))
         } else if modern {
             match modern_reply(&b, &msg, method, &id, &mut mrtr, &mut input, &mut out, &tx) {
-                Some(reply) => reply,
+                Some(reply) => write_modern(&mut out, &id, reply),
                 None => continue,
             }
         } else {
-            match method {
+            let reply = match method {
                 "initialize" => {
                     let asked = msg["params"]["protocolVersion"]
                         .as_str()
@@ -333,16 +331,10 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                 other => {
                     Err(json!({"code": -32601, "message": format!("Method not found: {other}")}))
                 }
-            }
+            };
+            write_response(&mut out, &id, reply)
         };
-        let response = match reply {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
-        };
-        if serde_json::to_writer(&mut out, &response).is_err()
-            || out.write_all(b"\n").is_err()
-            || out.flush().is_err()
-        {
+        if written.is_err() {
             return ExitCode::SUCCESS;
         }
         if b.ping_idle && method == "tools/call" {
@@ -373,17 +365,65 @@ fn has_envelope(msg: &Value) -> bool {
         .is_some_and(|m| m.contains_key(PROTOCOL_VERSION_META))
 }
 
-/// A result of the modern era: it says what it is and who made it.
-fn stamped(mut result: Value, result_type: &str) -> Value {
-    if let Some(o) = result.as_object_mut() {
-        o.entry("resultType").or_insert_with(|| result_type.into());
-        o.insert(
-            "_meta".into(),
-            json!({SERVER_INFO_META: {"name": "mcp-client-serve", "version": env!("CARGO_PKG_VERSION")}}),
-        );
-    }
-    result
+/// A modern answer: a result and the `resultType` it is sent with, or an error.
+type ModernReply = Result<(Value, &'static str), Value>;
+
+/// Writes a legacy-shaped answer, one line.
+fn write_response(
+    out: &mut impl Write,
+    id: &Value,
+    reply: Result<Value, Value>,
+) -> std::io::Result<()> {
+    let response = match reply {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+    };
+    serde_json::to_writer(&mut *out, &response)?;
+    out.write_all(b"\n")?;
+    out.flush()
 }
+
+/// Writes a modern answer, one line: a result says what it is (`resultType`) and who made it
+/// (`_meta`), spliced in as text after its own members.
+fn write_modern(out: &mut impl Write, id: &Value, reply: ModernReply) -> std::io::Result<()> {
+    let (mut result, kind) = match reply {
+        Ok(r) => r,
+        Err(error) => return write_response(out, id, Err(error)),
+    };
+    out.write_all(br#"{"jsonrpc":"2.0","id":"#)?;
+    serde_json::to_writer(&mut *out, id)?;
+    out.write_all(br#","result":"#)?;
+    out.write_all(&stamp(&mut result, kind))?;
+    out.write_all(b"}\n")?;
+    out.flush()
+}
+
+/// A result as the modern era sends it, as JSON text.
+fn stamp(result: &mut Value, kind: &str) -> Vec<u8> {
+    if let Some(o) = result.as_object_mut() {
+        o.remove("resultType");
+        o.remove("_meta");
+    }
+    let mut text = serde_json::to_vec(result).unwrap_or_default();
+    if text.last() != Some(&b'}') {
+        return text;
+    }
+    text.pop();
+    if text.len() > 1 {
+        text.push(b',');
+    }
+    text.extend_from_slice(br#""resultType":"#);
+    serde_json::to_writer(&mut text, kind).expect("a string serializes");
+    text.extend_from_slice(SERVER_STAMP.as_bytes());
+    text
+}
+
+/// The `_meta` member of every modern result (and the result's closing brace).
+const SERVER_STAMP: &str = concat!(
+    r#","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-client-serve","version":""#,
+    env!("CARGO_PKG_VERSION"),
+    r#""}}}"#
+);
 
 /// A modern request's answer (`None`: none now).
 #[allow(clippy::too_many_arguments)]
@@ -396,7 +436,7 @@ fn modern_reply(
     input: &mut impl BufRead,
     out: &mut Box<dyn Write>,
     tx: &std::sync::mpsc::Sender<Vec<u8>>,
-) -> Option<Result<Value, Value>> {
+) -> Option<ModernReply> {
     if method == "initialize" {
         // > "A server that supports only modern versions SHOULD name the protocol versions it
         // > supports in any error it returns to an `initialize` request" — MCP 2026-07-28
@@ -431,18 +471,18 @@ fn modern_reply(
         ));
     }
     let reply = match method {
-        "server/discover" => Ok(stamped(
+        "server/discover" => Ok((
             json!({"supportedVersions": [MODERN], "capabilities": {"tools": {}}}),
             "complete",
         )),
-        "tools/list" => Ok(stamped(json!({"tools": tools::list()}), "complete")),
+        "tools/list" => Ok((json!({"tools": tools::list()}), "complete")),
         "tools/call" => {
             if b.mrtr_state && msg["params"]["name"] == "slow" {
                 return mrtr_round(msg, id, mrtr);
             }
             if b.mrtr_elicit {
                 eprintln!("serve: asking {id} for elicitation/create");
-                return Some(Ok(stamped(
+                return Some(Ok((
                     json!({
                         "inputRequests": {"confirm": {"method": "elicitation/create", "params": {
                             "mode": "form",
@@ -457,24 +497,24 @@ fn modern_reply(
             if b.mrtr_forever {
                 mrtr.forever_rounds += 1;
                 eprintln!("serve: mrtr-forever round {} id {id}", mrtr.forever_rounds);
-                return Some(Ok(stamped(
+                return Some(Ok((
                     json!({"requestState": format!("forever-{}", mrtr.forever_rounds)}),
                     "input_required",
                 )));
             }
             let reply = call(b, msg, id, input, out, tx, true)?;
             if b.unknown_result_type {
-                return Some(reply.map(|r| stamped(r, "mystery")));
+                return Some(reply.map(|r| (r, "mystery")));
             }
-            reply
+            reply.map(|r| (r, "complete"))
         }
         other => Err(json!({"code": -32601, "message": format!("Method not found: {other}")})),
     };
-    Some(reply.map(|r| stamped(r, "complete")))
+    Some(reply)
 }
 
 /// One round of an `mrtr-state` chain.
-fn mrtr_round(msg: &Value, id: &Value, mrtr: &mut Mrtr) -> Option<Result<Value, Value>> {
+fn mrtr_round(msg: &Value, id: &Value, mrtr: &mut Mrtr) -> Option<ModernReply> {
     let id_text = id.to_string();
     let fresh_id = mrtr.fresh_id;
     let mut params = msg["params"].clone();
@@ -541,7 +581,7 @@ fn mrtr_round(msg: &Value, id: &Value, mrtr: &mut Mrtr) -> Option<Result<Value, 
             "done after {} rounds (ids {ids}, each new; requestState echoed exactly)",
             chain.round
         );
-        return Some(Ok(stamped(
+        return Some(Ok((
             json!({"content": [{"type": "text", "text": text}]}),
             "complete",
         )));
@@ -560,7 +600,7 @@ fn mrtr_round(msg: &Value, id: &Value, mrtr: &mut Mrtr) -> Option<Result<Value, 
     mrtr.chains.insert(state.clone(), chain);
     let mut result = Map::new();
     result.insert("requestState".into(), state.into());
-    Some(Ok(stamped(Value::Object(result), "input_required")))
+    Some(Ok((Value::Object(result), "input_required")))
 }
 
 /// A `tools/call` with the behaviours every era shares (`None`: no answer now). `modern`: the
@@ -579,14 +619,12 @@ fn call(
         let tx = tx.clone();
         let (msg, id) = (msg.clone(), id.clone());
         std::thread::spawn(move || {
-            let response = match tools::call(&msg["params"], "") {
-                Ok(result) if modern => {
-                    json!({"jsonrpc": "2.0", "id": id, "result": stamped(result, "complete")})
-                }
-                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+            let mut bytes = Vec::new();
+            let _ = match tools::call(&msg["params"], "") {
+                Ok(result) if modern => write_modern(&mut bytes, &id, Ok((result, "complete"))),
+                reply => write_response(&mut bytes, &id, reply),
             };
-            let _ = tx.send(format!("{response}\n").into_bytes());
+            let _ = tx.send(bytes);
         });
         return None;
     }
