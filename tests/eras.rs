@@ -539,6 +539,85 @@ fn a_dropped_modern_call_is_cancelled_by_its_wire_id() {
     })
 }
 
+#[test]
+fn a_slow_modern_server_wins_the_race_it_loses_nothing() {
+    smol::block_on(async {
+        // discover answers after 1 s; the fallback initialize (after 300 ms) is refused at once.
+        let (config, lines) = collecting(serve("modern", &["slow-discover"]));
+        let client = spawn(config, with_probe_timeout(Duration::from_millis(300)));
+        let started = Instant::now();
+        open(&client).await;
+        let took = started.elapsed();
+        assert!(took >= Duration::from_secs(1), "{took:?}");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert_eq!(client.era(), Some(Era::Modern));
+        let echo = client.call_tool("echo", json!({"text": "modern"})).await;
+        assert_eq!(echo.unwrap().text(), "modern");
+        assert!(client.recent_warnings().is_empty());
+        close_and_check(client).await;
+        assert!(has_line(&lines, |l| l.starts_with("serve: refused initialize")));
+    })
+}
+
+#[test]
+fn a_server_remembered_as_legacy_that_turned_modern_is_probed_again() {
+    smol::block_on(async {
+        // A distinct command line, so that no other test's memory applies.
+        let (config, lines) = collecting(serve("modern", &["ping-idle"]));
+        let key = mcp_client::connect::stdio_key(&config);
+        mcp_client::connect::remember_era(&key, Some(Era::Legacy));
+        let client = connect_stdio(config, settings(EraChoice::Auto))
+            .await
+            .expect("connect_stdio");
+        assert_eq!(client.era(), Some(Era::Modern));
+        assert_eq!(mcp_client::connect::remembered_era(&key), Some(Era::Modern));
+        let tools = client.list_tools().await.unwrap();
+        assert_eq!(tools.len(), 6);
+        close_and_check(client).await;
+        // `initialize` first (the remembered era), refused; then the probe.
+        assert_eq!(
+            end_of_input(&lines),
+            "serve: end of input; initialize ×1, server/discover ×1"
+        );
+    })
+}
+
+#[test]
+fn a_call_dropped_between_rounds_is_not_sent_again_nor_cancelled() {
+    smol::block_on(async {
+        let (config, lines) = collecting(serve("modern", &["mrtr-state"]));
+        let client = spawn(config, settings(EraChoice::Auto));
+        open(&client).await;
+        let call = client.call_tool("slow", json!({"rounds": 9}));
+        // After round 4 the client waits 250 ms before it sends round 5: drop it then.
+        let gave_up = smol::future::or(async { Some(call.await) }, async {
+            until_line(&lines, |l| l.contains(" round 4/9 ")).await;
+            smol::Timer::after(Duration::from_millis(20)).await;
+            None
+        })
+        .await;
+        assert!(gave_up.is_none(), "{gave_up:?}");
+        smol::Timer::after(Duration::from_millis(600)).await;
+        assert!(
+            !has_line(&lines, |l| l.contains(" round 5/9 ")
+                || l.starts_with("serve: cancelled")),
+            "{lines:?}"
+        );
+        assert_eq!(client.stats().input_rounds, 3);
+        // Still usable, and the next call's rounds start afresh.
+        let done = client
+            .call_tool("slow", json!({"rounds": 1}))
+            .await
+            .unwrap();
+        assert!(
+            done.text().starts_with("done after 1 rounds"),
+            "{}",
+            done.text()
+        );
+        close_and_check(client).await;
+    })
+}
+
 /// Connects to `config` in `era` and returns how long it took: the spawn and the opening.
 async fn connect_time(config: StdioConfig, era: EraChoice) -> Duration {
     let started = Instant::now();

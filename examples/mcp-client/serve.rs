@@ -19,7 +19,8 @@
 //! `hang`, the last round is not answered), `mrtr-elicit` (`tools/call` asks for
 //! `elicitation/create`), `mrtr-forever` (`tools/call` is never done), `version-mismatch` (the first
 //! request gets -32022 naming 2026-07-28), `unknown-result-type` (`tools/call` answers `resultType:
-//! "mystery"`). Of the legacy era: `ignore-discover` (`server/discover` is never answered),
+//! "mystery"`), `slow-discover` (`server/discover` answers after 1 s, while other requests are
+//! answered at once). Of the legacy era: `ignore-discover` (`server/discover` is never answered),
 //! `exit-on-discover` (exits with code 3 on it), `slow-discover-error` (-32601 to it after 3 s,
 //! while other requests are answered at once).
 //!
@@ -70,6 +71,7 @@ struct Behaviour {
     ignore_discover: bool,
     exit_on_discover: bool,
     slow_discover_error: bool,
+    slow_discover: bool,
 }
 
 /// Collects what is written and hands it to the writer thread at each flush (`threaded` mode, in
@@ -159,6 +161,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "ignore-discover" => b.ignore_discover = true,
                         "exit-on-discover" => b.exit_on_discover = true,
                         "slow-discover-error" => b.slow_discover_error = true,
+                        "slow-discover" => b.slow_discover = true,
                         "exit-before-handshake" => {
                             eprintln!("serve: exiting before the handshake, on purpose");
                             return ExitCode::from(4);
@@ -179,7 +182,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
-    let mut out: Box<dyn Write> = if b.threaded || b.slow_discover_error {
+    let mut out: Box<dyn Write> = if b.threaded || b.slow_discover_error || b.slow_discover {
         std::thread::spawn(move || {
             let mut stdout = std::io::stdout().lock();
             for bytes in rx {
@@ -471,6 +474,18 @@ fn modern_reply(
         ));
     }
     let reply = match method {
+        "server/discover" if b.slow_discover => {
+            eprintln!("serve: answering server/discover {id} in 1 s");
+            let (tx, id) = (tx.clone(), id.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_secs(1));
+                let mut bytes = Vec::new();
+                let result = json!({"supportedVersions": [MODERN], "capabilities": {"tools": {}}});
+                let _ = write_modern(&mut bytes, &id, Ok((result, "complete")));
+                let _ = tx.send(bytes);
+            });
+            return None;
+        }
         "server/discover" => Ok((
             json!({"supportedVersions": [MODERN], "capabilities": {"tools": {}}}),
             "complete",
