@@ -162,7 +162,7 @@ fn a_modern_server_with_the_legacy_era_forced_fails_clearly_and_at_once() {
         );
         assert!(client.era() != Some(Era::Modern));
         close_and_check(client).await;
-        assert!(has_line(&lines, |l| l.starts_with("serve: refused initialize")));
+        wait_line(&lines, |l| l.starts_with("serve: refused initialize"));
     })
 }
 
@@ -230,9 +230,9 @@ fn input_required_rounds_echo_the_state_exactly_with_a_new_id_each_time() {
             "{:?}",
             started.elapsed()
         );
-        assert!(has_line(&lines, |l| l.ends_with(
-            "complete after 3 rounds, ids 1,2,3,4 all new, state exact"
-        )));
+        wait_line(&lines, |l| {
+            l.ends_with("complete after 3 rounds, ids 1,2,3,4 all new, state exact")
+        });
 
         // Two chains at once, interleaved on one connection.
         let (a, b) = smol::future::zip(
@@ -248,6 +248,8 @@ fn input_required_rounds_echo_the_state_exactly_with_a_new_id_each_time() {
         assert_eq!(echo.unwrap().text(), "x");
         assert!(client.recent_warnings().is_empty());
         close_and_check(client).await;
+        // Everything the server logged is in once its last line is.
+        end_of_input(&lines);
         assert!(
             !has_line(&lines, |l| l.contains("BAD")
                 || l.contains("REUSED")
@@ -322,9 +324,9 @@ fn a_version_mismatch_is_retried_once_and_works() {
         assert_eq!(echo.unwrap().text(), "again");
         assert_eq!(client.stats().version_retries, 1);
         close_and_check(client).await;
-        assert!(has_line(&lines, |l| l.starts_with(
-            "serve: refusing the first request (server/discover)"
-        )));
+        wait_line(&lines, |l| {
+            l.starts_with("serve: refusing the first request (server/discover)")
+        });
         assert_eq!(
             end_of_input(&lines),
             "serve: end of input; initialize ×0, server/discover ×2"
@@ -370,8 +372,9 @@ fn a_legacy_server_that_ignores_the_probe_is_legacy_after_the_probe_timeout() {
         assert_eq!(client.era(), Some(Era::Legacy));
         let echo = client.call_tool("echo", json!({"text": "x"})).await;
         assert_eq!(echo.unwrap().text(), "x");
-        assert!(has_line(&lines, |l| l
-            .starts_with("serve: not answering server/discover")));
+        wait_line(&lines, |l| {
+            l.starts_with("serve: not answering server/discover")
+        });
         assert!(client.recent_warnings().is_empty());
         close_and_check(client).await;
     })
@@ -483,7 +486,7 @@ fn a_late_probe_answer_after_the_fallback_is_counted_late_not_warned_about() {
             "{:?}",
             client.stats()
         );
-        assert!(has_line(&lines, |l| l == "serve: answered server/discover, late"));
+        wait_line(&lines, |l| l == "serve: answered server/discover, late");
         let stats = client.stats();
         assert_eq!(stats.messages_ignored, 0, "{stats:?}");
         assert_eq!(client.recent_warnings(), []);
@@ -555,7 +558,7 @@ fn a_slow_modern_server_wins_the_race_it_loses_nothing() {
         assert_eq!(echo.unwrap().text(), "modern");
         assert!(client.recent_warnings().is_empty());
         close_and_check(client).await;
-        assert!(has_line(&lines, |l| l.starts_with("serve: refused initialize")));
+        wait_line(&lines, |l| l.starts_with("serve: refused initialize"));
     })
 }
 
