@@ -121,7 +121,12 @@ fn median(mut v: Vec<Duration>) -> Duration {
 /// A session past its handshake with `calls` pending `tools/call` requests (ids 1..=calls).
 fn ready_session(calls: usize) -> (Session, Instant) {
     let now = Instant::now();
-    let mut s = Session::new(Config::default());
+    // The legacy era: the answer below is `initialize`'s (with `Auto`, the first request would be
+    // the era probe, and this answer no discover result).
+    let mut s = Session::new(Config {
+        era: mcp_proto::EraChoice::Legacy,
+        ..Config::default()
+    });
     s.initialize(now).unwrap();
     s.handle_bytes(format!("{INIT_RESULT}\n").as_bytes(), now);
     while s.poll_transmit().is_some() {}

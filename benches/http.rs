@@ -19,6 +19,12 @@
 //!     the ratio.
 //! (x, y) The floor under (a): bare isahc making the same POSTs with no MCP layer, async and
 //!     blocking. Each request crosses to isahc's agent thread (curl) and back.
+//! (f) Our `Client` as in (a), with the era found by the probe (`EraChoice::Auto`, the default),
+//!     against the same server in the modern era (`Behaviour::modern`: no session, the
+//!     per-request `_meta` and its mirrored headers, `resultType` on every result), and the ratio
+//!     to (a): what the modern era costs a call. The two clients take turns in chunks of a
+//!     twentieth of a round, so that both meet the same load; each round's ratio is of its own
+//!     turns, and the median of the rounds' ratios is the result.
 
 #[path = "../examples/mcp-http/server.rs"]
 mod server;
@@ -74,14 +80,25 @@ fn main() {
             ..server::Behaviour::default()
         })
         .expect("listen on 127.0.0.1");
-        println!("server answering with {label}: {}", srv.url);
-        run(&srv.url, &p);
+        let modern = server::start(server::Behaviour {
+            json,
+            modern: true,
+            ..server::Behaviour::default()
+        })
+        .expect("listen on 127.0.0.1");
+        println!(
+            "server answering with {label}: {} (modern era: {})",
+            srv.url, modern.url
+        );
+        run(&srv.url, &modern.url, &p);
     }
 }
 
-fn run(url: &str, p: &Params) {
+fn run(url: &str, modern_url: &str, p: &Params) {
     let mut ours = Ours::start(url);
     let mut base = Baseline::start(url);
+    let mut modern = Ours::start(modern_url);
+    assert_eq!(modern.client.era(), Some(mcp_client::proto::Era::Modern));
     let rate = |calls: &mut dyn FnMut(usize) -> Duration| {
         let (mut n, mut spent) = (0, Duration::ZERO);
         while spent < p.warmup {
@@ -111,6 +128,30 @@ fn run(url: &str, p: &Params) {
         ours_t.push(o);
         base_t.push(b);
     }
+    // (f) The modern era, taking turns with (a).
+    rate(&mut |n| modern.calls(n));
+    let turns = 20;
+    let chunk = (calls / turns).max(1);
+    let mut paired = Vec::new();
+    for round in 0..p.rounds {
+        let (mut l, mut m) = (Duration::ZERO, Duration::ZERO);
+        for turn in 0..turns {
+            if (turn + round) % 2 == 0 {
+                l += ours.calls(chunk);
+                m += modern.calls(chunk);
+            } else {
+                m += modern.calls(chunk);
+                l += ours.calls(chunk);
+            }
+        }
+        println!(
+            "  (f) round {round}: ours {:>7.0} calls/s   ours, modern era {:>7.0} calls/s",
+            per_s(chunk * turns, l),
+            per_s(chunk * turns, m)
+        );
+        paired.push((l, m));
+    }
+    modern.close();
     ours.close();
     let mut raw = RawIsahc::start(url);
     raw.calls(200, false);
@@ -144,6 +185,27 @@ fn run(url: &str, p: &Params) {
     println!(
         "  (d) ratio ours/raw isahc (x): {:.2}x: the rest of the gap is isahc's own cost",
         o / x
+    );
+    let m = per_s(
+        chunk * turns,
+        median(paired.iter().map(|(_, m)| *m).collect()),
+    );
+    let l = per_s(
+        chunk * turns,
+        median(paired.iter().map(|(l, _)| *l).collect()),
+    );
+    let mut ratios: Vec<f64> = paired
+        .iter()
+        .map(|(l, m)| l.as_secs_f64() / m.as_secs_f64())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let r = ratios[ratios.len() / 2];
+    println!(
+        "  (f) ours, modern era:                   {m:>7.0} calls/s ({:.1} µs/call); (a) in turn with it: {l:>7.0} calls/s\n      ratio modern/legacy (f)/(a): {r:.2}x (median of the rounds' ratios; they ranged {:.2}x..{:.2}x): the modern era costs {:.1}% of calls/s",
+        1e6 / m,
+        ratios[0],
+        ratios[ratios.len() - 1],
+        (1.0 - r) * 100.0
     );
 }
 

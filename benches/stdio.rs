@@ -19,10 +19,17 @@
 //!     context switches of its threads per call: on a loaded machine the hand-offs between threads
 //!     dominate, and wall-clock numbers swing with the load (compare rounds).
 //! (e) The same calls made by 32 callers at once (tasks on one thread), against (a).
+//! (f) Our `Client` as in (a), with the era found by the probe (`EraChoice::Auto`, the default),
+//!     against the serve mode in the modern era (`--serve --era modern`: `server/discover`, the
+//!     per-request `_meta`, `resultType` on every result), and the ratio to (a): what the modern
+//!     era costs a call. The two clients take turns in chunks of a twentieth of a round, so that
+//!     both meet the same load (on a busy machine whole rounds apart swing by more than the
+//!     difference); each round's ratio is of its own turns, and the median of the rounds' ratios is
+//!     the result.
 //! (d) Peak memory for one 16 MiB `big` result: the bench re-runs itself as a child that connects,
 //!     reads VmHWM, makes the call, reads VmHWM again. Once with our client, once with the baseline.
 //!
-//! Diagnostics: `MCP_STDIO_BENCH_ONLY=ours|baseline` runs one side only (for `perf record`, `strace
+//! Diagnostics: `MCP_STDIO_BENCH_ONLY=ours|baseline|modern` runs one side only (for `perf record`, `strace
 //! -c`); `MCP_STDIO_BENCH_NO_TIMEOUT=1` gives our client no request timeout, so its driver never
 //! arms a timer.
 
@@ -47,6 +54,20 @@ struct Cost {
 }
 
 impl Cost {
+    fn zero() -> Cost {
+        Cost {
+            wall: Duration::ZERO,
+            cpu: Duration::ZERO,
+            switches: 0,
+        }
+    }
+
+    fn add(&mut self, other: Cost) {
+        self.wall += other.wall;
+        self.cpu += other.cpu;
+        self.switches += other.switches;
+    }
+
     fn measure(f: impl FnOnce()) -> Cost {
         let (cpu0, sw0) = (cpu_time(), context_switches());
         let started = Instant::now();
@@ -125,8 +146,17 @@ fn main() {
         p.rounds, p.calls, p.warmup
     );
     let only = std::env::var("MCP_STDIO_BENCH_ONLY").ok();
-    let mut ours = (only.as_deref() != Some("baseline")).then(|| Ours::start(&serve));
-    let mut base = (only.as_deref() != Some("ours")).then(|| Baseline::start(&serve));
+    let wanted = |side: &str| only.as_deref().is_none_or(|o| o == side);
+    let mut ours = wanted("ours").then(|| Ours::start(&serve, &[]));
+    let mut base = wanted("baseline").then(|| Baseline::start(&serve));
+    let mut modern = wanted("modern").then(|| {
+        let c = Ours::start(&serve, &["--era", "modern"]);
+        assert_eq!(c.client.era(), Some(mcp_client::proto::Era::Modern));
+        c
+    });
+    if let Some(c) = &mut modern {
+        c.calls(p.warmup);
+    }
     if let Some(c) = &mut ours {
         c.calls(p.warmup);
     }
@@ -189,10 +219,50 @@ fn main() {
             seq.as_secs_f64() / mid.wall.as_secs_f64()
         ));
     }
+    // (f) Our client in the modern era, taking turns with (a).
+    let mut paired = Vec::new();
+    if let Some(m) = &mut modern {
+        let turns = 20;
+        let chunk = (p.calls / turns).max(5);
+        for round in 0..p.rounds {
+            let (mut legacy, mut modern) = (Cost::zero(), Cost::zero());
+            for turn in 0..turns {
+                let mut l = || {
+                    if let Some(o) = ours.as_mut() {
+                        legacy.add(Cost::measure(|| {
+                            o.calls(chunk);
+                        }));
+                    }
+                };
+                let mut m = || {
+                    modern.add(Cost::measure(|| {
+                        m.calls(chunk);
+                    }))
+                };
+                if (turn + round) % 2 == 0 {
+                    l();
+                    m();
+                } else {
+                    m();
+                    l();
+                }
+            }
+            let calls = chunk * turns;
+            println!(
+                "  (f) round {round}: ours {:>7.0} calls/s   ours, modern era {:>7.0} calls/s",
+                per_s(calls, legacy.wall),
+                per_s(calls, modern.wall)
+            );
+            paired.push((legacy, modern));
+        }
+    }
     if let Some(c) = ours {
         c.close();
     }
     if let Some(c) = base {
+        c.close();
+    }
+    if let Some(c) = modern {
         c.close();
     }
     let report = |label: &str, costs: &[Cost]| -> Option<f64> {
@@ -223,6 +293,39 @@ fn main() {
 
     if let Some(line) = concurrent {
         println!("{line}");
+    }
+    if !paired.is_empty() {
+        let calls = (p.calls / 20).max(5) * 20;
+        let modern: Vec<Cost> = paired.iter().map(|(_, m)| *m).collect();
+        let wall = median(modern.iter().map(|c| c.wall).collect());
+        let cpu = median(modern.iter().map(|c| c.cpu).collect());
+        print!(
+            "(f) ours, modern era:        {:>7.0} calls/s  ({:.1} µs/call wall; in this process: {:.1} µs/call CPU)",
+            per_s(calls, wall),
+            us_per(calls, wall),
+            us_per(calls, cpu)
+        );
+        if paired[0].0.wall > Duration::ZERO {
+            let legacy: Vec<Cost> = paired.iter().map(|(l, _)| *l).collect();
+            let lwall = median(legacy.iter().map(|c| c.wall).collect());
+            let lcpu = median(legacy.iter().map(|c| c.cpu).collect());
+            let mut ratios: Vec<f64> = paired
+                .iter()
+                .map(|(l, m)| l.wall.as_secs_f64() / m.wall.as_secs_f64())
+                .collect();
+            ratios.sort_by(f64::total_cmp);
+            let r = ratios[ratios.len() / 2];
+            println!(
+                "; (a) in turn with it: {:>7.0} calls/s ({:.1} µs/call CPU)\n    ratio modern/legacy (f)/(a): {r:.2}x (median of the rounds' ratios; they ranged {:.2}x..{:.2}x): the modern era costs {:.1}% of calls/s",
+                per_s(calls, lwall),
+                us_per(calls, lcpu),
+                ratios[0],
+                ratios[ratios.len() - 1],
+                (1.0 - r) * 100.0
+            );
+        } else {
+            println!();
+        }
     }
     println!(
         "(d) peak RSS for one {} MiB result (VmHWM, child process)",
@@ -262,7 +365,7 @@ fn main() {
 fn peak_child(mode: &str, serve: &Path) {
     let (before, after) = match mode {
         "ours" => {
-            let mut c = Ours::start(serve);
+            let mut c = Ours::start(serve, &[]);
             c.calls(10);
             let before = vm_hwm_kib();
             let len = smol::block_on(async {
@@ -313,9 +416,10 @@ struct Ours {
 }
 
 impl Ours {
-    fn start(serve: &Path) -> Ours {
-        let transport =
-            StdioTransport::spawn(StdioConfig::new(serve).args(["--serve"])).expect("spawn");
+    /// Against `serve --serve ARGS…`.
+    fn start(serve: &Path, args: &[&str]) -> Ours {
+        let config = StdioConfig::new(serve).args(["--serve"]).args(args);
+        let transport = StdioTransport::spawn(config).expect("spawn");
         let mut config = ClientConfig::default();
         if std::env::var_os("MCP_STDIO_BENCH_NO_TIMEOUT").is_some() {
             // Diagnostic: no request deadline, so the driver never arms a timer.

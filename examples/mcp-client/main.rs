@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! mcp-client                                  offline demo: spawns itself as a minimal stdio MCP server, lists and calls its tools
-//! mcp-client --serve [--behave B]             act as that minimal stdio MCP server
+//! mcp-client --serve [--era E] [--behave B]  act as that minimal stdio MCP server (E: legacy, modern, dual)
 //! mcp-client [OPTIONS] -- COMMAND [ARG...]    connect to a stdio server started as COMMAND ARG... (no shell)
 //! mcp-client [OPTIONS] --url URL              connect to a Streamable HTTP endpoint
 //! OPTIONS
@@ -21,8 +21,12 @@
 //!   0 success; 2 the tool reported isError (its text on stdout); 1 any other failure, one-line cause on stderr
 //! ```
 //!
-//! `--behave` makes the serve mode misbehave on purpose, for the driver's tests: `crash-on-call`,
-//! `hang`, `stderr-flood`, `junk`, `ping-first`, `ping-idle`, `ignore-eof`, `exit-before-handshake`.
+//! `--era` picks the serve mode's protocol era: `legacy` (the `initialize` handshake, the
+//! default), `modern` (2026-07-28 only) or `dual` (both, per request). `--behave` makes it
+//! misbehave on purpose, for the driver's tests: `crash-on-call`, `hang`, `stderr-flood`, `junk`,
+//! `ping-first`, `ping-idle`, `ignore-eof`, `exit-before-handshake`; of the modern era
+//! `mrtr-state`, `mrtr-elicit`, `mrtr-forever`, `version-mismatch`, `unknown-result-type`; of the
+//! legacy era `ignore-discover`, `exit-on-discover`, `slow-discover-error` (see serve.rs).
 
 mod serve;
 #[path = "../common/tools.rs"]

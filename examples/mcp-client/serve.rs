@@ -1,13 +1,60 @@
 //! `mcp-client --serve`: a minimal MCP server over stdio, std only, for the offline demo, the
-//! benchmarks and the driver's tests. `--behave B[,B…]` makes it misbehave on purpose.
+//! benchmarks and the driver's tests. `--era E` picks the protocol era it speaks; `--behave
+//! B[,B…]` makes it misbehave on purpose.
+//!
+//! Eras:
+//! - `legacy` (the default): the `initialize` handshake (2024-11-05 … 2025-11-25); anything it does
+//!   not know, `server/discover` included, gets -32601, as a legacy server answers the era probe.
+//! - `modern`: 2026-07-28 only. `server/discover` answers; every request must carry
+//!   `io.modelcontextprotocol/{protocolVersion,clientInfo,clientCapabilities}` in `params._meta`
+//!   (-32602 otherwise) with a version it speaks (-32022 otherwise); `initialize` is refused with
+//!   an error that names the versions it supports; every result says `resultType` and carries the
+//!   server's identity in its `_meta`; there is no `ping`.
+//! - `dual`: both, chosen per request: a request (other than `initialize`) whose `params._meta`
+//!   holds the protocol version key is served in the modern era, any other in the legacy era.
+//!
+//! Behaviours of the modern era: `mrtr-state` (`tools/call slow {"rounds": N, "hang": bool}`
+//! answers `input_required` with only a `requestState` for N rounds (default 3), checking that each
+//! round comes with a new id and the exact state, then completes with a text that says so; with
+//! `hang`, the last round is not answered), `mrtr-elicit` (`tools/call` asks for
+//! `elicitation/create`), `mrtr-forever` (`tools/call` is never done), `version-mismatch` (the first
+//! request gets -32022 naming 2026-07-28), `unknown-result-type` (`tools/call` answers `resultType:
+//! "mystery"`), `slow-discover` (`server/discover` answers after 1 s, while other requests are
+//! answered at once). Of the legacy era: `ignore-discover` (`server/discover` is never answered),
+//! `exit-on-discover` (exits with code 3 on it), `slow-discover-error` (-32601 to it after 3 s,
+//! while other requests are answered at once).
+//!
+//! In the modern and dual eras, every `initialize` and `server/discover` received is logged on
+//! stderr (`serve: got initialize`), and so is the end of input, with their counts (`serve: end of
+//! input; initialize ×0, server/discover ×1`).
 
 use crate::tools;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
+use std::time::Duration;
+
+/// The modern versions the server speaks.
+const MODERN: &str = "2026-07-28";
+/// The legacy versions it speaks.
+const LEGACY: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+const CLIENT_INFO_META: &str = "io.modelcontextprotocol/clientInfo";
+const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Era {
+    #[default]
+    Legacy,
+    Modern,
+    Dual,
+}
 
 #[derive(Default)]
 struct Behaviour {
+    era: Era,
     crash_on_call: bool,
     hang: bool,
     stderr_flood: usize,
@@ -16,10 +63,20 @@ struct Behaviour {
     ignore_eof: bool,
     ping_idle: bool,
     threaded: bool,
+    mrtr_state: bool,
+    mrtr_elicit: bool,
+    mrtr_forever: bool,
+    version_mismatch: bool,
+    unknown_result_type: bool,
+    ignore_discover: bool,
+    exit_on_discover: bool,
+    slow_discover_error: bool,
+    slow_discover: bool,
 }
 
 /// Collects what is written and hands it to the writer thread at each flush (`threaded` mode, in
-/// which call threads answer on their own, out of order).
+/// which call threads answer on their own, out of order; and `slow-discover-error`, whose late
+/// answer comes from a thread).
 struct ChannelWriter {
     buf: Vec<u8>,
     tx: std::sync::mpsc::Sender<Vec<u8>>,
@@ -41,11 +98,50 @@ impl Write for ChannelWriter {
     }
 }
 
+/// One input-required chain of `mrtr-state`: a `tools/call slow` answered over several rounds.
+struct Chain {
+    number: u64,
+    /// Rounds answered `input_required` so far.
+    round: u32,
+    total: u32,
+    hang: bool,
+    /// The params of the first round (less `requestState` and `_meta`): every round must repeat
+    /// them.
+    params: Value,
+    /// The JSON-RPC ids of its rounds, as JSON text.
+    ids: Vec<String>,
+}
+
+/// What the modern behaviours remember.
+#[derive(Default)]
+struct Mrtr {
+    /// Live chains by the `requestState` they wait for.
+    chains: HashMap<String, Chain>,
+    next_chain: u64,
+    /// `mrtr-forever`: rounds answered so far.
+    forever_rounds: u32,
+    /// Every request id seen (JSON text), to tell a reused one.
+    seen_ids: HashSet<String>,
+    /// Whether the request being handled came with an id never seen before.
+    fresh_id: bool,
+}
+
 pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     let mut b = Behaviour::default();
     let mut args = args.into_iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "--era" => {
+                b.era = match args.next().as_deref() {
+                    Some("legacy") => Era::Legacy,
+                    Some("modern") => Era::Modern,
+                    Some("dual") => Era::Dual,
+                    other => {
+                        eprintln!("serve: unknown era {other:?} (legacy, modern or dual)");
+                        return ExitCode::from(1);
+                    }
+                }
+            }
             "--behave" => {
                 for name in args.next().unwrap_or_default().split(',') {
                     match name {
@@ -57,6 +153,15 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "ignore-eof" => b.ignore_eof = true,
                         "ping-idle" => b.ping_idle = true,
                         "threaded" => b.threaded = true,
+                        "mrtr-state" => b.mrtr_state = true,
+                        "mrtr-elicit" => b.mrtr_elicit = true,
+                        "mrtr-forever" => b.mrtr_forever = true,
+                        "version-mismatch" => b.version_mismatch = true,
+                        "unknown-result-type" => b.unknown_result_type = true,
+                        "ignore-discover" => b.ignore_discover = true,
+                        "exit-on-discover" => b.exit_on_discover = true,
+                        "slow-discover-error" => b.slow_discover_error = true,
+                        "slow-discover" => b.slow_discover = true,
                         "exit-before-handshake" => {
                             eprintln!("serve: exiting before the handshake, on purpose");
                             return ExitCode::from(4);
@@ -77,7 +182,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
-    let mut out: Box<dyn Write> = if b.threaded {
+    let mut out: Box<dyn Write> = if b.threaded || b.slow_discover_error || b.slow_discover {
         std::thread::spawn(move || {
             let mut stdout = std::io::stdout().lock();
             for bytes in rx {
@@ -101,6 +206,9 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     let mut line = String::new();
     // A line read ahead (by `ping-idle`) that still has to be handled.
     let mut pending: Option<String> = None;
+    let mut mrtr = Mrtr::default();
+    let (mut initializes, mut discovers) = (0u64, 0u64);
+    let mut first_request = true;
     loop {
         line.clear();
         if let Some(ahead) = pending.take() {
@@ -110,7 +218,14 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                 Ok(0) | Err(_) if b.ignore_eof => loop {
                     std::thread::sleep(std::time::Duration::from_secs(1));
                 },
-                Ok(0) | Err(_) => return ExitCode::SUCCESS,
+                Ok(0) | Err(_) => {
+                    if b.era != Era::Legacy {
+                        eprintln!(
+                            "serve: end of input; initialize ×{initializes}, server/discover ×{discovers}"
+                        );
+                    }
+                    return ExitCode::SUCCESS;
+                }
                 Ok(_) => {}
             }
         }
@@ -133,80 +248,96 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             }
             continue;
         }
-        let reply = match method {
-            "initialize" => {
-                let asked = msg["params"]["protocolVersion"]
-                    .as_str()
-                    .unwrap_or("2025-11-25");
-                let version =
-                    if ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"].contains(&asked) {
+        if b.era != Era::Legacy {
+            match method {
+                "initialize" => {
+                    initializes += 1;
+                    eprintln!("serve: got initialize");
+                }
+                "server/discover" => {
+                    discovers += 1;
+                    eprintln!("serve: got server/discover");
+                }
+                _ => {}
+            }
+        }
+        if b.mrtr_state {
+            mrtr.fresh_id = mrtr.seen_ids.insert(id.to_string());
+        }
+        let modern = match b.era {
+            Era::Legacy => false,
+            Era::Modern => true,
+            Era::Dual => method != "initialize" && has_envelope(&msg),
+        };
+        let written = if std::mem::take(&mut first_request) && b.version_mismatch {
+            let requested = if method == "initialize" {
+                msg["params"]["protocolVersion"].clone()
+            } else {
+                msg["params"]["_meta"][PROTOCOL_VERSION_META].clone()
+            };
+            eprintln!("serve: refusing the first request ({method}) with -32022, on purpose");
+            let error = json!({"code": -32022, "message": "Unsupported protocol version",
+                               "data": {"supported": [MODERN], "requested": requested}});
+            write_response(&mut out, &id, Err(error))
+        } else if modern {
+            match modern_reply(&b, &msg, method, &id, &mut mrtr, &mut input, &mut out, &tx) {
+                Some(reply) => write_modern(&mut out, &id, reply),
+                None => continue,
+            }
+        } else {
+            let reply = match method {
+                "initialize" => {
+                    let asked = msg["params"]["protocolVersion"]
+                        .as_str()
+                        .unwrap_or("2025-11-25");
+                    let version = if LEGACY.contains(&asked) {
                         asked
                     } else {
                         "2025-11-25"
                     };
-                Ok(json!({
-                    "protocolVersion": version,
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "mcp-client-serve", "version": env!("CARGO_PKG_VERSION")}
-                }))
-            }
-            "ping" => Ok(json!({})),
-            "tools/list" => Ok(json!({"tools": tools::list()})),
-            "tools/call" if b.threaded => {
-                // Each call on a thread of its own: slow calls answer after faster later ones.
-                let tx = tx.clone();
-                std::thread::spawn(move || {
-                    let response = match tools::call(&msg["params"], "") {
-                        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                        Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
-                    };
-                    let _ = tx.send(format!("{response}\n").into_bytes());
-                });
-                continue;
-            }
-            "tools/call" => {
-                if b.crash_on_call {
-                    eprintln!("serve: crashing mid-call, on purpose");
-                    std::process::exit(3);
+                    Ok(json!({
+                        "protocolVersion": version,
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "mcp-client-serve", "version": env!("CARGO_PKG_VERSION")}
+                    }))
                 }
-                if b.hang {
-                    eprintln!("serve: not answering call {id}, on purpose");
+                "ping" => Ok(json!({})),
+                "tools/list" => Ok(json!({"tools": tools::list()})),
+                "tools/call" => match call(&b, &msg, &id, &mut input, &mut out, &tx, false) {
+                    Some(reply) => reply,
+                    None => continue,
+                },
+                "server/discover" if b.ignore_discover => {
+                    eprintln!("serve: not answering server/discover {id}, on purpose");
                     continue;
                 }
-                if b.stderr_flood > 0 {
-                    let chunk = "flood flood flood flood flood flood flood flood flood flood\n"
-                        .repeat(1024);
-                    let mut err = std::io::stderr().lock();
-                    let mut written = 0;
-                    while written < b.stderr_flood {
-                        if err.write_all(chunk.as_bytes()).is_err() {
-                            break;
-                        }
-                        written += chunk.len();
-                    }
-                    let _ = writeln!(err, "serve: flooded {written} bytes");
-                }
-                if b.junk {
-                    let _ = out.write_all(
-                        b"this is not JSON\n\x1b[31mnor this\x1b[0m\n[1,2\n{\"hello\":\"world\"}\n",
+                "server/discover" if b.exit_on_discover => {
+                    eprintln!(
+                        "serve: exiting on server/discover (pid {}), on purpose",
+                        std::process::id()
                     );
+                    std::process::exit(3);
                 }
-                let mut extra = String::new();
-                if b.ping_first {
-                    extra = ask_client(&mut input, &mut out);
+                "server/discover" if b.slow_discover_error => {
+                    eprintln!("serve: answering server/discover {id} in 3 s");
+                    let tx = tx.clone();
+                    std::thread::spawn(move || {
+                        std::thread::sleep(Duration::from_secs(3));
+                        let error =
+                            json!({"code": -32601, "message": "Method not found: server/discover"});
+                        let response = json!({"jsonrpc": "2.0", "id": id, "error": error});
+                        let _ = tx.send(format!("{response}\n").into_bytes());
+                        eprintln!("serve: answered server/discover, late");
+                    });
+                    continue;
                 }
-                tools::call(&msg["params"], &extra)
-            }
-            other => Err(json!({"code": -32601, "message": format!("Method not found: {other}")})),
+                other => {
+                    Err(json!({"code": -32601, "message": format!("Method not found: {other}")}))
+                }
+            };
+            write_response(&mut out, &id, reply)
         };
-        let response = match reply {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
-        };
-        if serde_json::to_writer(&mut out, &response).is_err()
-            || out.write_all(b"\n").is_err()
-            || out.flush().is_err()
-        {
+        if written.is_err() {
             return ExitCode::SUCCESS;
         }
         if b.ping_idle && method == "tools/call" {
@@ -228,6 +359,319 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             }
         }
     }
+}
+
+/// Whether a request carries the modern era's envelope (its protocol version key).
+fn has_envelope(msg: &Value) -> bool {
+    msg["params"]["_meta"]
+        .as_object()
+        .is_some_and(|m| m.contains_key(PROTOCOL_VERSION_META))
+}
+
+/// A modern answer: a result and the `resultType` it is sent with, or an error.
+type ModernReply = Result<(Value, &'static str), Value>;
+
+/// Writes a legacy-shaped answer, one line.
+fn write_response(
+    out: &mut impl Write,
+    id: &Value,
+    reply: Result<Value, Value>,
+) -> std::io::Result<()> {
+    let response = match reply {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+    };
+    serde_json::to_writer(&mut *out, &response)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+/// Writes a modern answer, one line: a result says what it is (`resultType`) and who made it
+/// (`_meta`), spliced in as text after its own members.
+fn write_modern(out: &mut impl Write, id: &Value, reply: ModernReply) -> std::io::Result<()> {
+    let (mut result, kind) = match reply {
+        Ok(r) => r,
+        Err(error) => return write_response(out, id, Err(error)),
+    };
+    out.write_all(br#"{"jsonrpc":"2.0","id":"#)?;
+    serde_json::to_writer(&mut *out, id)?;
+    out.write_all(br#","result":"#)?;
+    out.write_all(&stamp(&mut result, kind))?;
+    out.write_all(b"}\n")?;
+    out.flush()
+}
+
+/// A result as the modern era sends it, as JSON text.
+fn stamp(result: &mut Value, kind: &str) -> Vec<u8> {
+    if let Some(o) = result.as_object_mut() {
+        o.remove("resultType");
+        o.remove("_meta");
+    }
+    let mut text = serde_json::to_vec(result).unwrap_or_default();
+    if text.last() != Some(&b'}') {
+        return text;
+    }
+    text.pop();
+    if text.len() > 1 {
+        text.push(b',');
+    }
+    text.extend_from_slice(br#""resultType":"#);
+    serde_json::to_writer(&mut text, kind).expect("a string serializes");
+    text.extend_from_slice(SERVER_STAMP.as_bytes());
+    text
+}
+
+/// The `_meta` member of every modern result (and the result's closing brace).
+const SERVER_STAMP: &str = concat!(
+    r#","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-client-serve","version":""#,
+    env!("CARGO_PKG_VERSION"),
+    r#""}}}"#
+);
+
+/// A modern request's answer (`None`: none now).
+#[allow(clippy::too_many_arguments)]
+fn modern_reply(
+    b: &Behaviour,
+    msg: &Value,
+    method: &str,
+    id: &Value,
+    mrtr: &mut Mrtr,
+    input: &mut impl BufRead,
+    out: &mut Box<dyn Write>,
+    tx: &std::sync::mpsc::Sender<Vec<u8>>,
+) -> Option<ModernReply> {
+    if method == "initialize" {
+        // > "A server that supports only modern versions SHOULD name the protocol versions it
+        // > supports in any error it returns to an `initialize` request" — MCP 2026-07-28
+        eprintln!("serve: refused initialize (this server speaks only {MODERN})");
+        return Some(Err(json!({
+            "code": -32022,
+            "message": format!("this server speaks only protocol version {MODERN} (the modern era): initialize is not accepted; send server/discover and the per-request _meta instead"),
+            "data": {"supported": [MODERN], "requested": msg["params"]["protocolVersion"]}
+        })));
+    }
+    let meta = msg["params"]["_meta"].as_object();
+    let missing: Vec<&str> = [
+        PROTOCOL_VERSION_META,
+        CLIENT_INFO_META,
+        CLIENT_CAPABILITIES_META,
+    ]
+    .into_iter()
+    .filter(|k| !meta.is_some_and(|m| m.contains_key(*k)))
+    .collect();
+    if !missing.is_empty() {
+        eprintln!("serve: {method} without {}", missing.join(", "));
+        return Some(Err(json!({
+            "code": -32602,
+            "message": format!("params._meta is missing the required key(s): {}", missing.join(", "))
+        })));
+    }
+    let version = &msg["params"]["_meta"][PROTOCOL_VERSION_META];
+    if version != MODERN {
+        return Some(Err(
+            json!({"code": -32022, "message": "Unsupported protocol version",
+                               "data": {"supported": [MODERN], "requested": version}}),
+        ));
+    }
+    let reply = match method {
+        "server/discover" if b.slow_discover => {
+            eprintln!("serve: answering server/discover {id} in 1 s");
+            let (tx, id) = (tx.clone(), id.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_secs(1));
+                let mut bytes = Vec::new();
+                let result = json!({"supportedVersions": [MODERN], "capabilities": {"tools": {}}});
+                let _ = write_modern(&mut bytes, &id, Ok((result, "complete")));
+                let _ = tx.send(bytes);
+            });
+            return None;
+        }
+        "server/discover" => Ok((
+            json!({"supportedVersions": [MODERN], "capabilities": {"tools": {}}}),
+            "complete",
+        )),
+        "tools/list" => Ok((json!({"tools": tools::list()}), "complete")),
+        "tools/call" => {
+            if b.mrtr_state && msg["params"]["name"] == "slow" {
+                return mrtr_round(msg, id, mrtr);
+            }
+            if b.mrtr_elicit {
+                eprintln!("serve: asking {id} for elicitation/create");
+                return Some(Ok((
+                    json!({
+                        "inputRequests": {"confirm": {"method": "elicitation/create", "params": {
+                            "mode": "form",
+                            "message": "Proceed?",
+                            "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+                        }}},
+                        "requestState": "elicit-1"
+                    }),
+                    "input_required",
+                )));
+            }
+            if b.mrtr_forever {
+                mrtr.forever_rounds += 1;
+                eprintln!("serve: mrtr-forever round {} id {id}", mrtr.forever_rounds);
+                return Some(Ok((
+                    json!({"requestState": format!("forever-{}", mrtr.forever_rounds)}),
+                    "input_required",
+                )));
+            }
+            let reply = call(b, msg, id, input, out, tx, true)?;
+            if b.unknown_result_type {
+                return Some(reply.map(|r| (r, "mystery")));
+            }
+            reply.map(|r| (r, "complete"))
+        }
+        other => Err(json!({"code": -32601, "message": format!("Method not found: {other}")})),
+    };
+    Some(reply)
+}
+
+/// One round of an `mrtr-state` chain.
+fn mrtr_round(msg: &Value, id: &Value, mrtr: &mut Mrtr) -> Option<ModernReply> {
+    let id_text = id.to_string();
+    let fresh_id = mrtr.fresh_id;
+    let mut params = msg["params"].clone();
+    let echoed = params
+        .as_object_mut()
+        .and_then(|p| {
+            p.remove("_meta");
+            p.remove("requestState")
+        })
+        .map(|s| s.as_str().map(str::to_owned).ok_or(s));
+    let mut chain = match echoed {
+        None => {
+            mrtr.next_chain += 1;
+            let args = &msg["params"]["arguments"];
+            Chain {
+                number: mrtr.next_chain,
+                round: 0,
+                total: args["rounds"].as_u64().unwrap_or(3).min(1000) as u32,
+                hang: args["hang"].as_bool().unwrap_or(false),
+                params: params.clone(),
+                ids: Vec::new(),
+            }
+        }
+        Some(Err(not_text)) => {
+            eprintln!("serve: mrtr BAD requestState {not_text} (not a string) on id {id}");
+            return Some(Err(
+                json!({"code": -32602, "message": "requestState must be the string sent"}),
+            ));
+        }
+        Some(Ok(state)) => match mrtr.chains.remove(&state) {
+            Some(chain) => chain,
+            None => {
+                eprintln!("serve: mrtr BAD requestState {state:?} on id {id}: not one sent");
+                return Some(Err(json!({"code": -32602,
+                    "message": format!("requestState {state:?} is not the one sent (echo it exactly)")})));
+            }
+        },
+    };
+    let c = chain.number;
+    if !fresh_id {
+        eprintln!("serve: mrtr chain {c} REUSED id {id}");
+        return Some(Err(
+            json!({"code": -32600, "message": format!("id {id} was used before: each round needs a new id")}),
+        ));
+    }
+    if params != chain.params {
+        eprintln!("serve: mrtr chain {c} params changed on id {id}: {params}");
+        return Some(Err(
+            json!({"code": -32602, "message": "a round must repeat the request's params"}),
+        ));
+    }
+    chain.ids.push(id_text);
+    if chain.round >= chain.total {
+        let ids = chain.ids.join(",");
+        if chain.hang {
+            eprintln!("serve: mrtr chain {c} not answering id {id} (ids {ids}), on purpose");
+            return None;
+        }
+        eprintln!(
+            "serve: mrtr chain {c} complete after {} rounds, ids {ids} all new, state exact",
+            chain.round
+        );
+        let text = format!(
+            "done after {} rounds (ids {ids}, each new; requestState echoed exactly)",
+            chain.round
+        );
+        return Some(Ok((
+            json!({"content": [{"type": "text", "text": text}]}),
+            "complete",
+        )));
+    }
+    chain.round += 1;
+    // Opaque to the client, and awkward on purpose: quotes, a backslash, escapes, non-ASCII and
+    // trailing blanks must all come back as they were.
+    let state = format!(
+        "chain {c} round {}/{} \"q\" \\ \u{1F980} ünï\tcødé\u{2028} ",
+        chain.round, chain.total
+    );
+    eprintln!(
+        "serve: mrtr chain {c} round {}/{} id {id}: input_required",
+        chain.round, chain.total
+    );
+    mrtr.chains.insert(state.clone(), chain);
+    let mut result = Map::new();
+    result.insert("requestState".into(), state.into());
+    Some(Ok((Value::Object(result), "input_required")))
+}
+
+/// A `tools/call` with the behaviours every era shares (`None`: no answer now). `modern`: the
+/// answer of `threaded` is stamped for the modern era.
+fn call(
+    b: &Behaviour,
+    msg: &Value,
+    id: &Value,
+    input: &mut impl BufRead,
+    out: &mut Box<dyn Write>,
+    tx: &std::sync::mpsc::Sender<Vec<u8>>,
+    modern: bool,
+) -> Option<Result<Value, Value>> {
+    if b.threaded {
+        // Each call on a thread of its own: slow calls answer after faster later ones.
+        let tx = tx.clone();
+        let (msg, id) = (msg.clone(), id.clone());
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = match tools::call(&msg["params"], "") {
+                Ok(result) if modern => write_modern(&mut bytes, &id, Ok((result, "complete"))),
+                reply => write_response(&mut bytes, &id, reply),
+            };
+            let _ = tx.send(bytes);
+        });
+        return None;
+    }
+    if b.crash_on_call {
+        eprintln!("serve: crashing mid-call, on purpose");
+        std::process::exit(3);
+    }
+    if b.hang {
+        eprintln!("serve: not answering call {id}, on purpose");
+        return None;
+    }
+    if b.stderr_flood > 0 {
+        let chunk = "flood flood flood flood flood flood flood flood flood flood\n".repeat(1024);
+        let mut err = std::io::stderr().lock();
+        let mut written = 0;
+        while written < b.stderr_flood {
+            if err.write_all(chunk.as_bytes()).is_err() {
+                break;
+            }
+            written += chunk.len();
+        }
+        let _ = writeln!(err, "serve: flooded {written} bytes");
+    }
+    if b.junk {
+        let _ = out
+            .write_all(b"this is not JSON\n\x1b[31mnor this\x1b[0m\n[1,2\n{\"hello\":\"world\"}\n");
+    }
+    let mut extra = String::new();
+    if b.ping_first {
+        extra = ask_client(input, out);
+    }
+    Some(tools::call(&msg["params"], &extra))
 }
 
 /// Sends the client a ping and a request it does not implement; returns what it answered.

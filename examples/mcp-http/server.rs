@@ -60,6 +60,13 @@ pub struct Behaviour {
     pub keep_stream_open: bool,
     /// Every `initialize` but the first is answered only after this delay.
     pub renewal_delay: Option<Duration>,
+    /// The server speaks only the modern era (2026-07-28): no sessions; `server/discover`
+    /// answers; every request must carry the per-request `_meta` (-32602) with a version it speaks
+    /// (-32022) and an `MCP-Protocol-Version` header that matches it (-32020), each refusal a
+    /// `400` with the JSON-RPC error as its body; `initialize` is refused the same way, naming the
+    /// versions it supports; every result says `resultType: "complete"` and carries the server's
+    /// identity in its `_meta`. `json` picks JSON or SSE answers as for the legacy era.
+    pub modern: bool,
 }
 
 /// One request the server received.
@@ -364,6 +371,9 @@ fn handle_post(
             err.to_string().as_bytes(),
         );
     };
+    if b.modern {
+        return handle_modern(out, req, &msg, b);
+    }
     let method = msg["method"].as_str().unwrap_or("").to_owned();
     let session = req.header("mcp-session-id").map(str::to_owned);
     let mut new_session = None;
@@ -528,6 +538,108 @@ fn handle_post(
         respond(out, "200 OK", &headers, answer.to_string().as_bytes())
     } else {
         let mut sse = Sse::open(out, b, new_session.as_deref())?;
+        sse.message(&answer, None)?;
+        sse.end()
+    }
+}
+
+/// The only version of the modern era the server speaks.
+const MODERN: &str = "2026-07-28";
+
+/// A POST to a modern-only server ([`Behaviour::modern`]).
+fn handle_modern(
+    out: &mut TcpStream,
+    req: &Request,
+    msg: &Value,
+    b: &Behaviour,
+) -> std::io::Result<()> {
+    let refuse = |out: &mut TcpStream, id: &Value, status: &str, error: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string();
+        respond(
+            out,
+            status,
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+    };
+    let Some(id) = msg.get("id") else {
+        return respond(out, "202 Accepted", &[], b"");
+    };
+    let method = msg["method"].as_str().unwrap_or("");
+    if method == "initialize" {
+        return refuse(
+            out,
+            id,
+            "400 Bad Request",
+            json!({"code": -32022,
+                   "message": format!("this server speaks only protocol version {MODERN}: initialize is not accepted"),
+                   "data": {"supported": [MODERN], "requested": msg["params"]["protocolVersion"]}}),
+        );
+    }
+    let meta = &msg["params"]["_meta"];
+    let keys = [
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/clientInfo",
+        "io.modelcontextprotocol/clientCapabilities",
+    ];
+    if !keys.iter().all(|k| meta.get(k).is_some()) {
+        return refuse(
+            out,
+            id,
+            "400 Bad Request",
+            json!({"code": -32602, "message": format!("params._meta must carry {}", keys.join(", "))}),
+        );
+    }
+    let version = meta[keys[0]].as_str().unwrap_or("");
+    if req.header("mcp-protocol-version") != Some(version) {
+        return refuse(
+            out,
+            id,
+            "400 Bad Request",
+            json!({"code": -32020, "message": "mcp-protocol-version header does not match the request envelope's protocol version"}),
+        );
+    }
+    if version != MODERN {
+        return refuse(
+            out,
+            id,
+            "400 Bad Request",
+            json!({"code": -32022, "message": "Unsupported protocol version",
+                   "data": {"supported": [MODERN], "requested": version}}),
+        );
+    }
+    let result = match method {
+        "server/discover" => {
+            Ok(json!({"supportedVersions": [MODERN], "capabilities": {"tools": {}}}))
+        }
+        "tools/list" => Ok(json!({"tools": tools::list()})),
+        "tools/call" => tools::call(&msg["params"], ""),
+        other => {
+            return refuse(
+                out,
+                id,
+                "404 Not Found",
+                json!({"code": -32601, "message": format!("Method not found: {other}")}),
+            )
+        }
+    };
+    let answer = match result {
+        Ok(mut r) => {
+            r["resultType"] = json!("complete");
+            r["_meta"] = json!({"io.modelcontextprotocol/serverInfo": {"name": "mcp-http-demo", "version": "1.0.0"}});
+            json!({"jsonrpc": "2.0", "id": id, "result": r})
+        }
+        Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e}),
+    };
+    if b.json {
+        respond(
+            out,
+            "200 OK",
+            &[("Content-Type", "application/json")],
+            answer.to_string().as_bytes(),
+        )
+    } else {
+        let mut sse = Sse::open(out, b, None)?;
         sse.message(&answer, None)?;
         sse.end()
     }
