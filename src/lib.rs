@@ -8,6 +8,8 @@
 //! The modules read like the protocol's chapters:
 //! - [`framing`]: newline-delimited messages (stdio), bounded and linear
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope
+//! - [`text`]: text that is not what JSON text must be (invalid UTF-8, lone surrogate escapes),
+//!   mended so that its message can still be read
 //! - [`types`]: the MCP schema types a tool client uses
 //! - [`session`]: the [`Session`] state machine: handshake, requests, timeouts, cancellation
 //! - [`sse`]: the server-sent events decoder (Streamable HTTP responses)
@@ -30,6 +32,7 @@ pub mod methods;
 pub mod pagination;
 pub mod session;
 pub mod sse;
+pub mod text;
 pub mod types;
 
 pub use bridge::{tool_output, ToolDefinition, ToolOutput};

@@ -950,3 +950,267 @@ fn an_oversized_event_or_body_fails_its_call_at_once_and_is_reported() {
         });
     }
 }
+
+// ---- what servers send wrong: hostile responders of the tests' own ------------------------------
+
+/// A tiny HTTP/1.1 responder on 127.0.0.1 for the hostile tests below: each request is read
+/// whole (head and `Content-Length` body), logged, and answered by the test's handler on a
+/// connection that then closes.
+mod tiny {
+    use serde_json::Value;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::{Arc, Mutex};
+
+    /// One request as received.
+    #[derive(Debug, Clone)]
+    pub struct Req {
+        pub method: String,
+        /// The request target: the path and query.
+        pub target: String,
+        pub headers: Vec<(String, String)>,
+        pub body: Vec<u8>,
+    }
+
+    impl Req {
+        pub fn header(&self, name: &str) -> Option<&str> {
+            self.headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.as_str())
+        }
+
+        pub fn json(&self) -> Value {
+            serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+        }
+
+        /// The JSON-RPC method of the body, if any.
+        pub fn rpc(&self) -> String {
+            self.json()["method"].as_str().unwrap_or("").to_owned()
+        }
+
+        /// The JSON-RPC id of the body, as JSON text.
+        pub fn id(&self) -> String {
+            self.json()["id"].to_string()
+        }
+    }
+
+    /// One response.
+    pub struct Resp {
+        pub status: u16,
+        pub headers: Vec<(String, String)>,
+        pub body: Vec<u8>,
+    }
+
+    impl Resp {
+        pub fn new(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Resp {
+            let mut headers = Vec::new();
+            if !content_type.is_empty() {
+                headers.push(("Content-Type".into(), content_type.into()));
+            }
+            Resp {
+                status,
+                headers,
+                body: body.into(),
+            }
+        }
+
+        pub fn json(body: impl Into<Vec<u8>>) -> Resp {
+            Resp::new(200, "application/json", body)
+        }
+
+        pub fn sse(body: impl Into<Vec<u8>>) -> Resp {
+            Resp::new(200, "text/event-stream", body)
+        }
+
+        pub fn accepted() -> Resp {
+            Resp::new(202, "", Vec::new())
+        }
+    }
+
+    type Handler = dyn Fn(&Req) -> Resp + Send + Sync;
+
+    pub struct Responder {
+        /// `http://127.0.0.1:PORT`.
+        pub origin: String,
+        log: Arc<Mutex<Vec<Req>>>,
+    }
+
+    impl Responder {
+        pub fn start(handler: impl Fn(&Req) -> Resp + Send + Sync + 'static) -> Responder {
+            let listener = TcpListener::bind("127.0.0.1:0").expect("listen on 127.0.0.1");
+            let origin = format!("http://{}", listener.local_addr().unwrap());
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let handler: Arc<Handler> = Arc::new(handler);
+            let shared = log.clone();
+            std::thread::spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    let (log, handler) = (shared.clone(), handler.clone());
+                    std::thread::spawn(move || serve(stream, &log, &*handler));
+                }
+            });
+            Responder { origin, log }
+        }
+
+        /// The URL of `path` here.
+        pub fn url(&self, path: &str) -> String {
+            format!("{}{path}", self.origin)
+        }
+
+        pub fn log(&self) -> Vec<Req> {
+            self.log.lock().unwrap().clone()
+        }
+    }
+
+    fn serve(stream: TcpStream, log: &Mutex<Vec<Req>>, handler: &Handler) {
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let (method, target) = (
+            parts.next().unwrap_or("").to_owned(),
+            parts.next().unwrap_or("").to_owned(),
+        );
+        let mut headers = Vec::new();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                headers.push((k.trim().to_owned(), v.trim().to_owned()));
+            }
+        }
+        let mut stream = stream;
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _): &&(String, String)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.clone())
+        };
+        if header("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
+            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        let len = header("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; len];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let req = Req {
+            method,
+            target,
+            headers,
+            body,
+        };
+        log.lock().unwrap().push(req.clone());
+        let resp = handler(&req);
+        let mut out = format!("HTTP/1.1 {} X\r\n", resp.status).into_bytes();
+        for (k, v) in &resp.headers {
+            out.extend(format!("{k}: {v}\r\n").into_bytes());
+        }
+        out.extend(
+            format!(
+                "Content-Length: {}\r\nConnection: close\r\n\r\n",
+                resp.body.len()
+            )
+            .into_bytes(),
+        );
+        out.extend(&resp.body);
+        let _ = stream.write_all(&out);
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+    }
+
+    /// The `initialize` answer of a legacy server without sessions.
+    pub fn init_answer(id: &str) -> Resp {
+        Resp::json(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"tiny","version":"0"}}}}}}"#
+        ))
+    }
+
+    /// A legacy server: the handshake, 202 to notifications, `call` for everything else.
+    pub fn legacy(call: impl Fn(&Req) -> Resp + Send + Sync + 'static) -> Responder {
+        Responder::start(move |r| match r.rpc().as_str() {
+            "initialize" => init_answer(&r.id()),
+            m if m.starts_with("notifications/") => Resp::accepted(),
+            _ => call(r),
+        })
+    }
+
+    /// A `tools/call` answer to `id` whose one text block is `text`, as raw bytes.
+    pub fn call_answer(id: &str, text: &[u8]) -> Vec<u8> {
+        let mut m = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#
+        )
+        .into_bytes();
+        m.extend_from_slice(text);
+        m.extend_from_slice(br#""}]}}"#);
+        m
+    }
+}
+
+/// A client of `url` in the legacy era (these responders answer `initialize` only), whose
+/// requests time out after 20 s (a regression fails instead of waiting a minute).
+fn legacy_client(config: HttpTransportConfig) -> Client<HttpTransport> {
+    let settings = ClientConfig {
+        session: Config {
+            default_timeout: Some(Duration::from_secs(20)),
+            era: mcp_client::proto::EraChoice::Legacy,
+            ..Config::default()
+        },
+        ..ClientConfig::default()
+    };
+    Client::with_config(HttpTransport::new(config).unwrap(), settings)
+}
+
+#[test]
+fn json_bodies_and_sse_events_with_bad_text_reach_the_model_with_replacement_characters() {
+    use tiny::{call_answer, Resp};
+    let srv = tiny::legacy(|r| {
+        let id = r.id();
+        let how = r.json()["params"]["arguments"]["how"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        let event = |message: Vec<u8>| {
+            let mut body = b"event: message\ndata: ".to_vec();
+            body.extend(message);
+            body.extend_from_slice(b"\n\n");
+            body
+        };
+        match how.as_str() {
+            "json-latin1" => Resp::json(call_answer(&id, b"caf\xe9")),
+            "json-surrogate" => Resp::json(call_answer(&id, br"\ud83d!")),
+            "sse-latin1" => Resp::sse(event(call_answer(&id, b"cr\xe8me"))),
+            "sse-surrogate" => Resp::sse(event(call_answer(&id, br"\udfff\ud83d\ude00"))),
+            _ => Resp::new(500, "text/plain", "?"),
+        }
+    });
+    smol::block_on(async {
+        let c = legacy_client(HttpTransportConfig::new(srv.url("/mcp")));
+        c.initialize().await.unwrap();
+        let started = Instant::now();
+        for (how, reads) in [
+            ("json-latin1", "caf\u{FFFD}"),
+            ("json-surrogate", "\u{FFFD}!"),
+            ("sse-latin1", "cr\u{FFFD}me"),
+            ("sse-surrogate", "\u{FFFD}\u{1F600}"),
+        ] {
+            let r = c.call_tool("read", json!({ "how": how })).await;
+            assert_eq!(r.unwrap().text(), reads, "{how}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no timeout");
+        // The SSE decoder replaces invalid UTF-8 itself, as the event-stream format says; the
+        // session mends the other three.
+        assert_eq!(c.stats().repaired, 3);
+        assert_eq!(c.stats().messages_ignored, 0);
+        c.close().await.unwrap();
+    });
+    assert!(srv
+        .log()
+        .iter()
+        .all(|r| r.method == "POST" && r.target == "/mcp" && r.header("accept").is_some()));
+}

@@ -925,3 +925,67 @@ fn warnings_reach_the_application_and_a_panicking_callback_changes_nothing() {
         close_and_check(client).await;
     })
 }
+
+/// A client in the legacy era whose requests time out after 20 s (a regression fails instead of
+/// waiting a minute), with a shell-script server that answers the handshake, then runs `then`.
+async fn connect_sh(then: &str) -> Client<StdioTransport> {
+    let settings = ClientConfig {
+        session: Config {
+            default_timeout: Some(Duration::from_secs(20)),
+            era: mcp_client::proto::EraChoice::Legacy,
+            ..Config::default()
+        },
+        ..ClientConfig::default()
+    };
+    let transport = StdioTransport::spawn(sh_server(then)).expect("spawn");
+    let client = Client::with_config(transport, settings);
+    client.initialize().await.expect("initialize");
+    client
+}
+
+#[test]
+fn latin1_bytes_and_lone_surrogates_reach_the_model_as_replacement_characters() {
+    use mcp_client::proto::text::Damage;
+    use mcp_client::proto::Warning;
+    smol::block_on(async {
+        // After `notifications/initialized`, two calls (ids 1 and 2): the first answered with
+        // Latin-1 bytes (\351 is é) and lone surrogate escapes, the second with a lone low
+        // surrogate only, and a correctly paired emoji.
+        let client = connect_sh(
+            r#"read line; read line; printf '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"caf\351 \\ud83d and \\udfff"}]}}\n'; read line; printf '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"\\udc00 \\ud83d\\ude00"}]}}\n'; sleep 30"#,
+        )
+        .await;
+        let started = Instant::now();
+        let r = client.call_tool("read", json!({})).await.unwrap();
+        assert_eq!(r.text(), "caf\u{FFFD} \u{FFFD} and \u{FFFD}");
+        let r = client.call_tool("read", json!({})).await.unwrap();
+        assert_eq!(r.text(), "\u{FFFD} \u{1F600}");
+        assert!(started.elapsed() < Duration::from_secs(10), "no timeout");
+        assert_eq!(client.stats().repaired, 2);
+        assert_eq!(client.stats().messages_ignored, 0);
+        let warnings = client.recent_warnings();
+        assert!(
+            matches!(
+                &warnings[..],
+                [
+                    Warning::Repaired {
+                        what: Damage {
+                            invalid_utf8: 1,
+                            lone_surrogates: 2
+                        },
+                        ..
+                    },
+                    Warning::Repaired {
+                        what: Damage {
+                            invalid_utf8: 0,
+                            lone_surrogates: 1
+                        },
+                        ..
+                    }
+                ]
+            ),
+            "{warnings:?}"
+        );
+        close_and_check(client).await;
+    })
+}

@@ -10,6 +10,7 @@ use crate::methods::{
     ServerMessage, ServerNotificationMethod, ServerRequestId, ServerRequestMethod,
 };
 use crate::session::State;
+use crate::text;
 use serde_json::json;
 use serde_json::value::RawValue;
 use std::time::Instant;
@@ -67,36 +68,73 @@ impl Core {
     pub(super) fn handle_message(&mut self, message: &[u8]) {
         // A BOM or surrounding whitespace around a whole message is tolerated.
         let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
-        let trimmed = message.trim_ascii_start();
-        if trimmed.first() == Some(&b'[') {
-            // > "MCP implementations MAY support sending JSON-RPC batches, but MUST support
-            // > receiving JSON-RPC batches." — MCP 2025-03-26, Transports
-            match serde_json::from_slice::<Vec<&RawValue>>(trimmed) {
-                Ok(items) if items.is_empty() => {
-                    self.ignore(Warning::NotJsonRpc("an empty batch".into()))
-                }
-                Ok(items) => {
-                    for item in items {
-                        self.handle_one(item.get().as_bytes());
-                    }
-                }
-                Err(e) => self.not_json(message, &e),
+        self.mending(message, Self::read_message);
+    }
+
+    /// Reads `message` with `read`; when it is not JSON, mends its text (invalid UTF-8, lone
+    /// surrogate escapes: see [`text`]) and reads it again. `read` does nothing but return the
+    /// parse error when the message is not JSON, so the mended copy is read as if it had come so.
+    ///
+    /// > "JSON-RPC messages **MUST** be UTF-8 encoded." — MCP 2025-11-25, Transports; a server
+    /// > that breaks this still gets its answer read, with U+FFFD where the bad text was.
+    fn mending(
+        &mut self,
+        message: &[u8],
+        read: impl Fn(&mut Self, &[u8]) -> serde_json::Result<()>,
+    ) {
+        let Err(error) = read(self, message) else {
+            return;
+        };
+        let Some((mended, what)) = text::repair(message) else {
+            return self.not_json(message, &error);
+        };
+        // The warning goes before what reading the message caused (its request's answer).
+        let at = self.events.len();
+        match read(self, mended.as_bytes()) {
+            Ok(()) => {
+                self.stats.repaired += 1;
+                let warning = Warning::Repaired {
+                    what,
+                    len: message.len(),
+                };
+                self.events.insert(at, Event::Warning(warning));
             }
-        } else {
-            self.handle_one(message);
+            Err(_) => self.not_json(message, &error),
         }
     }
 
-    pub(super) fn handle_one(&mut self, message: &[u8]) {
+    /// Reads one message or batch; returns the parse error, having done nothing, when it is not
+    /// JSON.
+    fn read_message(&mut self, message: &[u8]) -> serde_json::Result<()> {
+        let trimmed = message.trim_ascii_start();
+        if trimmed.first() != Some(&b'[') {
+            return self.handle_one(message);
+        }
+        // > "MCP implementations MAY support sending JSON-RPC batches, but MUST support
+        // > receiving JSON-RPC batches." — MCP 2025-03-26, Transports
+        let items = serde_json::from_slice::<Vec<&RawValue>>(trimmed)?;
+        if items.is_empty() {
+            self.ignore(Warning::NotJsonRpc("an empty batch".into()));
+        }
+        for item in items {
+            // Each is valid UTF-8 JSON, but may hold a lone surrogate escape.
+            self.mending(item.get().as_bytes(), Self::handle_one);
+        }
+        Ok(())
+    }
+
+    /// Reads one message; returns the parse error, having done nothing, when it is not JSON.
+    pub(super) fn handle_one(&mut self, message: &[u8]) -> serde_json::Result<()> {
         if self.fast_response(message) {
-            return;
+            return Ok(());
         }
         let raw = match serde_json::from_slice::<RawMessage<'_>>(message) {
             Ok(raw) => raw,
             Err(e) if e.is_data() => {
-                return self.ignore(Warning::NotJsonRpc(e.to_string()));
+                self.ignore(Warning::NotJsonRpc(e.to_string()));
+                return Ok(());
             }
-            Err(e) => return self.not_json(message, &e),
+            Err(e) => return Err(e),
         };
         match raw.classify() {
             ServerMessage::Request { id, method, .. } => self.handle_server_request(id, method),
@@ -108,13 +146,13 @@ impl Core {
             },
             ServerMessage::Result { id, result } => {
                 let Some(own) = self.own_pending(id) else {
-                    return;
+                    return Ok(());
                 };
                 // The era seam: a modern result says what it is before it is decoded.
                 let outcome = if self.modern_for(own) {
                     match self.modern_result(own, result) {
                         Some(outcome) => outcome,
-                        None => return,
+                        None => return Ok(()),
                     }
                 } else {
                     self.decode(own, result)
@@ -126,13 +164,13 @@ impl Core {
                 error,
             } => {
                 let Some(own) = self.own_pending(id) else {
-                    return;
+                    return Ok(());
                 };
                 // The opening's probe reads the error itself (a modern error or the legacy era).
                 let error = if self.modern_for(own) && self.probe_id != Some(own) {
                     match self.modern_error_outcome(own, error) {
                         Some(error) => error,
-                        None => return,
+                        None => return Ok(()),
                     }
                 } else {
                     RequestError::Rpc(error)
@@ -142,6 +180,7 @@ impl Core {
             ServerMessage::Error { id: None, error } => self.ignore(Warning::ErrorWithoutId(error)),
             ServerMessage::Invalid(reason) => self.ignore(Warning::NotJsonRpc(reason.into())),
         }
+        Ok(())
     }
 
     /// Resolves a response id to a pending request of ours. Answers to requests no longer pending

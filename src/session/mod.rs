@@ -258,6 +258,9 @@ pub struct Stats {
     pub version_retries: u64,
     /// Tools left out of tool lists for invalid `x-mcp-header` annotations (modern era, HTTP).
     pub tools_rejected: u64,
+    /// Messages read after their text was mended: invalid UTF-8 or lone surrogate escapes
+    /// replaced with U+FFFD (see [`text`](crate::text)); each is also a [`Warning::Repaired`].
+    pub repaired: u64,
 }
 
 /// An MCP client session as a pure state machine: bytes and time in; frames and events out.
