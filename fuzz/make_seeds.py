@@ -110,6 +110,11 @@ S = {
     "bad-text": session(INIT | LIST | CALL | EOF, [SMALL, ONE, MID], [0, 0, 0, 0],
         lines(resp(1, TOOLS.replace(b"Echoes", b"Ech\xf6es")), resp(2, TEXT(b"caf\xe9 \\ud83d")),
               b"[" + resp(99, TEXT(b"\\udc00")) + b"]", b"\xff\xfe junk \\ud800")),
+    # An error without an id: one pending fails at once; with two it is reported only.
+    "null-id": session(INIT | CALL | EOF, [MID], [0, 0, 0, 0],
+        lines(NULL_ERR, resp(1, TEXT(b"late")))),
+    "null-id-two-pending": session(INIT | LIST | CALL | EOF, [SMALL], [0, 0, 0, 0],
+        lines(NULL_ERR, resp(2, TEXT(b"two")), NULL_ERR, resp(1, TOOLS))),
     "transcript-ready": session(INIT | LIST | CALL | SHORT | EOF, [0xC4, SMALL, MID, ONE], [1, 0, 1, 0],
         b"".join(tl[1:])),
 }
@@ -145,6 +150,9 @@ E = {
     # a cancellation that aborts.
     "http-headers": eras(MODERN | HTTP, INIT | LIST | CALL | CANCEL | EOF, [BIG], [0, 0, 0, 0],
         lines(resp(1, HDR_TOOLS), resp(2, TEXT(b"h")))),
+    # The probe refused with an error without an id: the legacy era, initialize (id 1) follows.
+    "auto-null-id-probe": eras(AUTO, LIST | CALL | ON_READY | EOF, [SMALL], [0, 0, 0, 0],
+        lines(NULL_ERR, resp(1, INIT_RESULT[INIT_RESULT.index(b'"result":') + 9:-1]), resp(2, TOOLS), NULL_ERR)),
     "legacy-first-refused": eras(LEGACY_FIRST, CALL | ON_READY | EOF, [SMALL], [0, 0, 0, 0],
         lines(err(0, -32601, b"2026 only"), resp(1, DISCOVER), resp(2, TEXT(b"q")))),
 }

@@ -412,6 +412,16 @@ impl Exchange {
     pub fn resumes(&self) -> u32 {
         self.resumes
     }
+
+    /// The wire id of the request it carries ([`TransmitKind::Request::wire`]), if it carries
+    /// one: hand what its response brings to
+    /// [`Session::handle_message_for`](crate::Session::handle_message_for) with it.
+    pub fn wire(&self) -> Option<RequestId> {
+        match &self.kind {
+            TransmitKind::Request { wire, .. } => Some(*wire),
+            _ => None,
+        }
+    }
 }
 
 /// What giving up on a request takes ([`HttpRules::on_cancel`]).
@@ -685,14 +695,25 @@ impl HttpRules {
     }
 
     /// Reads the JSON body of a refused request ([`Body::Refused`]): a JSON-RPC error answering
-    /// the request is its answer (`Ok`: hand the body to the session, which reads the error);
-    /// anything else (an error without the request's id, another shape, junk) leaves the status
+    /// the request is its answer (`Ok`: hand the body to the session with
+    /// [`Session::handle_message_for`](crate::Session::handle_message_for), which reads the
+    /// error); anything else (an error with another id, another shape, junk) leaves the status
     /// as the verdict.
     ///
     /// > "On `400 Bad Request`, the client **SHOULD** inspect the response body before falling
     /// > back: modern servers also use `400` for `UnsupportedProtocolVersionError`,
     /// > `MissingRequiredClientCapabilityError`, and header-validation failures." — MCP
     /// > 2026-07-28, Streamable HTTP § Backward Compatibility
+    ///
+    /// An error without an id (`null` or absent) answers it too: the server could not read the
+    /// request, and this response is to this request's POST, so the request fails with the
+    /// server's code and message rather than an HTTP status. (A legacy server refusing the era
+    /// probe so — the TypeScript SDK's `400 {"error":{"code":-32000,"message":"Bad Request: No
+    /// valid session ID provided"},"id":null}` — still means the legacy era: -32000 is no modern
+    /// error.)
+    ///
+    /// > "If there was an error in detecting the id in the Request object (e.g. Parse
+    /// > error/Invalid Request), it MUST be Null." — JSON-RPC 2.0 § 5
     pub fn on_error_body(
         &mut self,
         exchange: &mut Exchange,
@@ -704,7 +725,11 @@ impl HttpRules {
             #[serde(default)]
             id: Option<serde_json::Value>,
             #[serde(default)]
-            error: Option<serde::de::IgnoredAny>,
+            method: Option<serde::de::IgnoredAny>,
+            // The shape the session reads (`{code, message?, data?}`), so that what is taken for
+            // the answer is one.
+            #[serde(default)]
+            error: Option<crate::jsonrpc::RpcError>,
             #[serde(default)]
             result: Option<serde::de::IgnoredAny>,
         }
@@ -717,7 +742,8 @@ impl HttpRules {
         let answers = serde_json::from_slice::<Head>(body).is_ok_and(|h| {
             h.error.is_some()
                 && h.result.is_none()
-                && h.id.as_ref().and_then(serde_json::Value::as_u64) == Some(wire.0)
+                && h.method.is_none()
+                && h.id.as_ref().is_none_or(|id| id.as_u64() == Some(wire.0))
         });
         if answers {
             exchange.answered = true;
@@ -751,7 +777,8 @@ impl HttpRules {
     }
 
     /// Notes a message read from the response to `kind`; returns whether it is that request's
-    /// answer. The `initialize` answer sets the protocol revision sent in later headers.
+    /// answer: a result or error with its id, or an error without an id. The `initialize` answer
+    /// sets the protocol revision sent in later headers.
     pub fn observe_message(&mut self, kind: &TransmitKind, message: &[u8]) -> bool {
         #[derive(serde::Deserialize)]
         struct Head {
@@ -775,9 +802,16 @@ impl HttpRules {
         let Ok(head) = serde_json::from_slice::<Head>(message) else {
             return false;
         };
+        // An error without an id (`null` or absent) on this request's response is about this
+        // request (see `on_error_body`): the session takes it for its answer.
         let answers = head.method.is_none()
-            && (head.result.is_some() || head.error.is_some())
-            && head.id.as_ref().and_then(serde_json::Value::as_u64) == Some(wire.0);
+            && match (&head.result, &head.error, &head.id) {
+                (Some(_), None, Some(id)) | (None, Some(_), Some(id)) => {
+                    id.as_u64() == Some(wire.0)
+                }
+                (None, Some(_), None) => true,
+                _ => false,
+            };
         if answers && method == "initialize" {
             // Only a revision this client speaks goes into a header: the session refuses any
             // other (and disconnects), and a server's arbitrary string must not reach an HTTP

@@ -1214,3 +1214,84 @@ fn json_bodies_and_sse_events_with_bad_text_reach_the_model_with_replacement_cha
         .iter()
         .all(|r| r.method == "POST" && r.target == "/mcp" && r.header("accept").is_some()));
 }
+
+#[test]
+fn a_null_id_error_in_a_body_or_event_fails_its_own_request_with_the_servers_code() {
+    use tiny::Resp;
+    let srv = tiny::legacy(|r| {
+        let args = &r.json()["params"]["arguments"];
+        let how = args["how"].as_str().unwrap_or("").to_owned();
+        let error = format!(
+            r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32602,"message":"cannot read {}"}}}}"#,
+            args["name"].as_str().unwrap_or("?")
+        );
+        match how.as_str() {
+            "400" => Resp::new(400, "application/json", error),
+            "200" => Resp::json(error),
+            _ => Resp::sse(format!("event: message\ndata: {error}\n\n")),
+        }
+    });
+    smol::block_on(async {
+        let c = legacy_client(HttpTransportConfig::new(srv.url("/mcp")));
+        c.initialize().await.unwrap();
+        let started = Instant::now();
+        for how in ["400", "200", "sse"] {
+            let err = c
+                .call_tool("t", json!({ "how": how, "name": how }))
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, Error::Protocol(e) if e.code == -32602 && e.message == format!("cannot read {how}")),
+                "{how}: {err:?}"
+            );
+        }
+        // Several at once: each exchange tells whose error it is.
+        let (a, b) = smol::future::zip(
+            c.call_tool("t", json!({"how": "400", "name": "a"})),
+            c.call_tool("t", json!({"how": "sse", "name": "b"})),
+        )
+        .await;
+        assert!(
+            matches!(&a, Err(Error::Protocol(e)) if e.message == "cannot read a"),
+            "{a:?}"
+        );
+        assert!(
+            matches!(&b, Err(Error::Protocol(e)) if e.message == "cannot read b"),
+            "{b:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "no timeout");
+        assert_eq!(c.stats().messages_ignored, 0, "{:?}", c.recent_warnings());
+        c.close().await.unwrap();
+    });
+}
+
+#[test]
+fn a_legacy_servers_null_id_refusal_of_the_probe_still_leads_to_the_legacy_era() {
+    use tiny::Resp;
+    // What the TypeScript SDK's stateful server answers a POST without a session id.
+    let srv = tiny::legacy(|r| match r.rpc().as_str() {
+        "server/discover" => Resp::new(
+            400,
+            "application/json",
+            r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#,
+        ),
+        _ => Resp::json(tiny::call_answer(&r.id(), b"legacy")),
+    });
+    smol::block_on(async {
+        let c = Client::new(HttpTransport::new(HttpTransportConfig::new(srv.url("/mcp"))).unwrap());
+        c.initialize().await.unwrap();
+        assert_eq!(c.era(), Some(mcp_client::proto::Era::Legacy));
+        assert_eq!(c.call_tool("t", json!({})).await.unwrap().text(), "legacy");
+        c.close().await.unwrap();
+    });
+    let methods: Vec<String> = srv.log().iter().map(|r| r.rpc()).collect();
+    assert_eq!(
+        methods,
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ]
+    );
+}

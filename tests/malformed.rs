@@ -376,3 +376,304 @@ fn an_oversized_line_with_bad_text_still_fails_its_request_at_once() {
         .poll_timeout()
         .is_some_and(|t| t > now + Duration::from_secs(1)));
 }
+
+// ---- JSON-RPC errors without an id ---------------------------------------------------------------
+
+const PARSE_ERROR: &str =
+    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#;
+
+fn rpc_failure(events: &[Event], id: RequestId) -> Option<mcp_proto::RpcError> {
+    events.iter().find_map(|e| match e {
+        Event::Response {
+            id: i,
+            result: Err(RequestError::Rpc(e)),
+        } if *i == id => Some(e.clone()),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_null_id_error_fails_the_one_pending_request_at_once_with_the_servers_code() {
+    for error in [
+        PARSE_ERROR,
+        // MCP's schema lets the id be absent instead (`id?: string | number`).
+        r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"}}"#,
+    ] {
+        let (mut s, now) = ready();
+        let id = s.call_tool("t", Value::Null, now).unwrap();
+        sent(&mut s);
+        s.handle_bytes(format!("{error}\n").as_bytes(), now);
+        let ev = events(&mut s);
+        let e = rpc_failure(&ev, id).unwrap_or_else(|| panic!("{ev:?}"));
+        assert!(
+            (e.code, e.message.as_str()) == (-32700, "Parse error")
+                || (e.code, e.message.as_str()) == (-32600, "Invalid Request"),
+            "{e:?}"
+        );
+        assert_eq!(ev.len(), 1, "no warning: {ev:?}");
+        assert_eq!(s.stats().messages_ignored, 0);
+        assert!(!s.is_pending(id));
+        assert!(s.poll_timeout().is_none(), "nothing waits for a timeout");
+        // The session goes on.
+        let next = s.call_tool("t", Value::Null, now).unwrap();
+        s.handle_message(&call_answer(next.0, b"fine"), now);
+        assert_eq!(model_reads(&events(&mut s), next), "fine");
+    }
+}
+
+#[test]
+fn with_several_pending_a_null_id_error_is_reported_and_they_keep_waiting() {
+    let (mut s, now) = ready();
+    let a = s.call_tool("t", Value::Null, now).unwrap();
+    let b = s.list_tools(None, now).unwrap();
+    s.handle_bytes(format!("{PARSE_ERROR}\n").as_bytes(), now);
+    let ev = events(&mut s);
+    assert!(
+        matches!(&ev[..], [Event::Warning(Warning::ErrorWithoutId(e))] if e.code == -32700),
+        "{ev:?}"
+    );
+    assert_eq!(s.stats().messages_ignored, 1, "counted");
+    assert!(s.is_pending(a) && s.is_pending(b));
+    // With none pending it is reported too.
+    s.handle_message(&call_answer(a.0, b"a"), now);
+    s.handle_message(
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[]}}}}"#,
+            b.0
+        )
+        .as_bytes(),
+        now,
+    );
+    assert_eq!(events(&mut s).len(), 2);
+    s.handle_message(PARSE_ERROR.as_bytes(), now);
+    assert!(matches!(
+        &events(&mut s)[..],
+        [Event::Warning(Warning::ErrorWithoutId(_))]
+    ));
+    assert_eq!(s.stats().messages_ignored, 2);
+}
+
+#[test]
+fn only_a_request_out_at_the_server_counts() {
+    // A modern call between two input-required rounds has no copy out at the server: the one
+    // request that has is the one the server could not read.
+    const DISCOVER: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}}"#;
+    let now = Instant::now();
+    let mut s = Session::new(config(EraChoice::Modern));
+    s.initialize(now).unwrap();
+    s.handle_message(DISCOVER.as_bytes(), now);
+    assert_eq!(events(&mut s), [Event::Ready]);
+    let waiting = s.call_tool("slow", Value::Null, now).unwrap();
+    let out = s.call_tool("t", Value::Null, now).unwrap();
+    s.handle_message(
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"resultType":"input_required","requestState":"s1"}}}}"#,
+            waiting.0
+        )
+        .as_bytes(),
+        now,
+    );
+    assert!(
+        events(&mut s).is_empty(),
+        "the next round waits its backoff"
+    );
+    s.handle_message(
+        br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"Invalid params"}}"#,
+        now,
+    );
+    let ev = events(&mut s);
+    assert_eq!(
+        rpc_failure(&ev, out).map(|e| e.code),
+        Some(-32602),
+        "{ev:?}"
+    );
+    assert!(s.is_pending(waiting), "the request between rounds waits on");
+}
+
+#[test]
+fn a_null_id_error_to_the_handshake_ends_it_with_the_servers_code() {
+    let now = Instant::now();
+    let mut s = Session::new(config(EraChoice::Legacy));
+    s.initialize(now).unwrap();
+    s.handle_bytes(format!("{PARSE_ERROR}\n").as_bytes(), now);
+    let ev = events(&mut s);
+    assert!(
+        matches!(&ev[..], [Event::Failed(mcp_proto::SessionError::Initialize(RequestError::Rpc(e)))] if e.code == -32700),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn a_null_id_error_to_the_era_probe_means_the_legacy_era() {
+    let now = Instant::now();
+    let mut s = Session::new(config(EraChoice::Auto));
+    s.initialize(now).unwrap();
+    assert_eq!(sent(&mut s)[0]["method"], "server/discover");
+    s.handle_bytes(
+        b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"Invalid Request\"}}\n",
+        now,
+    );
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(
+        out[0]["method"], "initialize",
+        "the legacy handshake follows"
+    );
+    assert!(events(&mut s).is_empty());
+    s.handle_bytes(
+        format!("{}\n", INIT_RESULT.replace("\"id\":0", "\"id\":1")).as_bytes(),
+        now,
+    );
+    assert_eq!(events(&mut s), [Event::Ready]);
+    assert_eq!(s.era(), Some(mcp_proto::Era::Legacy));
+
+    // Racing: after the probe's fallback both are out, and the error cannot be told apart.
+    let mut s = Session::new(config(EraChoice::Auto));
+    s.initialize(now).unwrap();
+    let later = now + mcp_proto::session::DEFAULT_PROBE_TIMEOUT;
+    s.handle_timeout(later);
+    assert_eq!(sent(&mut s).len(), 2, "discover, then initialize");
+    s.handle_bytes(format!("{PARSE_ERROR}\n").as_bytes(), later);
+    assert!(matches!(
+        &events(&mut s)[..],
+        [Event::Warning(Warning::ErrorWithoutId(_))]
+    ));
+    assert_eq!(s.state(), mcp_proto::State::Initializing, "still waiting");
+}
+
+#[test]
+fn over_http_the_exchange_tells_which_request_a_null_id_error_answers() {
+    let (mut s, now) = ready_with(Config {
+        transport: mcp_proto::TransportKind::Http,
+        ..config(EraChoice::Legacy)
+    });
+    let a = s.call_tool("t", Value::Null, now).unwrap();
+    let b = s.call_tool("t", Value::Null, now).unwrap();
+    s.handle_message_for(b, PARSE_ERROR.as_bytes(), now);
+    let ev = events(&mut s);
+    assert_eq!(rpc_failure(&ev, b).map(|e| e.code), Some(-32700), "{ev:?}");
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert!(s.is_pending(a), "the other request waits on");
+    // Anything else on an exchange is read as usual.
+    s.handle_message_for(b, &call_answer(a.0, b"by its own id"), now);
+    assert_eq!(model_reads(&events(&mut s), a), "by its own id");
+    // An error for a request that has ended is late, not anyone else's.
+    let c = s.call_tool("t", Value::Null, now).unwrap();
+    s.handle_message_for(b, PARSE_ERROR.as_bytes(), now);
+    assert!(events(&mut s).is_empty());
+    assert_eq!(s.stats().late_responses, 1);
+    assert!(s.is_pending(c));
+    // A message over the limit on an exchange fails that exchange's request.
+    let (mut s, now) = ready_with(Config {
+        frame_limit: 256,
+        ..config(EraChoice::Legacy)
+    });
+    let a = s.call_tool("t", Value::Null, now).unwrap();
+    let b = s.call_tool("t", Value::Null, now).unwrap();
+    s.handle_message_for(a, &call_answer(a.0, &[b'x'; 300]), now);
+    let ev = events(&mut s);
+    assert!(
+        ev.iter().any(|e| matches!(e, Event::Response { id, result: Err(RequestError::TooLarge { .. }) } if *id == a)),
+        "{ev:?}"
+    );
+    assert!(s.is_pending(b));
+}
+
+#[test]
+fn a_legacy_servers_null_id_refusal_of_the_http_probe_still_means_legacy() {
+    use mcp_proto::http::Body;
+    // What the TypeScript SDK's stateful server answers a POST without a session id.
+    const REFUSAL: &[u8] = br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#;
+    let json = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+    for era in [EraChoice::Auto, EraChoice::Modern] {
+        let now = Instant::now();
+        let mut s = Session::new(Config {
+            transport: mcp_proto::TransportKind::Http,
+            ..config(era)
+        });
+        let mut rules = HttpRules::new(HttpConfig::new("http://127.0.0.1:1/mcp"));
+        s.initialize(now).unwrap();
+        let probe = s.poll_transmit().unwrap();
+        let (_, mut exchange) = rules.begin(&probe);
+        assert_eq!(
+            rules.on_exchange_response(&exchange, 400, &json),
+            Ok(Body::Refused { status: 400 })
+        );
+        assert_eq!(
+            rules.on_error_body(&mut exchange, 400, REFUSAL),
+            Ok(()),
+            "the probe's answer"
+        );
+        assert!(exchange.answered());
+        s.handle_message_for(exchange.wire().unwrap(), REFUSAL, now);
+        match era {
+            EraChoice::Auto => {
+                let next = s.poll_transmit().expect("initialize follows");
+                assert!(
+                    matches!(&next.kind, mcp_proto::TransmitKind::Request { method, .. } if method == "initialize")
+                );
+                assert!(events(&mut s).is_empty());
+            }
+            _ => {
+                // The modern era only: the opening fails, saying what the server said.
+                let ev = events(&mut s);
+                assert!(
+                    matches!(&ev[..], [Event::Failed(mcp_proto::SessionError::Discover(RequestError::Rpc(e)))] if e.code == -32000 && e.message.contains("No valid session ID")),
+                    "{ev:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_http_rules_take_an_error_without_an_id_for_the_exchanges_answer() {
+    let mut rules = HttpRules::new(HttpConfig::new("http://127.0.0.1:1/mcp"));
+    let call = mcp_proto::TransmitKind::Request {
+        id: RequestId(5),
+        wire: RequestId(7),
+        method: "tools/call".into(),
+    };
+    let error = |id: &str| {
+        format!(r#"{{"jsonrpc":"2.0",{id}"error":{{"code":-32700,"message":"Parse error"}}}}"#)
+    };
+    for (body, answers) in [
+        (error(r#""id":null,"#), true),
+        (error(""), true),
+        (error(r#""id":7,"#), true),
+        (error(r#""id":5,"#), false),
+        (error(r#""id":"x","#), false),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"method":"x","error":{"code":1,"message":"m"}}"#.into(),
+            false,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"error":"not an object"}"#.into(),
+            false,
+        ),
+        (r#"{"jsonrpc":"2.0","id":null,"result":{}}"#.into(), false),
+        ("<html>400</html>".into(), false),
+    ] {
+        let transmit = mcp_proto::Transmit {
+            payload: b"{}".to_vec(),
+            kind: call.clone(),
+            headers: Vec::new(),
+            modern: false,
+        };
+        let (_, mut exchange) = rules.begin(&transmit);
+        assert_eq!(
+            rules
+                .on_error_body(&mut exchange, 400, body.as_bytes())
+                .is_ok(),
+            answers,
+            "{body}"
+        );
+        if body.contains("\"error\":{") && !body.contains("method") {
+            assert_eq!(
+                rules.observe_message(&call, body.as_bytes()),
+                answers,
+                "{body}"
+            );
+        }
+    }
+}

@@ -989,3 +989,37 @@ fn latin1_bytes_and_lone_surrogates_reach_the_model_as_replacement_characters() 
         close_and_check(client).await;
     })
 }
+
+#[test]
+fn a_null_id_error_fails_the_one_pending_call_at_once_and_with_two_is_only_reported() {
+    use mcp_client::proto::Warning;
+    smol::block_on(async {
+        let client = connect_sh(
+            r#"read line; read line; printf '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n'; read line; read line; printf '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}\n{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"two"}]}}\n{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"three"}]}}\n'; sleep 30"#,
+        )
+        .await;
+        let started = Instant::now();
+        let err = client.call_tool("t", json!({})).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Protocol(e) if e.code == -32700 && e.message == "Parse error"),
+            "{err:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "no timeout");
+        assert_eq!(client.stats().messages_ignored, 0);
+        // Two pending: the error cannot be told apart; both wait for their answers.
+        let (two, three) = smol::future::zip(
+            client.call_tool("t", json!({})),
+            client.call_tool("t", json!({})),
+        )
+        .await;
+        assert_eq!(two.unwrap().text(), "two");
+        assert_eq!(three.unwrap().text(), "three");
+        assert_eq!(client.stats().messages_ignored, 1);
+        assert!(
+            matches!(&client.recent_warnings()[..], [Warning::ErrorWithoutId(e)] if e.code == -32600),
+            "{:?}",
+            client.recent_warnings()
+        );
+        close_and_check(client).await;
+    })
+}

@@ -497,7 +497,7 @@ async fn exchange_inner(
                     e => failed(e),
                 })?;
             lock(&shared.rules).on_exchange_message(&mut exchange, &body);
-            shared.deliver(Inbound::Message(body)).await;
+            shared.deliver(reply(&exchange, body)).await;
             // Nothing else comes for this request. (Should the body have answered it after all,
             // as a batch would, the client has already completed it and ignores a failure.)
             match lock(&shared.rules).on_exchange_end(&mut exchange, None) {
@@ -516,7 +516,7 @@ async fn exchange_inner(
             let verdict = lock(&shared.rules).on_error_body(&mut exchange, status, &body);
             match verdict {
                 Ok(()) => {
-                    shared.deliver(Inbound::Message(body)).await;
+                    shared.deliver(reply(&exchange, body)).await;
                     Ok(())
                 }
                 Err(HttpError::Status { status, url }) => Err(failed(Error::Http {
@@ -556,7 +556,7 @@ async fn read_stream(
                     SseItem::Event(event) => {
                         if let Some(message) = HttpRules::event_message(&event) {
                             lock(&shared.rules).on_exchange_message(&mut exchange, message);
-                            shared.deliver(Inbound::Message(message.to_vec())).await;
+                            shared.deliver(reply(&exchange, message.to_vec())).await;
                         }
                     }
                     SseItem::Overflow => {
@@ -590,6 +590,14 @@ async fn read_stream(
                 }
             }
         }
+    }
+}
+
+/// A message read from `exchange`'s response, for the session with the request it answers.
+fn reply(exchange: &Exchange, message: Vec<u8>) -> Inbound {
+    match exchange.wire() {
+        Some(wire) => Inbound::MessageFor { wire, message },
+        None => Inbound::Message(message),
     }
 }
 

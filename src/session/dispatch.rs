@@ -26,7 +26,7 @@ impl Core {
     pub(super) fn handle_frame(&mut self, frame: Frame<'_>, now: Instant) {
         self.last_received = Some(now);
         match frame {
-            Frame::Line(line) => self.handle_message(line),
+            Frame::Line(line) => self.handle_message(line, None),
             Frame::Oversized { len, id_hint } => self.handle_oversized(len, id_hint.as_deref()),
         }
     }
@@ -65,10 +65,12 @@ impl Core {
         }
     }
 
-    pub(super) fn handle_message(&mut self, message: &[u8]) {
+    /// One whole message; `exchange`: the wire id of the request whose response carried it (an
+    /// HTTP body or event), when a transport knows it.
+    pub(super) fn handle_message(&mut self, message: &[u8], exchange: Option<u64>) {
         // A BOM or surrounding whitespace around a whole message is tolerated.
         let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
-        self.mending(message, Self::read_message);
+        self.mending(message, exchange, Self::read_message);
     }
 
     /// Reads `message` with `read`; when it is not JSON, mends its text (invalid UTF-8, lone
@@ -80,9 +82,10 @@ impl Core {
     fn mending(
         &mut self,
         message: &[u8],
-        read: impl Fn(&mut Self, &[u8]) -> serde_json::Result<()>,
+        exchange: Option<u64>,
+        read: impl Fn(&mut Self, &[u8], Option<u64>) -> serde_json::Result<()>,
     ) {
-        let Err(error) = read(self, message) else {
+        let Err(error) = read(self, message, exchange) else {
             return;
         };
         let Some((mended, what)) = text::repair(message) else {
@@ -90,7 +93,7 @@ impl Core {
         };
         // The warning goes before what reading the message caused (its request's answer).
         let at = self.events.len();
-        match read(self, mended.as_bytes()) {
+        match read(self, mended.as_bytes(), exchange) {
             Ok(()) => {
                 self.stats.repaired += 1;
                 let warning = Warning::Repaired {
@@ -105,10 +108,10 @@ impl Core {
 
     /// Reads one message or batch; returns the parse error, having done nothing, when it is not
     /// JSON.
-    fn read_message(&mut self, message: &[u8]) -> serde_json::Result<()> {
+    fn read_message(&mut self, message: &[u8], exchange: Option<u64>) -> serde_json::Result<()> {
         let trimmed = message.trim_ascii_start();
         if trimmed.first() != Some(&b'[') {
-            return self.handle_one(message);
+            return self.handle_one(message, exchange);
         }
         // > "MCP implementations MAY support sending JSON-RPC batches, but MUST support
         // > receiving JSON-RPC batches." — MCP 2025-03-26, Transports
@@ -118,13 +121,17 @@ impl Core {
         }
         for item in items {
             // Each is valid UTF-8 JSON, but may hold a lone surrogate escape.
-            self.mending(item.get().as_bytes(), Self::handle_one);
+            self.mending(item.get().as_bytes(), exchange, Self::handle_one);
         }
         Ok(())
     }
 
     /// Reads one message; returns the parse error, having done nothing, when it is not JSON.
-    pub(super) fn handle_one(&mut self, message: &[u8]) -> serde_json::Result<()> {
+    pub(super) fn handle_one(
+        &mut self,
+        message: &[u8],
+        exchange: Option<u64>,
+    ) -> serde_json::Result<()> {
         if self.fast_response(message) {
             return Ok(());
         }
@@ -163,24 +170,62 @@ impl Core {
                 id: Some(id),
                 error,
             } => {
-                let Some(own) = self.own_pending(id) else {
-                    return Ok(());
-                };
-                // The opening's probe reads the error itself (a modern error or the legacy era).
-                let error = if self.modern_for(own) && self.probe_id != Some(own) {
-                    match self.modern_error_outcome(own, error) {
-                        Some(error) => error,
-                        None => return Ok(()),
-                    }
-                } else {
-                    RequestError::Rpc(error)
-                };
-                self.complete(own, Err(error));
+                if let Some(own) = self.own_pending(id) {
+                    self.error_answer(own, error);
+                }
             }
-            ServerMessage::Error { id: None, error } => self.ignore(Warning::ErrorWithoutId(error)),
+            ServerMessage::Error { id: None, error } => self.error_without_id(error, exchange),
             ServerMessage::Invalid(reason) => self.ignore(Warning::NotJsonRpc(reason.into())),
         }
         Ok(())
+    }
+
+    /// Request `own` was answered with a JSON-RPC error.
+    fn error_answer(&mut self, own: RequestId, error: RpcError) {
+        // The opening's probe reads the error itself (a modern error or the legacy era).
+        let error = if self.modern_for(own) && self.probe_id != Some(own) {
+            match self.modern_error_outcome(own, error) {
+                Some(error) => error,
+                None => return,
+            }
+        } else {
+            RequestError::Rpc(error)
+        };
+        self.complete(own, Err(error));
+    }
+
+    /// An error without an id: the server could not read a request of ours well enough to find
+    /// its id.
+    ///
+    /// > "If there was an error in detecting the id in the Request object (e.g. Parse
+    /// > error/Invalid Request), it MUST be Null." — JSON-RPC 2.0 § 5; "Error responses **MUST**
+    /// > include the same ID as the request they correspond to (except in error cases where the
+    /// > ID could not be read due a malformed request)." — MCP 2025-11-25, Basic § Error
+    /// > Responses
+    ///
+    /// It answers a request when the session can tell which: the one whose HTTP exchange
+    /// carried it (`exchange`: the response to a POST is about that POST), else the one request
+    /// out at the server (this client's own notifications are well-formed JSON-RPC, which a
+    /// server does not answer). That request fails at once with the server's code and message,
+    /// by the same rules as an error with its id (the opening's included: the era probe's error
+    /// means the legacy era). With none or several out it cannot be told: it is reported
+    /// ([`Warning::ErrorWithoutId`]) and they keep waiting.
+    fn error_without_id(&mut self, error: RpcError, exchange: Option<u64>) {
+        let target = match exchange {
+            Some(wire) => match self.pending.by_wire(wire) {
+                Some(own) => Some(own),
+                None => {
+                    // The request that exchange carried has ended (or gone out again since).
+                    self.stats.late_responses += 1;
+                    return;
+                }
+            },
+            None => self.pending.only_outstanding(),
+        };
+        match target {
+            Some(own) => self.error_answer(own, error),
+            None => self.ignore(Warning::ErrorWithoutId(error)),
+        }
     }
 
     /// Resolves a response id to a pending request of ours. Answers to requests no longer pending
