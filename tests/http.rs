@@ -6,7 +6,7 @@ mod server;
 #[path = "../examples/common/tools.rs"]
 mod tools;
 
-use mcp_client::proto::http::HttpError;
+use mcp_client::proto::http::{HttpError, RedirectRefused};
 use mcp_client::proto::Config;
 use mcp_client::{Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, Request};
 use serde_json::json;
@@ -289,7 +289,7 @@ fn a_redirect_to_another_origin_is_not_followed() {
         let c = Client::new(HttpTransport::new(config).unwrap());
         let err = c.initialize().await.unwrap_err();
         assert!(
-            matches!(&err, Error::Http { status: 307, url, .. } if *url == srv.url),
+            matches!(&err, Error::HttpProtocol(HttpError::Redirect { status: 307, url, reason: RedirectRefused::CrossOrigin { origin } }) if *url == srv.url && elsewhere.url.starts_with(origin.as_str())),
             "{err:?}"
         );
     });
@@ -1026,6 +1026,14 @@ mod tiny {
         pub fn accepted() -> Resp {
             Resp::new(202, "", Vec::new())
         }
+
+        pub fn redirect(status: u16, location: &str) -> Resp {
+            Resp {
+                status,
+                headers: vec![("Location".into(), location.into())],
+                body: Vec::new(),
+            }
+        }
     }
 
     type Handler = dyn Fn(&Req) -> Resp + Send + Sync;
@@ -1293,5 +1301,215 @@ fn a_legacy_servers_null_id_refusal_of_the_probe_still_leads_to_the_legacy_era()
             "notifications/initialized",
             "tools/call"
         ]
+    );
+}
+
+// ---- redirects -------------------------------------------------------------------------------
+
+/// A legacy server at `path` whose `tools/call` answers with the text "at PATH"; a call with
+/// `{"cut": true}` gets only a priming event (id `e1`) first, and its answer on the resumption
+/// `GET`.
+fn legacy_at(
+    path: &'static str,
+    then: impl Fn(&tiny::Req) -> Option<tiny::Resp> + Send + Sync + 'static,
+) -> tiny::Responder {
+    use std::sync::{Arc, Mutex};
+    use tiny::Resp;
+    let cut: Arc<Mutex<Option<String>>> = Arc::default();
+    tiny::Responder::start(move |r| {
+        if let Some(resp) = then(r) {
+            return resp;
+        }
+        if r.target != path {
+            return Resp::new(404, "text/plain", "not here");
+        }
+        if r.method == "GET" {
+            let id = cut.lock().unwrap().take().unwrap_or_default();
+            let answer = tiny::call_answer(&id, format!("at {path}, resumed").as_bytes());
+            let mut body = b"id: e2\ndata: ".to_vec();
+            body.extend(answer);
+            body.extend_from_slice(b"\n\n");
+            return Resp::sse(body);
+        }
+        match r.rpc().as_str() {
+            "initialize" => tiny::init_answer(&r.id()),
+            m if m.starts_with("notifications/") => Resp::accepted(),
+            _ if r.json()["params"]["arguments"]["cut"] == true => {
+                *cut.lock().unwrap() = Some(r.id());
+                Resp::sse("id: e1\nretry: 10\ndata: \n\n")
+            }
+            _ => Resp::json(tiny::call_answer(&r.id(), format!("at {path}").as_bytes())),
+        }
+    })
+}
+
+#[test]
+fn a_same_origin_307_is_followed_with_everything_kept_and_the_new_url_used_from_then_on() {
+    // A framework adding a trailing slash to /mcp.
+    let srv = legacy_at("/mcp/", |r| {
+        (r.target == "/mcp").then(|| tiny::Resp::redirect(307, "/mcp/"))
+    });
+    smol::block_on(async {
+        let config =
+            HttpTransportConfig::new(srv.url("/mcp")).header("Authorization", "Bearer s3cret");
+        let c = legacy_client(config);
+        c.initialize().await.unwrap();
+        assert_eq!(
+            c.call_tool("t", json!({})).await.unwrap().text(),
+            "at /mcp/"
+        );
+        let r = c.call_tool("t", json!({"cut": true})).await.unwrap();
+        assert_eq!(r.text(), "at /mcp/, resumed");
+        c.close().await.unwrap();
+    });
+    let log = srv.log();
+    let seen: Vec<(&str, &str, String)> = log
+        .iter()
+        .map(|r| (r.method.as_str(), r.target.as_str(), r.rpc()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("POST", "/mcp", "initialize".to_owned()),
+            ("POST", "/mcp/", "initialize".to_owned()),
+            ("POST", "/mcp/", "notifications/initialized".to_owned()),
+            ("POST", "/mcp/", "tools/call".to_owned()),
+            ("POST", "/mcp/", "tools/call".to_owned()),
+            ("GET", "/mcp/", String::new()),
+        ]
+    );
+    // Method, body and headers kept.
+    assert_eq!(log[0].body, log[1].body);
+    let headers = |r: &tiny::Req| {
+        ["content-type", "accept", "authorization"].map(|h| r.header(h).map(str::to_owned))
+    };
+    assert_eq!(headers(&log[0]), headers(&log[1]));
+    assert_eq!(log[1].header("authorization"), Some("Bearer s3cret"));
+    assert_eq!(log[5].header("last-event-id"), Some("e1"));
+}
+
+#[test]
+fn a_308_with_a_relative_location_is_followed() {
+    let srv = legacy_at("/api/v2/mcp", |r| {
+        (r.target == "/api/mcp").then(|| tiny::Resp::redirect(308, "v2/mcp"))
+    });
+    smol::block_on(async {
+        let c = legacy_client(HttpTransportConfig::new(srv.url("/api/mcp")));
+        c.initialize().await.unwrap();
+        assert_eq!(
+            c.call_tool("t", json!({})).await.unwrap().text(),
+            "at /api/v2/mcp"
+        );
+        c.close().await.unwrap();
+    });
+    let targets: Vec<String> = srv.log().iter().map(|r| r.target.clone()).collect();
+    assert_eq!(
+        targets,
+        ["/api/mcp", "/api/v2/mcp", "/api/v2/mcp", "/api/v2/mcp"]
+    );
+}
+
+#[test]
+fn a_redirect_to_another_port_is_another_origin_and_nothing_is_sent_there() {
+    use isahc::config::{Configurable, RedirectPolicy};
+    // With the transport's own HTTP client, and with one of the application's that would
+    // follow redirects itself: the rules decide, not the HTTP library.
+    for follows in [false, true] {
+        let elsewhere = legacy_at("/mcp", |_| None);
+        let to = format!("{}/mcp?token=SECRET", elsewhere.origin);
+        let srv = tiny::Responder::start(move |_| tiny::Resp::redirect(307, &to));
+        smol::block_on(async {
+            let mut config =
+                HttpTransportConfig::new(srv.url("/mcp")).header("Authorization", "Bearer s3cret");
+            if follows {
+                let client = isahc::HttpClient::builder()
+                    .redirect_policy(RedirectPolicy::Follow)
+                    .build()
+                    .unwrap();
+                config.client = Some(client);
+            }
+            // In the Auto era: the probe is refused by the redirect, and so is initialize.
+            let c = Client::new(HttpTransport::new(config).unwrap());
+            let err = c.initialize().await.unwrap_err();
+            assert!(
+                matches!(&err, Error::HttpProtocol(HttpError::Redirect { status: 307, url, reason: RedirectRefused::CrossOrigin { origin } }) if *url == srv.url("/mcp") && *origin == elsewhere.origin),
+                "{err:?}"
+            );
+            let text = err.to_string();
+            assert!(
+                text.contains(&elsewhere.origin) && !text.contains("SECRET"),
+                "{text}"
+            );
+        });
+        assert_eq!(srv.log().len(), 2, "the probe and initialize, each once");
+        assert!(
+            elsewhere.log().is_empty(),
+            "nothing reached the other origin (follows: {follows})"
+        );
+    }
+}
+
+#[test]
+fn a_301_302_or_303_to_a_post_is_an_error_saying_why() {
+    for status in [301, 302, 303] {
+        let srv = legacy_at("/mcp/", move |r| {
+            (r.target == "/mcp").then(|| tiny::Resp::redirect(status, "/mcp/"))
+        });
+        smol::block_on(async {
+            let c = legacy_client(HttpTransportConfig::new(srv.url("/mcp")));
+            let err = c.initialize().await.unwrap_err();
+            assert!(
+                matches!(&err, Error::HttpProtocol(HttpError::Redirect { status: s, reason: RedirectRefused::ChangesMethod { method: "POST", .. }, .. }) if *s == status),
+                "{status}: {err:?}"
+            );
+            assert!(
+                err.to_string().contains("would turn the POST into a GET"),
+                "{err}"
+            );
+        });
+        let targets: Vec<String> = srv.log().iter().map(|r| r.target.clone()).collect();
+        assert_eq!(targets, ["/mcp"], "{status}: not followed");
+    }
+}
+
+#[test]
+fn a_redirect_loop_and_too_many_hops_are_errors() {
+    // /a -> /b -> /a.
+    let srv = tiny::Responder::start(|r| {
+        let next = if r.target == "/a" { "/b" } else { "/a" };
+        tiny::Resp::redirect(307, next)
+    });
+    smol::block_on(async {
+        let c = legacy_client(HttpTransportConfig::new(srv.url("/a")));
+        let err = c.initialize().await.unwrap_err();
+        assert!(
+            matches!(&err, Error::HttpProtocol(HttpError::Redirect { reason: RedirectRefused::Loop { url }, .. }) if url.ends_with("/a")),
+            "{err:?}"
+        );
+    });
+    assert_eq!(srv.log().len(), 2, "/a and /b, once each");
+    // /hop0 -> /hop1 -> … without end: five are followed.
+    let srv = tiny::Responder::start(|r| {
+        let n: u32 = r.target.trim_start_matches("/hop").parse().unwrap_or(0);
+        tiny::Resp::redirect(308, &format!("/hop{}", n + 1))
+    });
+    smol::block_on(async {
+        let c = legacy_client(HttpTransportConfig::new(srv.url("/hop0")));
+        let err = c.initialize().await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::HttpProtocol(HttpError::Redirect {
+                    reason: RedirectRefused::TooMany { limit: 5 },
+                    ..
+                })
+            ),
+            "{err:?}"
+        );
+    });
+    let targets: Vec<String> = srv.log().iter().map(|r| r.target.clone()).collect();
+    assert_eq!(
+        targets,
+        ["/hop0", "/hop1", "/hop2", "/hop3", "/hop4", "/hop5"]
     );
 }
