@@ -10,6 +10,7 @@
 //!   that chunk when the byte's top bit is set. The legacy era, forced.
 //! - eras: `[era, flags, c0, .., t3, body..]`: the session layout after one byte that sets the era
 //!   and its settings (see [`Setup::from_byte`]): the probe, the modern era, HTTP headers.
+//! - text: no header; the whole input is the text to repair ([`check_text`]).
 //!
 //! A missing header byte reads as 0.
 #![allow(dead_code)]
@@ -661,4 +662,86 @@ pub fn check_eras(data: &[u8]) {
     let (h, body) = header::<SESSION_HEADER>(rest);
     session_timed(&setup, h, body);
     session_chunking(&setup, h, body);
+}
+
+// ---- text --------------------------------------------------------------------------------------
+
+/// The text target: what `mcp_proto::text::repair` gives is valid UTF-8 with nothing left to
+/// mend, differs from the input only where it was bad, and leaves valid JSON text alone; and the
+/// input put inside a JSON string (its quotes, backslashes and control bytes escaped, its `\uXXXX`
+/// escapes kept) always parses once repaired.
+pub fn check_text(data: &[u8]) {
+    use mcp_proto::text::{mend_surrogates, repair};
+    let repaired = repair(data);
+    if serde_json::from_slice::<Value>(data).is_ok() {
+        assert_eq!(repaired, None, "valid JSON text was changed");
+    }
+    match &repaired {
+        None => {
+            let text = std::str::from_utf8(data).expect("left alone, yet not UTF-8");
+            assert_eq!(
+                mend_surrogates(text),
+                None,
+                "left alone, yet a lone surrogate"
+            );
+        }
+        Some((text, damage)) => {
+            // A `String`: valid UTF-8 by construction. Nothing is left to mend.
+            assert!(!damage.is_none(), "a repair that replaced nothing");
+            assert_eq!(
+                repair(text.as_bytes()),
+                None,
+                "a second repair changed more"
+            );
+            // Invalid UTF-8 is what `from_utf8_lossy` says; a lone escape keeps its length.
+            let lossy = String::from_utf8_lossy(data);
+            assert_eq!(
+                damage.invalid_utf8 == 0,
+                matches!(lossy, std::borrow::Cow::Borrowed(_)),
+                "{damage:?}"
+            );
+            assert_eq!(text.len(), lossy.len(), "a mended escape changed length");
+            let replacements = text.matches(char::REPLACEMENT_CHARACTER).count();
+            assert!(replacements >= damage.invalid_utf8, "{damage:?}");
+            assert!(text.matches("\\ufffd").count() >= damage.lone_surrogates);
+        }
+    }
+    let doc = string_document(data);
+    let text = match repair(&doc) {
+        Some((text, _)) => text,
+        None => String::from_utf8(doc).expect("left alone, so UTF-8"),
+    };
+    let parsed: Vec<String> = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("a repaired JSON string does not parse: {e}: {text:?}"));
+    assert_eq!(parsed.len(), 1);
+}
+
+/// `data` as the one string of a JSON array: `"`, a backslash not starting a `\uXXXX` escape,
+/// and control bytes are escaped; every other byte (invalid UTF-8 included) and every `\uXXXX`
+/// escape (lone surrogates included) is kept as it is.
+fn string_document(data: &[u8]) -> Vec<u8> {
+    let mut out = b"[\"".to_vec();
+    let mut i = 0;
+    while i < data.len() {
+        let b = data[i];
+        let escape = b == b'\\'
+            && data.get(i + 1) == Some(&b'u')
+            && data
+                .get(i + 2..i + 6)
+                .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit));
+        if escape {
+            out.extend_from_slice(&data[i..i + 6]);
+            i += 6;
+            continue;
+        }
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0..=0x1f => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
+            _ => out.push(b),
+        }
+        i += 1;
+    }
+    out.extend_from_slice(b"\"]");
+    out
 }

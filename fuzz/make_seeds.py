@@ -106,6 +106,15 @@ S = {
     "handshake-timeout": session(CALL | ON_READY | EOF, [SMALL], [0xff, 0xff, 0, 0], lines(LOG, INIT_RESULT)),
     "eof-mid-line": session(INIT | CALL | LIST | EOF, [MID], [0, 0, 0, 0],
         lines(resp(1, TOOLS)) + resp(2, TEXT(b"no newline"))),
+    # Text that is not valid JSON text: Latin-1 bytes and lone surrogate escapes, mended.
+    "bad-text": session(INIT | LIST | CALL | EOF, [SMALL, ONE, MID], [0, 0, 0, 0],
+        lines(resp(1, TOOLS.replace(b"Echoes", b"Ech\xf6es")), resp(2, TEXT(b"caf\xe9 \\ud83d")),
+              b"[" + resp(99, TEXT(b"\\udc00")) + b"]", b"\xff\xfe junk \\ud800")),
+    # An error without an id: one pending fails at once; with two it is reported only.
+    "null-id": session(INIT | CALL | EOF, [MID], [0, 0, 0, 0],
+        lines(NULL_ERR, resp(1, TEXT(b"late")))),
+    "null-id-two-pending": session(INIT | LIST | CALL | EOF, [SMALL], [0, 0, 0, 0],
+        lines(NULL_ERR, resp(2, TEXT(b"two")), NULL_ERR, resp(1, TOOLS))),
     "transcript-ready": session(INIT | LIST | CALL | SHORT | EOF, [0xC4, SMALL, MID, ONE], [1, 0, 1, 0],
         b"".join(tl[1:])),
 }
@@ -141,14 +150,27 @@ E = {
     # a cancellation that aborts.
     "http-headers": eras(MODERN | HTTP, INIT | LIST | CALL | CANCEL | EOF, [BIG], [0, 0, 0, 0],
         lines(resp(1, HDR_TOOLS), resp(2, TEXT(b"h")))),
+    # The probe refused with an error without an id: the legacy era, initialize (id 1) follows.
+    "auto-null-id-probe": eras(AUTO, LIST | CALL | ON_READY | EOF, [SMALL], [0, 0, 0, 0],
+        lines(NULL_ERR, resp(1, INIT_RESULT[INIT_RESULT.index(b'"result":') + 9:-1]), resp(2, TOOLS), NULL_ERR)),
     "legacy-first-refused": eras(LEGACY_FIRST, CALL | ON_READY | EOF, [SMALL], [0, 0, 0, 0],
         lines(err(0, -32601, b"2026 only"), resp(1, DISCOVER), resp(2, TEXT(b"q")))),
+}
+
+# The text target: the whole input is the text (no header).
+T = {
+    "latin1-result": resp(1, TEXT(b"caf\xe9 cr\xe8me")),
+    "maximal-subparts": b"a\xe2\x82b \x80 \xc0\xaf \xed\xa0\x80 \xf0\x9f\x98 \xff\xfe",
+    "lone-surrogates": resp(1, TEXT(b"\\ud800 \\udfff x\\ud83dy \\ud83d\\ud83d\\ude00 end\\ud83d")),
+    "escaped-backslashes": b'{"t":"\\\\ud800 \\\\\\ud800 \\" \\ud83d\\ude00"}',
+    "both-and-outside-strings": b'\\ud800 {"k\xe9\\udc00":"\xff\\ud800"} \\u12 "\\ud83d',
+    "valid": INIT_RESULT,
 }
 
 # Found by fuzzing and kept as they are (not core bugs: a checker that was wrong about them).
 KEPT = {"probe-undeliverable"}
 
-for target, seeds in (("framer", F), ("session", S), ("eras", E)):
+for target, seeds in (("framer", F), ("session", S), ("eras", E), ("text", T)):
     d = HERE / "seeds" / target
     d.mkdir(parents=True, exist_ok=True)
     for p in d.iterdir():

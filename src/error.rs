@@ -210,6 +210,16 @@ pub enum Warning {
         /// The limit.
         limit: usize,
     },
+    /// A message whose text is not valid JSON text — invalid UTF-8, or a string with a lone
+    /// surrogate escape (`\ud800`) — was read after its bad parts were replaced with U+FFFD
+    /// (see [`text`](crate::text)): what the model reads shows U+FFFD there.
+    #[error("read a message of {len} bytes after replacing {what} with U+FFFD")]
+    Repaired {
+        /// What was replaced.
+        what: crate::text::Damage,
+        /// The length in bytes of the text mended (the message, or the result in it).
+        len: usize,
+    },
     /// A tool whose `x-mcp-header` annotations break the rules was left out of the tool list
     /// (modern era over HTTP).
     #[error("left out tool {tool:?}: {reason}")]

@@ -5,7 +5,8 @@
 //! > "Every JSON-RPC message sent from the client MUST be a new HTTP POST request to the MCP
 //! > endpoint." — MCP 2025-11-25, Transports § Streamable HTTP § Sending Messages to the Server
 //!
-//! The driver owns sockets and timers; [`HttpRules`] owns every decision about MCP over HTTP.
+//! The driver owns sockets and timers; [`HttpRules`] owns every decision about MCP over HTTP,
+//! redirects included ([`HttpRules::on_redirect`]: same-origin 307 and 308 only; RFC 9110 § 15.4).
 
 use crate::jsonrpc::RequestId;
 use crate::session::{Transmit, TransmitKind};
@@ -386,7 +387,19 @@ pub enum HttpError {
         /// The URL.
         url: String,
     },
-    /// Any other unexpected status (including redirects, which are never followed).
+    /// A redirect that is not followed ([`HttpRules::on_redirect`]): nothing was sent where it
+    /// points.
+    #[error("HTTP {status} redirect from {url} not followed: {reason}")]
+    Redirect {
+        /// The redirect's status.
+        status: u16,
+        /// The URL that answered with it.
+        url: String,
+        /// Why it is not followed.
+        reason: RedirectRefused,
+    },
+    /// Any other unexpected status (a redirect the driver did not ask
+    /// [`HttpRules::on_redirect`] about, a 3xx that redirects nowhere, such as 304, included).
     #[error("HTTP {status} from {url}")]
     Status {
         /// The status code.
@@ -426,6 +439,10 @@ pub struct Exchange {
     modern: bool,
     /// An `initialize` request declaring at least one client capability.
     declares: bool,
+    /// The URL its latest HTTP request went to.
+    url: String,
+    /// The URLs its redirects were followed from (normalized), oldest first.
+    redirected_from: Vec<String>,
 }
 
 impl Exchange {
@@ -442,6 +459,21 @@ impl Exchange {
     /// How often its stream was resumed.
     pub fn resumes(&self) -> u32 {
         self.resumes
+    }
+
+    /// How many redirects it followed.
+    pub fn redirects(&self) -> usize {
+        self.redirected_from.len()
+    }
+
+    /// The wire id of the request it carries ([`TransmitKind::Request::wire`]), if it carries
+    /// one: hand what its response brings to
+    /// [`Session::handle_message_for`](crate::Session::handle_message_for) with it.
+    pub fn wire(&self) -> Option<RequestId> {
+        match &self.kind {
+            TransmitKind::Request { wire, .. } => Some(*wire),
+            _ => None,
+        }
     }
 }
 
@@ -497,6 +529,8 @@ pub enum StreamEnd {
 #[derive(Clone)]
 pub struct HttpRules {
     config: HttpConfig,
+    /// The endpoint: the configured URL, or where a followed redirect moved it.
+    url: String,
     /// The URL for error messages.
     redacted_url: String,
     session_id: Option<String>,
@@ -531,6 +565,7 @@ impl HttpRules {
     pub fn new(config: HttpConfig) -> Self {
         HttpRules {
             redacted_url: redact_url(&config.url),
+            url: config.url.clone(),
             config,
             session_id: None,
             protocol_version: None,
@@ -544,6 +579,12 @@ impl HttpRules {
     /// The endpoint's URL as errors show it ([`redact_url`]).
     pub fn redacted_url(&self) -> &str {
         &self.redacted_url
+    }
+
+    /// The endpoint's URL: the configured one, or where a followed redirect moved it (see
+    /// [`on_redirect`](Self::on_redirect)).
+    pub fn url(&self) -> &str {
+        &self.url
     }
 
     /// The settings.
@@ -603,7 +644,7 @@ impl HttpRules {
         );
         HttpRequest {
             method: Method::Post,
-            url: self.config.url.clone(),
+            url: self.url.clone(),
             headers,
             body: Some(transmit.payload.clone()),
         }
@@ -719,8 +760,19 @@ impl HttpRules {
             modern: transmit.modern,
             declares: matches!(&transmit.kind, TransmitKind::Request { method, .. } if method == "initialize")
                 && declares_capabilities(&transmit.payload),
+            url: self.url.clone(),
+            redirected_from: Vec::new(),
         };
         (self.post(transmit), exchange)
+    }
+
+    /// The POST that carries `transmit` again, to where its exchange's redirects led (after
+    /// [`on_redirect`](Self::on_redirect) said to follow one): the same method, headers and body.
+    pub fn post_again(&self, exchange: &Exchange, transmit: &Transmit) -> HttpRequest {
+        HttpRequest {
+            url: exchange.url.clone(),
+            ..self.post(transmit)
+        }
     }
 
     /// Reads the answer to the exchange's POST (see [`on_response`](Self::on_response)).
@@ -731,6 +783,68 @@ impl HttpRules {
         headers: &[(String, String)],
     ) -> Result<Body, HttpError> {
         self.on_response(&exchange.kind, exchange.carried.as_deref(), status, headers)
+    }
+
+    /// Whether the response to the exchange's latest request (made with `method`: its POST, or a
+    /// resumption `GET`) is a redirect to follow; ask before [`on_exchange_response`]
+    /// (or [`on_resume_response`]). `Ok(None)`: it is not one; read the response as usual.
+    /// `Ok(Some(url))`: make the same request again at `url` — for a POST,
+    /// [`post_again`](Self::post_again) — and read its response in this one's place; the rules
+    /// use `url` for every later request too. `Err`: a redirect not followed, which fails the
+    /// request ([`HttpError::Redirect`]); nothing is sent where it points.
+    ///
+    /// The rule ([`redirect_target`]): only a redirect that keeps the request's method
+    /// (RFC 9110 § 15.4: 307 and 308, and 301, 302 or 303 for a `GET`), to the same origin, is
+    /// followed; a POST answered with 301, 302 or 303 fails, since following it would turn the
+    /// POST into a GET. Each exchange follows at most [`MAX_REDIRECTS`], never to a URL it was
+    /// redirected from already (a loop).
+    ///
+    /// > "A client SHOULD detect and intervene in cyclical redirections (i.e., "infinite"
+    /// > redirection loops)." / "Note: An earlier version of this specification recommended a
+    /// > maximum of five redirections" — RFC 9110 § 15.4
+    ///
+    /// The new URL is kept for later requests, though RFC 9110 § 15.4.8 says of a 307 that "the
+    /// client ought to continue using the original target URI for future requests": the
+    /// redirects followed are same-origin moves of the one MCP endpoint (a framework adding a
+    /// trailing slash to `/mcp`), where asking the old URL again would only double every POST,
+    /// and the session and the resumption `GET`s belong to the endpoint that answers.
+    ///
+    /// [`on_exchange_response`]: Self::on_exchange_response
+    /// [`on_resume_response`]: Self::on_resume_response
+    pub fn on_redirect(
+        &mut self,
+        exchange: &mut Exchange,
+        method: Method,
+        status: u16,
+        headers: &[(String, String)],
+    ) -> Result<Option<String>, HttpError> {
+        let refused = |reason| HttpError::Redirect {
+            status,
+            url: redact_url(&exchange.url),
+            reason,
+        };
+        let location = header(headers, "location");
+        let Some(target) =
+            redirect_target(method, status, location, &exchange.url).map_err(refused)?
+        else {
+            return Ok(None);
+        };
+        if exchange.redirected_from.len() >= MAX_REDIRECTS {
+            return Err(refused(RedirectRefused::TooMany {
+                limit: MAX_REDIRECTS,
+            }));
+        }
+        let from = normalized(&exchange.url);
+        if target == from || exchange.redirected_from.contains(&target) {
+            return Err(refused(RedirectRefused::Loop {
+                url: redact_url(&target),
+            }));
+        }
+        exchange.redirected_from.push(from);
+        exchange.url.clone_from(&target);
+        self.redacted_url = redact_url(&target);
+        self.url.clone_from(&target);
+        Ok(Some(target))
     }
 
     /// Notes a message read from the exchange's response (a JSON body, or an event's data);
@@ -748,14 +862,25 @@ impl HttpRules {
     }
 
     /// Reads the JSON body of a refused request ([`Body::Refused`]): a JSON-RPC error answering
-    /// the request is its answer (`Ok`: hand the body to the session, which reads the error);
-    /// anything else (an error without the request's id, another shape, junk) leaves the status
+    /// the request is its answer (`Ok`: hand the body to the session with
+    /// [`Session::handle_message_for`](crate::Session::handle_message_for), which reads the
+    /// error); anything else (an error with another id, another shape, junk) leaves the status
     /// as the verdict.
     ///
     /// > "On `400 Bad Request`, the client **SHOULD** inspect the response body before falling
     /// > back: modern servers also use `400` for `UnsupportedProtocolVersionError`,
     /// > `MissingRequiredClientCapabilityError`, and header-validation failures." — MCP
     /// > 2026-07-28, Streamable HTTP § Backward Compatibility
+    ///
+    /// An error without an id (`null` or absent) answers it too: the server could not read the
+    /// request, and this response is to this request's POST, so the request fails with the
+    /// server's code and message rather than an HTTP status. (A legacy server refusing the era
+    /// probe so — the TypeScript SDK's `400 {"error":{"code":-32000,"message":"Bad Request: No
+    /// valid session ID provided"},"id":null}` — still means the legacy era: -32000 is no modern
+    /// error.)
+    ///
+    /// > "If there was an error in detecting the id in the Request object (e.g. Parse
+    /// > error/Invalid Request), it MUST be Null." — JSON-RPC 2.0 § 5
     pub fn on_error_body(
         &mut self,
         exchange: &mut Exchange,
@@ -767,7 +892,11 @@ impl HttpRules {
             #[serde(default)]
             id: Option<serde_json::Value>,
             #[serde(default)]
-            error: Option<serde::de::IgnoredAny>,
+            method: Option<serde::de::IgnoredAny>,
+            // The shape the session reads (`{code, message?, data?}`), so that what is taken for
+            // the answer is one.
+            #[serde(default)]
+            error: Option<crate::jsonrpc::RpcError>,
             #[serde(default)]
             result: Option<serde::de::IgnoredAny>,
         }
@@ -780,7 +909,8 @@ impl HttpRules {
         let answers = serde_json::from_slice::<Head>(body).is_ok_and(|h| {
             h.error.is_some()
                 && h.result.is_none()
-                && h.id.as_ref().and_then(serde_json::Value::as_u64) == Some(wire.0)
+                && h.method.is_none()
+                && h.id.as_ref().is_none_or(|id| id.as_u64() == Some(wire.0))
         });
         if answers {
             exchange.answered = true;
@@ -807,14 +937,16 @@ impl HttpRules {
             });
         }
         let plan = self.on_stream_end(&exchange.kind, exchange.answered, exchange.resumes, decoder);
-        if matches!(plan, StreamEnd::Resume { .. }) {
+        if let StreamEnd::Resume { request, .. } = &plan {
             exchange.resumes += 1;
+            exchange.url.clone_from(&request.url);
         }
         plan
     }
 
     /// Notes a message read from the response to `kind`; returns whether it is that request's
-    /// answer. The `initialize` answer sets the protocol revision sent in later headers.
+    /// answer: a result or error with its id, or an error without an id. The `initialize` answer
+    /// sets the protocol revision sent in later headers.
     pub fn observe_message(&mut self, kind: &TransmitKind, message: &[u8]) -> bool {
         #[derive(serde::Deserialize)]
         struct Head {
@@ -838,9 +970,16 @@ impl HttpRules {
         let Ok(head) = serde_json::from_slice::<Head>(message) else {
             return false;
         };
+        // An error without an id (`null` or absent) on this request's response is about this
+        // request (see `on_error_body`): the session takes it for its answer.
         let answers = head.method.is_none()
-            && (head.result.is_some() || head.error.is_some())
-            && head.id.as_ref().and_then(serde_json::Value::as_u64) == Some(wire.0);
+            && match (&head.result, &head.error, &head.id) {
+                (Some(_), None, Some(id)) | (None, Some(_), Some(id)) => {
+                    id.as_u64() == Some(wire.0)
+                }
+                (None, Some(_), None) => true,
+                _ => false,
+            };
         if answers && method == "initialize" {
             // Only a revision this client speaks goes into a header: the session refuses any
             // other (and disconnects), and a server's arbitrary string must not reach an HTTP
@@ -972,7 +1111,7 @@ impl HttpRules {
             after: decoder.retry().unwrap_or(self.config.default_retry),
             request: HttpRequest {
                 method: Method::Get,
-                url: self.config.url.clone(),
+                url: self.url.clone(),
                 headers,
                 body: None,
             },
@@ -1042,7 +1181,7 @@ impl HttpRules {
         }
         Some(HttpRequest {
             method: Method::Get,
-            url: self.config.url.clone(),
+            url: self.url.clone(),
             headers,
             body: None,
         })
@@ -1115,7 +1254,7 @@ impl HttpRules {
         self.session_id.as_ref()?;
         Some(HttpRequest {
             method: Method::Delete,
-            url: self.config.url.clone(),
+            url: self.url.clone(),
             headers: self.headers("application/json, text/event-stream"),
             body: None,
         })
@@ -1138,6 +1277,125 @@ fn declares_capabilities(payload: &[u8]) -> bool {
         .ok()
         .and_then(|r| r.params?.capabilities)
         .is_some_and(|c| !c.is_empty())
+}
+
+/// The most redirects one message's exchange follows (its POST's, and its resumptions').
+pub const MAX_REDIRECTS: usize = 5;
+
+/// Why a redirect is not followed ([`HttpError::Redirect`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedirectRefused {
+    /// It points to another origin, which is sent nothing: neither the request nor its headers
+    /// (`Authorization`, the session id).
+    #[error("it points to another origin, {origin}")]
+    CrossOrigin {
+        /// The origin it points to (`scheme://host:port`: no path, user info or query).
+        origin: String,
+    },
+    /// Following it would turn the request into a `GET` (301, 302 or 303 to a POST).
+    #[error("following a {status} would turn the {method} into a GET")]
+    ChangesMethod {
+        /// The status.
+        status: u16,
+        /// The request's method.
+        method: &'static str,
+    },
+    /// The exchange followed [`MAX_REDIRECTS`] already.
+    #[error("more than {limit} redirects")]
+    TooMany {
+        /// The cap.
+        limit: usize,
+    },
+    /// It points to a URL the exchange was redirected from (or to the URL itself).
+    #[error("a redirect loop back to {url}")]
+    Loop {
+        /// That URL, redacted ([`redact_url`]).
+        url: String,
+    },
+    /// It has no `Location` header (or one that is not visible ASCII).
+    #[error("it has no Location")]
+    NoLocation,
+    /// Its `Location` is not an `http://` or `https://` URL without user info.
+    #[error("its Location is not an http:// or https:// URL without user info")]
+    BadLocation,
+}
+
+/// Where a response to a `method` request made to `current` redirects it, when the redirect
+/// may be followed — the rule for one response, without the exchange's count and loop check
+/// ([`HttpRules::on_redirect`]). `Ok(None)`: the status is no redirect to follow (anything but
+/// 301, 302, 303, 307 and 308; a 304 or 300 is read as any other status). `Ok(Some(url))`: the
+/// `Location`, resolved against `current` (RFC 3986 § 5) and without its fragment, which is never
+/// sent.
+///
+/// > "The 307 (Temporary Redirect) status code indicates that the target resource resides
+/// > temporarily under a different URI and the user agent MUST NOT change the request method if
+/// > it performs an automatic redirection to that URI." (§ 15.4.8; 308 likewise, § 15.4.9) / of
+/// > 301 and 302: "For historical reasons, a user agent MAY change the request method from POST
+/// > to GET for the subsequent request." (§ 15.4.2, 15.4.3) / of 303: "A user agent can perform
+/// > a retrieval request targeting that URI (a GET or HEAD request if using HTTP)" (§ 15.4.4)
+/// > — RFC 9110
+///
+/// A POST is MCP's message: turned into a GET it would be lost, so 301, 302 and 303 are refused
+/// for it (and 303 for a `DELETE`). A redirect to another origin is never followed, whatever
+/// its status:
+///
+/// > "Consider removing header fields that were not automatically generated by the
+/// > implementation (i.e., those present in the request because they were added by the calling
+/// > context) where there are security implications; this includes but is not limited to
+/// > Authorization and Cookie." — RFC 9110 § 15.4
+///
+/// Every header here is the application's or the session's (`Authorization`, `Mcp-Session-Id`),
+/// so the request goes to the origin it was configured for, or nowhere.
+pub fn redirect_target(
+    method: Method,
+    status: u16,
+    location: Option<&str>,
+    current: &str,
+) -> Result<Option<String>, RedirectRefused> {
+    match (status, method) {
+        (307 | 308, _) | (301 | 302, Method::Get | Method::Delete) | (303, Method::Get) => {}
+        (301..=303, method) => {
+            return Err(RedirectRefused::ChangesMethod {
+                status,
+                method: method.as_str(),
+            })
+        }
+        _ => return Ok(None),
+    }
+    let location = location
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .ok_or(RedirectRefused::NoLocation)?;
+    let base = url::Url::parse(current).map_err(|_| RedirectRefused::BadLocation)?;
+    let mut target = base
+        .join(location)
+        .map_err(|_| RedirectRefused::BadLocation)?;
+    if !matches!(target.scheme(), "http" | "https")
+        || !target.username().is_empty()
+        || target.password().is_some()
+    {
+        return Err(RedirectRefused::BadLocation);
+    }
+    if target.origin() != base.origin() {
+        return Err(RedirectRefused::CrossOrigin {
+            origin: target.origin().ascii_serialization(),
+        });
+    }
+    target.set_fragment(None);
+    Ok(Some(target.into()))
+}
+
+/// `url` as the `url` crate writes it (lowercase scheme and host, no default port, dot segments
+/// resolved), to compare with a resolved redirect target; as it is when it does not parse.
+fn normalized(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            u.set_fragment(None);
+            u.into()
+        }
+        Err(_) => url.to_owned(),
+    }
 }
 
 /// The verdict on a status that is not 2xx: 401 and 403 carry their challenge (for the OAuth
@@ -1844,5 +2102,195 @@ mod tests {
         handshake(&mut r, r#"{"sampling":{}}"#, "s2");
         assert!(r.on_listen_end(&mut old, &empty).is_none());
         assert!(r.listen().is_some(), "the new session listens anew");
+    }
+
+    // ---- redirects (RFC 9110 § 15.4) ----------------------------------------------------------
+
+    #[test]
+    fn which_redirects_are_followed_and_where_to() {
+        let here = "http://127.0.0.1:1/mcp?k=v#f";
+        let t = |method, status, location: Option<&str>| {
+            redirect_target(method, status, location, here)
+        };
+        let to = |url: &str| Ok(Some(url.to_owned()));
+        // 307 and 308 keep any method; a relative Location resolves against the request's URL.
+        assert_eq!(
+            t(Method::Post, 307, Some("/mcp/")),
+            to("http://127.0.0.1:1/mcp/")
+        );
+        assert_eq!(
+            t(Method::Post, 308, Some("mcp/v2")),
+            to("http://127.0.0.1:1/mcp/v2")
+        );
+        assert_eq!(
+            t(Method::Post, 308, Some("./a/../b?x=1#frag")),
+            to("http://127.0.0.1:1/b?x=1")
+        );
+        assert_eq!(
+            t(Method::Post, 307, Some("?q")),
+            to("http://127.0.0.1:1/mcp?q")
+        );
+        assert_eq!(
+            t(Method::Delete, 308, Some("HTTP://127.0.0.1:1/x")),
+            to("http://127.0.0.1:1/x")
+        );
+        // 301, 302, 303 would turn a POST into a GET; a GET stays a GET.
+        for status in [301, 302, 303] {
+            assert_eq!(
+                t(Method::Post, status, Some("/mcp/")),
+                Err(RedirectRefused::ChangesMethod {
+                    status,
+                    method: "POST"
+                })
+            );
+            assert_eq!(
+                t(Method::Get, status, Some("/mcp/")),
+                to("http://127.0.0.1:1/mcp/")
+            );
+        }
+        assert!(t(Method::Delete, 303, Some("/")).is_err());
+        assert_eq!(t(Method::Delete, 301, Some("/")), to("http://127.0.0.1:1/"));
+        // Other statuses are no redirect to follow.
+        for status in [200, 300, 304, 305, 306, 400] {
+            assert_eq!(t(Method::Post, status, Some("/x")), Ok(None), "{status}");
+        }
+        // Another origin: another host, port or scheme; the default port is the same port.
+        for (location, origin) in [
+            ("http://localhost:1/mcp", "http://localhost:1"),
+            ("http://127.0.0.1:2/mcp", "http://127.0.0.1:2"),
+            ("https://127.0.0.1:1/mcp", "https://127.0.0.1:1"),
+            ("//evil.example/mcp?token=SECRET", "http://evil.example"),
+        ] {
+            assert_eq!(
+                t(Method::Post, 307, Some(location)),
+                Err(RedirectRefused::CrossOrigin {
+                    origin: origin.into()
+                }),
+                "{location}"
+            );
+        }
+        assert_eq!(
+            redirect_target(Method::Post, 308, Some("http://h:80/b"), "http://h/a"),
+            to("http://h/b")
+        );
+        // No Location, or one that cannot be followed.
+        assert_eq!(t(Method::Post, 307, None), Err(RedirectRefused::NoLocation));
+        assert_eq!(
+            t(Method::Post, 307, Some(" ")),
+            Err(RedirectRefused::NoLocation)
+        );
+        for bad in [
+            "ftp://127.0.0.1:1/x",
+            "http://user:pw@127.0.0.1:1/x",
+            "http://[::1",
+            "mailto:x@y",
+        ] {
+            assert_eq!(
+                t(Method::Post, 307, Some(bad)),
+                Err(RedirectRefused::BadLocation),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_followed_redirect_moves_the_endpoint_and_counts_against_the_exchange() {
+        let mut r = rules();
+        let call = transmit(request(1, "tools/call"));
+        let (_, mut ex) = r.begin(&call);
+        let to = |l: &str| h(&[("Location", l)]);
+        assert_eq!(
+            r.on_redirect(&mut ex, Method::Post, 200, &[]),
+            Ok(None),
+            "not a redirect"
+        );
+        assert_eq!(
+            r.on_redirect(&mut ex, Method::Post, 307, &to("/mcp/")),
+            Ok(Some("http://127.0.0.1:1/mcp/".into()))
+        );
+        assert_eq!(ex.redirects(), 1);
+        let again = r.post_again(&ex, &call);
+        assert_eq!(again.url, "http://127.0.0.1:1/mcp/");
+        assert_eq!(
+            (again.method, &again.headers, &again.body),
+            (Method::Post, &r.post(&call).headers, &Some(b"{}".to_vec())),
+            "method, headers and body kept"
+        );
+        // From now on, every request goes there: POSTs, resumption GETs, the DELETE.
+        assert_eq!(r.url(), "http://127.0.0.1:1/mcp/");
+        assert_eq!(r.redacted_url(), "http://127.0.0.1:1/mcp/");
+        assert_eq!(r.post(&transmit(request(2, "ping"))).url, r.url());
+        let mut d = SseDecoder::new();
+        d.feed(b"id: e1\ndata: \n\n");
+        let StreamEnd::Resume { request, .. } = r.on_exchange_end(&mut ex, Some(&d)) else {
+            panic!()
+        };
+        assert_eq!(request.url, "http://127.0.0.1:1/mcp/");
+        open_session(&mut r, 0, "s");
+        assert_eq!(r.delete().unwrap().url, "http://127.0.0.1:1/mcp/");
+        // A loop: back to where it came from, or to itself.
+        let err = r.on_redirect(&mut ex, Method::Get, 308, &to("/mcp"));
+        assert!(
+            matches!(&err, Err(HttpError::Redirect { status: 308, reason: RedirectRefused::Loop { url }, .. }) if url == "http://127.0.0.1:1/mcp"),
+            "{err:?}"
+        );
+        let (_, mut ex) = r.begin(&call);
+        assert!(matches!(
+            r.on_redirect(&mut ex, Method::Post, 307, &to("/mcp/")),
+            Err(HttpError::Redirect {
+                reason: RedirectRefused::Loop { .. },
+                ..
+            })
+        ));
+        // At most five per exchange.
+        let (_, mut ex) = r.begin(&call);
+        for hop in 1..=5 {
+            assert!(r
+                .on_redirect(&mut ex, Method::Post, 307, &to(&format!("/hop{hop}")))
+                .unwrap()
+                .is_some());
+        }
+        assert_eq!(
+            r.on_redirect(&mut ex, Method::Post, 307, &to("/hop6")),
+            Err(HttpError::Redirect {
+                status: 307,
+                url: "http://127.0.0.1:1/hop5".into(),
+                reason: RedirectRefused::TooMany { limit: 5 }
+            })
+        );
+        // Another origin is refused and moves nothing; the error names the origin only.
+        let (_, mut ex) = r.begin(&call);
+        let err = r
+            .on_redirect(
+                &mut ex,
+                Method::Post,
+                307,
+                &to("http://bob:pw@evil.example:8080/steal?key=SECRET"),
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "HTTP 307 redirect from http://127.0.0.1:1/hop5 not followed: its Location is not an http:// or https:// URL without user info"
+        );
+        let err = r
+            .on_redirect(
+                &mut ex,
+                Method::Post,
+                307,
+                &to("http://evil.example:8080/s?key=SECRET"),
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "HTTP 307 redirect from http://127.0.0.1:1/hop5 not followed: it points to another origin, http://evil.example:8080"
+        );
+        assert_eq!(r.url(), "http://127.0.0.1:1/hop5");
+        let err = r
+            .on_redirect(&mut ex, Method::Post, 302, &to("/x"))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "HTTP 302 redirect from http://127.0.0.1:1/hop5 not followed: following a 302 would turn the POST into a GET"
+        );
     }
 }

@@ -8,6 +8,8 @@
 //! The modules read like the protocol's chapters:
 //! - [`framing`]: newline-delimited messages (stdio), bounded and linear
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope
+//! - [`text`]: text that is not what JSON text must be (invalid UTF-8, lone surrogate escapes),
+//!   mended so that its message can still be read
 //! - [`types`]: the MCP schema types a tool client uses
 //! - [`session`]: the [`Session`] state machine: the opening in either era, requests, timeouts,
 //!   cancellation, what the server asks of the application
@@ -55,6 +57,7 @@ pub mod methods;
 pub mod pagination;
 pub mod session;
 pub mod sse;
+pub mod text;
 pub mod types;
 
 pub use bridge::{tool_output, ToolDefinition, ToolOutput};

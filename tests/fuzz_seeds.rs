@@ -69,6 +69,11 @@ fn eras_seeds() {
 }
 
 #[test]
+fn text_seeds() {
+    replay(&seeds("text").0, checks::check_text);
+}
+
+#[test]
 fn seed_headers_are_well_formed() {
     // Every seed carries at least a full header, so that its body is what the name says.
     for (target, len) in [

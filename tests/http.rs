@@ -6,7 +6,7 @@ mod server;
 #[path = "../examples/common/tools.rs"]
 mod tools;
 
-use mcp_client::proto::http::HttpError;
+use mcp_client::proto::http::{HttpError, RedirectRefused};
 use mcp_client::proto::Config;
 use mcp_client::{Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, Request};
 use serde_json::json;
@@ -289,7 +289,7 @@ fn a_redirect_to_another_origin_is_not_followed() {
         let c = Client::new(HttpTransport::new(config).unwrap());
         let err = c.initialize().await.unwrap_err();
         assert!(
-            matches!(&err, Error::Http { status: 307, url, .. } if *url == srv.url),
+            matches!(&err, Error::HttpProtocol(HttpError::Redirect { status: 307, url, reason: RedirectRefused::CrossOrigin { origin } }) if *url == srv.url && elsewhere.url.starts_with(origin.as_str())),
             "{err:?}"
         );
     });
@@ -949,4 +949,567 @@ fn an_oversized_event_or_body_fails_its_call_at_once_and_is_reported() {
             c.close().await.unwrap();
         });
     }
+}
+
+// ---- what servers send wrong: hostile responders of the tests' own ------------------------------
+
+/// A tiny HTTP/1.1 responder on 127.0.0.1 for the hostile tests below: each request is read
+/// whole (head and `Content-Length` body), logged, and answered by the test's handler on a
+/// connection that then closes.
+mod tiny {
+    use serde_json::Value;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::{Arc, Mutex};
+
+    /// One request as received.
+    #[derive(Debug, Clone)]
+    pub struct Req {
+        pub method: String,
+        /// The request target: the path and query.
+        pub target: String,
+        pub headers: Vec<(String, String)>,
+        pub body: Vec<u8>,
+    }
+
+    impl Req {
+        pub fn header(&self, name: &str) -> Option<&str> {
+            self.headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.as_str())
+        }
+
+        pub fn json(&self) -> Value {
+            serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+        }
+
+        /// The JSON-RPC method of the body, if any.
+        pub fn rpc(&self) -> String {
+            self.json()["method"].as_str().unwrap_or("").to_owned()
+        }
+
+        /// The JSON-RPC id of the body, as JSON text.
+        pub fn id(&self) -> String {
+            self.json()["id"].to_string()
+        }
+    }
+
+    /// One response.
+    pub struct Resp {
+        pub status: u16,
+        pub headers: Vec<(String, String)>,
+        pub body: Vec<u8>,
+    }
+
+    impl Resp {
+        pub fn new(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Resp {
+            let mut headers = Vec::new();
+            if !content_type.is_empty() {
+                headers.push(("Content-Type".into(), content_type.into()));
+            }
+            Resp {
+                status,
+                headers,
+                body: body.into(),
+            }
+        }
+
+        pub fn json(body: impl Into<Vec<u8>>) -> Resp {
+            Resp::new(200, "application/json", body)
+        }
+
+        pub fn sse(body: impl Into<Vec<u8>>) -> Resp {
+            Resp::new(200, "text/event-stream", body)
+        }
+
+        pub fn accepted() -> Resp {
+            Resp::new(202, "", Vec::new())
+        }
+
+        pub fn redirect(status: u16, location: &str) -> Resp {
+            Resp {
+                status,
+                headers: vec![("Location".into(), location.into())],
+                body: Vec::new(),
+            }
+        }
+    }
+
+    type Handler = dyn Fn(&Req) -> Resp + Send + Sync;
+
+    pub struct Responder {
+        /// `http://127.0.0.1:PORT`.
+        pub origin: String,
+        log: Arc<Mutex<Vec<Req>>>,
+    }
+
+    impl Responder {
+        pub fn start(handler: impl Fn(&Req) -> Resp + Send + Sync + 'static) -> Responder {
+            let listener = TcpListener::bind("127.0.0.1:0").expect("listen on 127.0.0.1");
+            let origin = format!("http://{}", listener.local_addr().unwrap());
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let handler: Arc<Handler> = Arc::new(handler);
+            let shared = log.clone();
+            std::thread::spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    let (log, handler) = (shared.clone(), handler.clone());
+                    std::thread::spawn(move || serve(stream, &log, &*handler));
+                }
+            });
+            Responder { origin, log }
+        }
+
+        /// The URL of `path` here.
+        pub fn url(&self, path: &str) -> String {
+            format!("{}{path}", self.origin)
+        }
+
+        pub fn log(&self) -> Vec<Req> {
+            self.log.lock().unwrap().clone()
+        }
+    }
+
+    fn serve(stream: TcpStream, log: &Mutex<Vec<Req>>, handler: &Handler) {
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let (method, target) = (
+            parts.next().unwrap_or("").to_owned(),
+            parts.next().unwrap_or("").to_owned(),
+        );
+        let mut headers = Vec::new();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                headers.push((k.trim().to_owned(), v.trim().to_owned()));
+            }
+        }
+        let mut stream = stream;
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _): &&(String, String)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.clone())
+        };
+        if header("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
+            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        let len = header("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; len];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let req = Req {
+            method,
+            target,
+            headers,
+            body,
+        };
+        log.lock().unwrap().push(req.clone());
+        let resp = handler(&req);
+        let mut out = format!("HTTP/1.1 {} X\r\n", resp.status).into_bytes();
+        for (k, v) in &resp.headers {
+            out.extend(format!("{k}: {v}\r\n").into_bytes());
+        }
+        out.extend(
+            format!(
+                "Content-Length: {}\r\nConnection: close\r\n\r\n",
+                resp.body.len()
+            )
+            .into_bytes(),
+        );
+        out.extend(&resp.body);
+        let _ = stream.write_all(&out);
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+    }
+
+    /// The `initialize` answer of a legacy server without sessions.
+    pub fn init_answer(id: &str) -> Resp {
+        Resp::json(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"tiny","version":"0"}}}}}}"#
+        ))
+    }
+
+    /// A legacy server: the handshake, 202 to notifications, `call` for everything else.
+    pub fn legacy(call: impl Fn(&Req) -> Resp + Send + Sync + 'static) -> Responder {
+        Responder::start(move |r| match r.rpc().as_str() {
+            "initialize" => init_answer(&r.id()),
+            m if m.starts_with("notifications/") => Resp::accepted(),
+            _ => call(r),
+        })
+    }
+
+    /// A `tools/call` answer to `id` whose one text block is `text`, as raw bytes.
+    pub fn call_answer(id: &str, text: &[u8]) -> Vec<u8> {
+        let mut m = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#
+        )
+        .into_bytes();
+        m.extend_from_slice(text);
+        m.extend_from_slice(br#""}]}}"#);
+        m
+    }
+}
+
+/// A client of `url` in the legacy era (these responders answer `initialize` only), whose
+/// requests time out after 20 s (a regression fails instead of waiting a minute).
+fn legacy_client(config: HttpTransportConfig) -> Client<HttpTransport> {
+    let settings = ClientConfig {
+        session: Config {
+            default_timeout: Some(Duration::from_secs(20)),
+            era: mcp_client::proto::EraChoice::Legacy,
+            ..Config::default()
+        },
+        ..ClientConfig::default()
+    };
+    Client::with_config(HttpTransport::new(config).unwrap(), settings)
+}
+
+#[test]
+fn json_bodies_and_sse_events_with_bad_text_reach_the_model_with_replacement_characters() {
+    use tiny::{call_answer, Resp};
+    let srv = tiny::legacy(|r| {
+        let id = r.id();
+        let how = r.json()["params"]["arguments"]["how"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        let event = |message: Vec<u8>| {
+            let mut body = b"event: message\ndata: ".to_vec();
+            body.extend(message);
+            body.extend_from_slice(b"\n\n");
+            body
+        };
+        match how.as_str() {
+            "json-latin1" => Resp::json(call_answer(&id, b"caf\xe9")),
+            "json-surrogate" => Resp::json(call_answer(&id, br"\ud83d!")),
+            "sse-latin1" => Resp::sse(event(call_answer(&id, b"cr\xe8me"))),
+            "sse-surrogate" => Resp::sse(event(call_answer(&id, br"\udfff\ud83d\ude00"))),
+            _ => Resp::new(500, "text/plain", "?"),
+        }
+    });
+    smol::block_on(async {
+        let c = legacy_client(HttpTransportConfig::new(srv.url("/mcp")));
+        c.initialize().await.unwrap();
+        let started = Instant::now();
+        for (how, reads) in [
+            ("json-latin1", "caf\u{FFFD}"),
+            ("json-surrogate", "\u{FFFD}!"),
+            ("sse-latin1", "cr\u{FFFD}me"),
+            ("sse-surrogate", "\u{FFFD}\u{1F600}"),
+        ] {
+            let r = c.call_tool("read", json!({ "how": how })).await;
+            assert_eq!(r.unwrap().text(), reads, "{how}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no timeout");
+        // The SSE decoder replaces invalid UTF-8 itself, as the event-stream format says; the
+        // session mends the other three.
+        assert_eq!(c.stats().repaired, 3);
+        assert_eq!(c.stats().messages_ignored, 0);
+        c.close().await.unwrap();
+    });
+    assert!(srv
+        .log()
+        .iter()
+        .all(|r| r.method == "POST" && r.target == "/mcp" && r.header("accept").is_some()));
+}
+
+#[test]
+fn a_null_id_error_in_a_body_or_event_fails_its_own_request_with_the_servers_code() {
+    use tiny::Resp;
+    let srv = tiny::legacy(|r| {
+        let args = &r.json()["params"]["arguments"];
+        let how = args["how"].as_str().unwrap_or("").to_owned();
+        let error = format!(
+            r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32602,"message":"cannot read {}"}}}}"#,
+            args["name"].as_str().unwrap_or("?")
+        );
+        match how.as_str() {
+            "400" => Resp::new(400, "application/json", error),
+            "200" => Resp::json(error),
+            _ => Resp::sse(format!("event: message\ndata: {error}\n\n")),
+        }
+    });
+    smol::block_on(async {
+        let c = legacy_client(HttpTransportConfig::new(srv.url("/mcp")));
+        c.initialize().await.unwrap();
+        let started = Instant::now();
+        for how in ["400", "200", "sse"] {
+            let err = c
+                .call_tool("t", json!({ "how": how, "name": how }))
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, Error::Protocol(e) if e.code == -32602 && e.message == format!("cannot read {how}")),
+                "{how}: {err:?}"
+            );
+        }
+        // Several at once: each exchange tells whose error it is.
+        let (a, b) = smol::future::zip(
+            c.call_tool("t", json!({"how": "400", "name": "a"})),
+            c.call_tool("t", json!({"how": "sse", "name": "b"})),
+        )
+        .await;
+        assert!(
+            matches!(&a, Err(Error::Protocol(e)) if e.message == "cannot read a"),
+            "{a:?}"
+        );
+        assert!(
+            matches!(&b, Err(Error::Protocol(e)) if e.message == "cannot read b"),
+            "{b:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "no timeout");
+        assert_eq!(c.stats().messages_ignored, 0, "{:?}", c.recent_warnings());
+        c.close().await.unwrap();
+    });
+}
+
+#[test]
+fn a_legacy_servers_null_id_refusal_of_the_probe_still_leads_to_the_legacy_era() {
+    use tiny::Resp;
+    // What the TypeScript SDK's stateful server answers a POST without a session id.
+    let srv = tiny::legacy(|r| match r.rpc().as_str() {
+        "server/discover" => Resp::new(
+            400,
+            "application/json",
+            r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#,
+        ),
+        _ => Resp::json(tiny::call_answer(&r.id(), b"legacy")),
+    });
+    smol::block_on(async {
+        let c = Client::new(HttpTransport::new(HttpTransportConfig::new(srv.url("/mcp"))).unwrap());
+        c.initialize().await.unwrap();
+        assert_eq!(c.era(), Some(mcp_client::proto::Era::Legacy));
+        assert_eq!(c.call_tool("t", json!({})).await.unwrap().text(), "legacy");
+        c.close().await.unwrap();
+    });
+    let methods: Vec<String> = srv.log().iter().map(|r| r.rpc()).collect();
+    assert_eq!(
+        methods,
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ]
+    );
+}
+
+// ---- redirects -------------------------------------------------------------------------------
+
+/// A legacy server at `path` whose `tools/call` answers with the text "at PATH"; a call with
+/// `{"cut": true}` gets only a priming event (id `e1`) first, and its answer on the resumption
+/// `GET`.
+fn legacy_at(
+    path: &'static str,
+    then: impl Fn(&tiny::Req) -> Option<tiny::Resp> + Send + Sync + 'static,
+) -> tiny::Responder {
+    use std::sync::{Arc, Mutex};
+    use tiny::Resp;
+    let cut: Arc<Mutex<Option<String>>> = Arc::default();
+    tiny::Responder::start(move |r| {
+        if let Some(resp) = then(r) {
+            return resp;
+        }
+        if r.target != path {
+            return Resp::new(404, "text/plain", "not here");
+        }
+        if r.method == "GET" {
+            let id = cut.lock().unwrap().take().unwrap_or_default();
+            let answer = tiny::call_answer(&id, format!("at {path}, resumed").as_bytes());
+            let mut body = b"id: e2\ndata: ".to_vec();
+            body.extend(answer);
+            body.extend_from_slice(b"\n\n");
+            return Resp::sse(body);
+        }
+        match r.rpc().as_str() {
+            "initialize" => tiny::init_answer(&r.id()),
+            m if m.starts_with("notifications/") => Resp::accepted(),
+            _ if r.json()["params"]["arguments"]["cut"] == true => {
+                *cut.lock().unwrap() = Some(r.id());
+                Resp::sse("id: e1\nretry: 10\ndata: \n\n")
+            }
+            _ => Resp::json(tiny::call_answer(&r.id(), format!("at {path}").as_bytes())),
+        }
+    })
+}
+
+#[test]
+fn a_same_origin_307_is_followed_with_everything_kept_and_the_new_url_used_from_then_on() {
+    // A framework adding a trailing slash to /mcp.
+    let srv = legacy_at("/mcp/", |r| {
+        (r.target == "/mcp").then(|| tiny::Resp::redirect(307, "/mcp/"))
+    });
+    smol::block_on(async {
+        let config =
+            HttpTransportConfig::new(srv.url("/mcp")).header("Authorization", "Bearer s3cret");
+        let c = legacy_client(config);
+        c.initialize().await.unwrap();
+        assert_eq!(
+            c.call_tool("t", json!({})).await.unwrap().text(),
+            "at /mcp/"
+        );
+        let r = c.call_tool("t", json!({"cut": true})).await.unwrap();
+        assert_eq!(r.text(), "at /mcp/, resumed");
+        c.close().await.unwrap();
+    });
+    let log = srv.log();
+    let seen: Vec<(&str, &str, String)> = log
+        .iter()
+        .map(|r| (r.method.as_str(), r.target.as_str(), r.rpc()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("POST", "/mcp", "initialize".to_owned()),
+            ("POST", "/mcp/", "initialize".to_owned()),
+            ("POST", "/mcp/", "notifications/initialized".to_owned()),
+            ("POST", "/mcp/", "tools/call".to_owned()),
+            ("POST", "/mcp/", "tools/call".to_owned()),
+            ("GET", "/mcp/", String::new()),
+        ]
+    );
+    // Method, body and headers kept.
+    assert_eq!(log[0].body, log[1].body);
+    let headers = |r: &tiny::Req| {
+        ["content-type", "accept", "authorization"].map(|h| r.header(h).map(str::to_owned))
+    };
+    assert_eq!(headers(&log[0]), headers(&log[1]));
+    assert_eq!(log[1].header("authorization"), Some("Bearer s3cret"));
+    assert_eq!(log[5].header("last-event-id"), Some("e1"));
+}
+
+#[test]
+fn a_308_with_a_relative_location_is_followed() {
+    let srv = legacy_at("/api/v2/mcp", |r| {
+        (r.target == "/api/mcp").then(|| tiny::Resp::redirect(308, "v2/mcp"))
+    });
+    smol::block_on(async {
+        let c = legacy_client(HttpTransportConfig::new(srv.url("/api/mcp")));
+        c.initialize().await.unwrap();
+        assert_eq!(
+            c.call_tool("t", json!({})).await.unwrap().text(),
+            "at /api/v2/mcp"
+        );
+        c.close().await.unwrap();
+    });
+    let targets: Vec<String> = srv.log().iter().map(|r| r.target.clone()).collect();
+    assert_eq!(
+        targets,
+        ["/api/mcp", "/api/v2/mcp", "/api/v2/mcp", "/api/v2/mcp"]
+    );
+}
+
+#[test]
+fn a_redirect_to_another_port_is_another_origin_and_nothing_is_sent_there() {
+    use isahc::config::{Configurable, RedirectPolicy};
+    // With the transport's own HTTP client, and with one of the application's that would
+    // follow redirects itself: the rules decide, not the HTTP library.
+    for follows in [false, true] {
+        let elsewhere = legacy_at("/mcp", |_| None);
+        let to = format!("{}/mcp?token=SECRET", elsewhere.origin);
+        let srv = tiny::Responder::start(move |_| tiny::Resp::redirect(307, &to));
+        smol::block_on(async {
+            let mut config =
+                HttpTransportConfig::new(srv.url("/mcp")).header("Authorization", "Bearer s3cret");
+            if follows {
+                let client = isahc::HttpClient::builder()
+                    .redirect_policy(RedirectPolicy::Follow)
+                    .build()
+                    .unwrap();
+                config.client = Some(client);
+            }
+            // In the Auto era: the probe is refused by the redirect, and so is initialize.
+            let c = Client::new(HttpTransport::new(config).unwrap());
+            let err = c.initialize().await.unwrap_err();
+            assert!(
+                matches!(&err, Error::HttpProtocol(HttpError::Redirect { status: 307, url, reason: RedirectRefused::CrossOrigin { origin } }) if *url == srv.url("/mcp") && *origin == elsewhere.origin),
+                "{err:?}"
+            );
+            let text = err.to_string();
+            assert!(
+                text.contains(&elsewhere.origin) && !text.contains("SECRET"),
+                "{text}"
+            );
+        });
+        assert_eq!(srv.log().len(), 2, "the probe and initialize, each once");
+        assert!(
+            elsewhere.log().is_empty(),
+            "nothing reached the other origin (follows: {follows})"
+        );
+    }
+}
+
+#[test]
+fn a_301_302_or_303_to_a_post_is_an_error_saying_why() {
+    for status in [301, 302, 303] {
+        let srv = legacy_at("/mcp/", move |r| {
+            (r.target == "/mcp").then(|| tiny::Resp::redirect(status, "/mcp/"))
+        });
+        smol::block_on(async {
+            let c = legacy_client(HttpTransportConfig::new(srv.url("/mcp")));
+            let err = c.initialize().await.unwrap_err();
+            assert!(
+                matches!(&err, Error::HttpProtocol(HttpError::Redirect { status: s, reason: RedirectRefused::ChangesMethod { method: "POST", .. }, .. }) if *s == status),
+                "{status}: {err:?}"
+            );
+            assert!(
+                err.to_string().contains("would turn the POST into a GET"),
+                "{err}"
+            );
+        });
+        let targets: Vec<String> = srv.log().iter().map(|r| r.target.clone()).collect();
+        assert_eq!(targets, ["/mcp"], "{status}: not followed");
+    }
+}
+
+#[test]
+fn a_redirect_loop_and_too_many_hops_are_errors() {
+    // /a -> /b -> /a.
+    let srv = tiny::Responder::start(|r| {
+        let next = if r.target == "/a" { "/b" } else { "/a" };
+        tiny::Resp::redirect(307, next)
+    });
+    smol::block_on(async {
+        let c = legacy_client(HttpTransportConfig::new(srv.url("/a")));
+        let err = c.initialize().await.unwrap_err();
+        assert!(
+            matches!(&err, Error::HttpProtocol(HttpError::Redirect { reason: RedirectRefused::Loop { url }, .. }) if url.ends_with("/a")),
+            "{err:?}"
+        );
+    });
+    assert_eq!(srv.log().len(), 2, "/a and /b, once each");
+    // /hop0 -> /hop1 -> … without end: five are followed.
+    let srv = tiny::Responder::start(|r| {
+        let n: u32 = r.target.trim_start_matches("/hop").parse().unwrap_or(0);
+        tiny::Resp::redirect(308, &format!("/hop{}", n + 1))
+    });
+    smol::block_on(async {
+        let c = legacy_client(HttpTransportConfig::new(srv.url("/hop0")));
+        let err = c.initialize().await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::HttpProtocol(HttpError::Redirect {
+                    reason: RedirectRefused::TooMany { limit: 5 },
+                    ..
+                })
+            ),
+            "{err:?}"
+        );
+    });
+    let targets: Vec<String> = srv.log().iter().map(|r| r.target.clone()).collect();
+    assert_eq!(
+        targets,
+        ["/hop0", "/hop1", "/hop2", "/hop3", "/hop4", "/hop5"]
+    );
 }

@@ -925,3 +925,101 @@ fn warnings_reach_the_application_and_a_panicking_callback_changes_nothing() {
         close_and_check(client).await;
     })
 }
+
+/// A client in the legacy era whose requests time out after 20 s (a regression fails instead of
+/// waiting a minute), with a shell-script server that answers the handshake, then runs `then`.
+async fn connect_sh(then: &str) -> Client<StdioTransport> {
+    let settings = ClientConfig {
+        session: Config {
+            default_timeout: Some(Duration::from_secs(20)),
+            era: mcp_client::proto::EraChoice::Legacy,
+            ..Config::default()
+        },
+        ..ClientConfig::default()
+    };
+    let transport = StdioTransport::spawn(sh_server(then)).expect("spawn");
+    let client = Client::with_config(transport, settings);
+    client.initialize().await.expect("initialize");
+    client
+}
+
+#[test]
+fn latin1_bytes_and_lone_surrogates_reach_the_model_as_replacement_characters() {
+    use mcp_client::proto::text::Damage;
+    use mcp_client::proto::Warning;
+    smol::block_on(async {
+        // After `notifications/initialized`, two calls (ids 1 and 2): the first answered with
+        // Latin-1 bytes (\351 is é) and lone surrogate escapes, the second with a lone low
+        // surrogate only, and a correctly paired emoji.
+        let client = connect_sh(
+            r#"read line; read line; printf '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"caf\351 \\ud83d and \\udfff"}]}}\n'; read line; printf '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"\\udc00 \\ud83d\\ude00"}]}}\n'; sleep 30"#,
+        )
+        .await;
+        let started = Instant::now();
+        let r = client.call_tool("read", json!({})).await.unwrap();
+        assert_eq!(r.text(), "caf\u{FFFD} \u{FFFD} and \u{FFFD}");
+        let r = client.call_tool("read", json!({})).await.unwrap();
+        assert_eq!(r.text(), "\u{FFFD} \u{1F600}");
+        assert!(started.elapsed() < Duration::from_secs(10), "no timeout");
+        assert_eq!(client.stats().repaired, 2);
+        assert_eq!(client.stats().messages_ignored, 0);
+        let warnings = client.recent_warnings();
+        assert!(
+            matches!(
+                &warnings[..],
+                [
+                    Warning::Repaired {
+                        what: Damage {
+                            invalid_utf8: 1,
+                            lone_surrogates: 2
+                        },
+                        ..
+                    },
+                    Warning::Repaired {
+                        what: Damage {
+                            invalid_utf8: 0,
+                            lone_surrogates: 1
+                        },
+                        ..
+                    }
+                ]
+            ),
+            "{warnings:?}"
+        );
+        close_and_check(client).await;
+    })
+}
+
+#[test]
+fn a_null_id_error_fails_the_one_pending_call_at_once_and_with_two_is_only_reported() {
+    use mcp_client::proto::Warning;
+    smol::block_on(async {
+        let client = connect_sh(
+            r#"read line; read line; printf '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n'; read line; read line; printf '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}\n{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"two"}]}}\n{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"three"}]}}\n'; sleep 30"#,
+        )
+        .await;
+        let started = Instant::now();
+        let err = client.call_tool("t", json!({})).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Protocol(e) if e.code == -32700 && e.message == "Parse error"),
+            "{err:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "no timeout");
+        assert_eq!(client.stats().messages_ignored, 0);
+        // Two pending: the error cannot be told apart; both wait for their answers.
+        let (two, three) = smol::future::zip(
+            client.call_tool("t", json!({})),
+            client.call_tool("t", json!({})),
+        )
+        .await;
+        assert_eq!(two.unwrap().text(), "two");
+        assert_eq!(three.unwrap().text(), "three");
+        assert_eq!(client.stats().messages_ignored, 1);
+        assert!(
+            matches!(&client.recent_warnings()[..], [Warning::ErrorWithoutId(e)] if e.code == -32600),
+            "{:?}",
+            client.recent_warnings()
+        );
+        close_and_check(client).await;
+    })
+}

@@ -202,6 +202,9 @@ impl State {
         match inbound {
             Inbound::Bytes(bytes) => self.session.handle_bytes(&bytes, now),
             Inbound::Message(message) => self.session.handle_message(&message, now),
+            Inbound::MessageFor { wire, message } => {
+                self.session.handle_message_for(wire, &message, now)
+            }
             Inbound::Oversized { len, limit, id } => {
                 self.session.handle_oversized(len, limit, id, now)
             }

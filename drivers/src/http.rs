@@ -19,7 +19,7 @@ use crate::Error;
 use isahc::config::{Configurable, RedirectPolicy};
 use isahc::{AsyncBody, HttpClient, Response};
 use mcp_proto::http::{
-    redact_url, Body, Exchange, HttpConfig, HttpError, HttpRequest, HttpRules, Listening,
+    redact_url, Body, Exchange, HttpConfig, HttpError, HttpRequest, HttpRules, Listening, Method,
     StreamEnd, MAX_ERROR_BODY,
 };
 use mcp_proto::sse::{SseDecoder, SseItem};
@@ -42,9 +42,11 @@ pub struct HttpTransportConfig {
     /// resumption). [`HttpTransport::new`] refuses settings that fail [`HttpConfig::validate`]: a
     /// URL with credentials, a header with a bad name or a value that is not visible ASCII.
     pub rules: HttpConfig,
-    /// The isahc client to use. The default one keeps connections alive, follows no redirects (so
-    /// credentials never travel to another origin) and has no wall-clock timeout: a response stream
-    /// lasts as long as the caller's request timeout allows.
+    /// The isahc client to use. The default one keeps connections alive and has no wall-clock
+    /// timeout: a response stream lasts as long as the caller's request timeout allows. Whatever
+    /// the client's own redirect policy, isahc follows no redirect: the core's rules decide
+    /// ([`HttpRules::on_redirect`]: same-origin 307 and 308 only, so credentials never travel to
+    /// another origin), and the transport only sends the request again.
     pub client: Option<HttpClient>,
     /// The largest JSON body or SSE event accepted, in bytes (default 64 MiB).
     pub max_message: usize,
@@ -302,9 +304,13 @@ impl Shared {
         let url = redact_url(&request.url);
         // isahc panics on a header value that is not visible ASCII; such a request is not made.
         request.check().map_err(http_error)?;
+        // Redirects are the rules' to follow (`HttpRules::on_redirect`), never the HTTP
+        // library's, even with a client of the application's that would follow them: the
+        // request's own policy wins over the client's.
         let mut builder = isahc::Request::builder()
             .method(request.method.as_str())
-            .uri(request.url.as_str());
+            .uri(request.url.as_str())
+            .redirect_policy(RedirectPolicy::None);
         for (name, value) in &request.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
@@ -432,12 +438,24 @@ async fn post_message(shared: Arc<Shared>, transmit: Transmit, accepted: Sender<
     let posted = async {
         // A message for a session being renewed is dropped: it belonged to the old one.
         lock(&shared.rules).check_post(&transmit.kind).ok()?;
-        let (request, exchange) = shared.begin(&transmit);
-        let response = shared.send(request).await.ok()?;
-        let head = head(&response);
-        let status = response.status().as_u16();
-        let verdict = lock(&shared.rules).on_exchange_response(&exchange, status, &head);
-        Some((response, verdict))
+        let (mut request, mut exchange) = shared.begin(&transmit);
+        loop {
+            let response = shared.send(request).await.ok()?;
+            let head = head(&response);
+            let status = response.status().as_u16();
+            let mut rules = lock(&shared.rules);
+            // A redirect not followed drops the message, as any other failure does.
+            if rules
+                .on_redirect(&mut exchange, Method::Post, status, &head)
+                .ok()?
+                .is_some()
+            {
+                request = rules.post_again(&exchange, &transmit);
+                continue;
+            }
+            let verdict = rules.on_exchange_response(&exchange, status, &head);
+            break Some((response, verdict));
+        }
     };
     let answered = smol::future::or(posted, async {
         deadline.await;
@@ -506,10 +524,18 @@ async fn exchange_inner(
         {
             return Err(expired(url));
         }
-        let (request, exchange) = shared.begin(transmit);
-        let response = shared.send(request).await.map_err(failed)?;
-        let status = response.status().as_u16();
-        let head = head(&response);
+        let (mut request, mut exchange) = shared.begin(transmit);
+        let (response, status, head) = loop {
+            let response = shared.send(request).await.map_err(failed)?;
+            let status = response.status().as_u16();
+            let head = head(&response);
+            let mut rules = lock(&shared.rules);
+            match rules.on_redirect(&mut exchange, Method::Post, status, &head) {
+                Ok(Some(_)) => request = rules.post_again(&exchange, transmit),
+                Ok(None) => break (response, status, head),
+                Err(e) => return Err(failed(http_error(e))),
+            }
+        };
         let verdict = lock(&shared.rules).on_exchange_response(&exchange, status, &head);
         // A late 404 from a replaced session: POST it again, in the current one.
         if !matches!(verdict, Err(HttpError::Resend { .. })) {
@@ -530,7 +556,7 @@ async fn exchange_inner(
                     e => failed(e),
                 })?;
             lock(&shared.rules).on_exchange_message(&mut exchange, &body);
-            shared.deliver(Inbound::Message(body)).await;
+            shared.deliver(reply(&exchange, body)).await;
             // Nothing else comes for this request. (Should the body have answered it after all,
             // as a batch would, the client has already completed it and ignores a failure.)
             match lock(&shared.rules).on_exchange_end(&mut exchange, None) {
@@ -549,7 +575,7 @@ async fn exchange_inner(
             let verdict = lock(&shared.rules).on_error_body(&mut exchange, status, &body);
             match verdict {
                 Ok(()) => {
-                    shared.deliver(Inbound::Message(body)).await;
+                    shared.deliver(reply(&exchange, body)).await;
                     Ok(())
                 }
                 Err(HttpError::Status { status, url }) => Err(failed(Error::Http {
@@ -589,7 +615,7 @@ async fn read_stream(
                     SseItem::Event(event) => {
                         if let Some(message) = HttpRules::event_message(&event) {
                             lock(&shared.rules).on_exchange_message(&mut exchange, message);
-                            shared.deliver(Inbound::Message(message.to_vec())).await;
+                            shared.deliver(reply(&exchange, message.to_vec())).await;
                         }
                     }
                     SseItem::Overflow => {
@@ -612,10 +638,20 @@ async fn read_stream(
         match plan {
             StreamEnd::Done => return Ok(()),
             StreamEnd::Failed(e) => return Err(failed(Error::HttpProtocol(e))),
-            StreamEnd::Resume { after, request } => {
+            StreamEnd::Resume { after, mut request } => {
                 smol::Timer::after(after).await;
-                response = shared.send(request).await.map_err(failed)?;
-                let head = head(&response);
+                let head = loop {
+                    // A GET has no body: keeping a copy for a redirect costs little.
+                    response = shared.send(request.clone()).await.map_err(failed)?;
+                    let head = head(&response);
+                    let status = response.status().as_u16();
+                    match lock(&shared.rules).on_redirect(&mut exchange, Method::Get, status, &head)
+                    {
+                        Ok(Some(url)) => request.url = url,
+                        Ok(None) => break head,
+                        Err(e) => return Err(failed(http_error(e))),
+                    }
+                };
                 let verdict =
                     lock(&shared.rules).on_resume_response(response.status().as_u16(), &head);
                 if let Err(e) = verdict {
@@ -679,6 +715,14 @@ async fn listen_loop(shared: &Shared, mut request: HttpRequest, mut listening: L
             return;
         }
         request = next;
+    }
+}
+
+/// A message read from `exchange`'s response, for the session with the request it answers.
+fn reply(exchange: &Exchange, message: Vec<u8>) -> Inbound {
+    match exchange.wire() {
+        Some(wire) => Inbound::MessageFor { wire, message },
+        None => Inbound::Message(message),
     }
 }
 

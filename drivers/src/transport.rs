@@ -16,6 +16,16 @@ pub enum Inbound {
     Bytes(Vec<u8>),
     /// One whole JSON-RPC message (an HTTP body, an SSE event's data).
     Message(Vec<u8>),
+    /// One whole JSON-RPC message read from the response to the request that went out with wire
+    /// id `wire` (its HTTP body, an event of its stream): as [`Message`](Self::Message), but what
+    /// answers no request by its own id is known to be about that one
+    /// ([`mcp_proto::Session::handle_message_for`]): a JSON-RPC error without an id fails it.
+    MessageFor {
+        /// The JSON-RPC id the request carried ([`mcp_proto::TransmitKind::Request::wire`]).
+        wire: mcp_proto::RequestId,
+        /// The message.
+        message: Vec<u8>,
+    },
     /// The peer is gone; nothing more will arrive. The error says why, when known (for instance
     /// [`Error::ServerExited`] with the exit status and the stderr tail).
     Closed(Option<Error>),

@@ -8,6 +8,7 @@ use crate::framing::Frame;
 use crate::jsonrpc::{self, RawMessage, RequestId, RpcError};
 use crate::methods::{ServerMessage, ServerRequestId, ServerRequestMethod};
 use crate::session::State;
+use crate::text;
 use serde_json::json;
 use serde_json::value::RawValue;
 use std::time::Instant;
@@ -23,7 +24,7 @@ impl Core {
     pub(super) fn handle_frame(&mut self, frame: Frame<'_>, now: Instant) {
         self.last_received = Some(now);
         match frame {
-            Frame::Line(line) => self.handle_message(line),
+            Frame::Line(line) => self.handle_message(line, None),
             Frame::Oversized { len, id_hint } => self.handle_oversized(len, id_hint.as_deref()),
         }
     }
@@ -62,39 +63,83 @@ impl Core {
         }
     }
 
-    pub(super) fn handle_message(&mut self, message: &[u8]) {
+    /// One whole message; `exchange`: the wire id of the request whose response carried it (an
+    /// HTTP body or event), when a transport knows it.
+    pub(super) fn handle_message(&mut self, message: &[u8], exchange: Option<u64>) {
         // A BOM or surrounding whitespace around a whole message is tolerated.
         let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
-        let trimmed = message.trim_ascii_start();
-        if trimmed.first() == Some(&b'[') {
-            // > "MCP implementations MAY support sending JSON-RPC batches, but MUST support
-            // > receiving JSON-RPC batches." — MCP 2025-03-26, Transports
-            match serde_json::from_slice::<Vec<&RawValue>>(trimmed) {
-                Ok(items) if items.is_empty() => {
-                    self.ignore(Warning::NotJsonRpc("an empty batch".into()))
-                }
-                Ok(items) => {
-                    for item in items {
-                        self.handle_one(item.get().as_bytes());
-                    }
-                }
-                Err(e) => self.not_json(message, &e),
+        self.mending(message, exchange, Self::read_message);
+    }
+
+    /// Reads `message` with `read`; when it is not JSON, mends its text (invalid UTF-8, lone
+    /// surrogate escapes: see [`text`]) and reads it again. `read` does nothing but return the
+    /// parse error when the message is not JSON, so the mended copy is read as if it had come so.
+    ///
+    /// > "JSON-RPC messages **MUST** be UTF-8 encoded." — MCP 2025-11-25, Transports; a server
+    /// > that breaks this still gets its answer read, with U+FFFD where the bad text was.
+    fn mending(
+        &mut self,
+        message: &[u8],
+        exchange: Option<u64>,
+        read: impl Fn(&mut Self, &[u8], Option<u64>) -> serde_json::Result<()>,
+    ) {
+        let Err(error) = read(self, message, exchange) else {
+            return;
+        };
+        let Some((mended, what)) = text::repair(message) else {
+            return self.not_json(message, &error);
+        };
+        // The warning goes before what reading the message caused (its request's answer).
+        let at = self.events.len();
+        match read(self, mended.as_bytes(), exchange) {
+            Ok(()) => {
+                self.stats.repaired += 1;
+                let warning = Warning::Repaired {
+                    what,
+                    len: message.len(),
+                };
+                self.events.insert(at, Event::Warning(warning));
             }
-        } else {
-            self.handle_one(message);
+            Err(_) => self.not_json(message, &error),
         }
     }
 
-    pub(super) fn handle_one(&mut self, message: &[u8]) {
+    /// Reads one message or batch; returns the parse error, having done nothing, when it is not
+    /// JSON.
+    fn read_message(&mut self, message: &[u8], exchange: Option<u64>) -> serde_json::Result<()> {
+        let trimmed = message.trim_ascii_start();
+        if trimmed.first() != Some(&b'[') {
+            return self.handle_one(message, exchange);
+        }
+        // > "MCP implementations MAY support sending JSON-RPC batches, but MUST support
+        // > receiving JSON-RPC batches." — MCP 2025-03-26, Transports
+        let items = serde_json::from_slice::<Vec<&RawValue>>(trimmed)?;
+        if items.is_empty() {
+            self.ignore(Warning::NotJsonRpc("an empty batch".into()));
+        }
+        for item in items {
+            // Each is valid UTF-8 JSON, but may hold a lone surrogate escape.
+            self.mending(item.get().as_bytes(), exchange, Self::handle_one);
+        }
+        Ok(())
+    }
+
+    /// Reads one message; returns the parse error, having done nothing, when it is not JSON.
+    pub(super) fn handle_one(
+        &mut self,
+        message: &[u8],
+        exchange: Option<u64>,
+    ) -> serde_json::Result<()> {
         if self.fast_response(message) {
-            return;
+            return Ok(());
         }
         let raw = match serde_json::from_slice::<RawMessage<'_>>(message) {
             Ok(raw) => raw,
             Err(e) if e.is_data() => {
-                return self.ignore(Warning::NotJsonRpc(e.to_string()));
+                self.ignore(Warning::NotJsonRpc(e.to_string()));
+                return Ok(());
             }
-            Err(e) => return self.not_json(message, &e),
+            Err(e) => return Err(e),
         };
         match raw.classify() {
             ServerMessage::Request { id, method, params } => {
@@ -105,13 +150,13 @@ impl Core {
             }
             ServerMessage::Result { id, result } => {
                 let Some(own) = self.own_pending(id) else {
-                    return;
+                    return Ok(());
                 };
                 // The era seam: a modern result says what it is before it is decoded.
                 let outcome = if self.modern_for(own) {
                     match self.modern_result(own, result) {
                         Some(outcome) => outcome,
-                        None => return,
+                        None => return Ok(()),
                     }
                 } else {
                     self.decode(own, result)
@@ -122,22 +167,61 @@ impl Core {
                 id: Some(id),
                 error,
             } => {
-                let Some(own) = self.own_pending(id) else {
-                    return;
-                };
-                // The opening's probe reads the error itself (a modern error or the legacy era).
-                let error = if self.modern_for(own) && self.probe_id != Some(own) {
-                    match self.modern_error_outcome(own, error) {
-                        Some(error) => error,
-                        None => return,
-                    }
-                } else {
-                    RequestError::Rpc(error)
-                };
-                self.complete(own, Err(error));
+                if let Some(own) = self.own_pending(id) {
+                    self.error_answer(own, error);
+                }
             }
-            ServerMessage::Error { id: None, error } => self.ignore(Warning::ErrorWithoutId(error)),
+            ServerMessage::Error { id: None, error } => self.error_without_id(error, exchange),
             ServerMessage::Invalid(reason) => self.ignore(Warning::NotJsonRpc(reason.into())),
+        }
+        Ok(())
+    }
+
+    /// Request `own` was answered with a JSON-RPC error.
+    fn error_answer(&mut self, own: RequestId, error: RpcError) {
+        // The opening's probe reads the error itself (a modern error or the legacy era).
+        let error = if self.modern_for(own) && self.probe_id != Some(own) {
+            match self.modern_error_outcome(own, error) {
+                Some(error) => error,
+                None => return,
+            }
+        } else {
+            RequestError::Rpc(error)
+        };
+        self.complete(own, Err(error));
+    }
+
+    /// An error without an id: the server could not read a request of ours well enough to find
+    /// its id.
+    ///
+    /// > "If there was an error in detecting the id in the Request object (e.g. Parse
+    /// > error/Invalid Request), it MUST be Null." — JSON-RPC 2.0 § 5; "Error responses **MUST**
+    /// > include the same ID as the request they correspond to (except in error cases where the
+    /// > ID could not be read due a malformed request)." — MCP 2025-11-25, Basic § Error
+    /// > Responses
+    ///
+    /// It answers a request when the session can tell which: the one whose HTTP exchange
+    /// carried it (`exchange`: the response to a POST is about that POST), else the one request
+    /// out at the server (this client's own notifications are well-formed JSON-RPC, which a
+    /// server does not answer). That request fails at once with the server's code and message,
+    /// by the same rules as an error with its id (the opening's included: the era probe's error
+    /// means the legacy era). With none or several out it cannot be told: it is reported
+    /// ([`Warning::ErrorWithoutId`]) and they keep waiting.
+    fn error_without_id(&mut self, error: RpcError, exchange: Option<u64>) {
+        let target = match exchange {
+            Some(wire) => match self.pending.by_wire(wire) {
+                Some(own) => Some(own),
+                None => {
+                    // The request that exchange carried has ended (or gone out again since).
+                    self.stats.late_responses += 1;
+                    return;
+                }
+            },
+            None => self.pending.only_outstanding(),
+        };
+        match target {
+            Some(own) => self.error_answer(own, error),
+            None => self.ignore(Warning::ErrorWithoutId(error)),
         }
     }
 

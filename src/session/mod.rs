@@ -28,7 +28,7 @@ pub use server::{
 };
 
 use crate::error::{RequestError, SessionError, UsageError, Warning};
-use crate::framing::{Frame, LineFramer, DEFAULT_FRAME_LIMIT};
+use crate::framing::{LineFramer, DEFAULT_FRAME_LIMIT};
 use crate::jsonrpc::{self, RequestId};
 use crate::types::{Implementation, InitializeResult};
 use serde_json::{json, Value};
@@ -308,6 +308,9 @@ pub struct Stats {
     pub server_requests: u64,
     /// Progress notifications handed to their requests.
     pub progress_notifications: u64,
+    /// Messages read after their text was mended: invalid UTF-8 or lone surrogate escapes
+    /// replaced with U+FFFD (see [`text`](crate::text)); each is also a [`Warning::Repaired`].
+    pub repaired: u64,
 }
 
 /// An MCP client session as a pure state machine: bytes and time in; frames and events out.
@@ -521,16 +524,30 @@ impl Session {
     /// Feeds one whole message (an HTTP response body, or the data of one SSE event). A message
     /// over the frame limit is discarded like an oversized line.
     pub fn handle_message(&mut self, message: &[u8], now: Instant) {
+        self.read_whole(message, None, now);
+    }
+
+    /// Feeds one whole message read from the response to the request that went out with wire id
+    /// `wire` ([`TransmitKind::Request::wire`]): its HTTP body, or the data of an event of its
+    /// stream. As [`handle_message`](Self::handle_message), and what answers no request by its
+    /// own id is known to be about that one: a JSON-RPC error without an id (the server could not
+    /// read the request) is that request's answer, and a message over the frame limit fails it.
+    pub fn handle_message_for(&mut self, wire: RequestId, message: &[u8], now: Instant) {
+        self.read_whole(message, Some(wire.0), now);
+    }
+
+    fn read_whole(&mut self, message: &[u8], exchange: Option<u64>, now: Instant) {
         self.core.now = Some(now);
-        let frame = if message.len() > self.framer.limit() {
-            Frame::Oversized {
-                len: message.len() as u64,
-                id_hint: None,
-            }
-        } else {
-            Frame::Line(message)
-        };
-        self.core.handle_frame(frame, now);
+        self.core.last_received = Some(now);
+        if message.len() > self.framer.limit() {
+            let len = message.len() as u64;
+            let target = match exchange {
+                Some(wire) => self.core.pending.by_wire(wire),
+                None => self.core.only_pending(),
+            };
+            return self.core.oversized(len, self.config().frame_limit, target);
+        }
+        self.core.handle_message(message, exchange);
     }
 
     /// A transport discarded a message over its own limit (an HTTP body, an SSE event), found on

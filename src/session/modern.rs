@@ -470,7 +470,7 @@ impl Core {
     ) -> Option<Result<Reply, RequestError>> {
         let limit = self.config.max_input_rounds;
         let p = self.pending.get(&id)?;
-        let method = p.method.clone();
+        let (method, rounds) = (p.method.clone(), p.rounds);
         let invalid = |reason: String| {
             Some(Err(RequestError::InvalidResult {
                 method: method.clone(),
@@ -480,7 +480,10 @@ impl Core {
         if !INPUT_REQUIRED_METHODS.contains(&method.as_str()) {
             return invalid(format!("input_required is not allowed for {method}"));
         }
-        let asked: InputRequiredResult = match serde_json::from_str(result.get()) {
+        let asked = self.parse_mending(result.get(), |t| {
+            serde_json::from_str::<InputRequiredResult>(t)
+        });
+        let asked = match asked {
             Ok(r) => r,
             Err(e) => return invalid(e.to_string()),
         };
@@ -489,13 +492,13 @@ impl Core {
             // "Servers MUST include at least one of inputRequests or requestState"
             return invalid("input_required with neither inputRequests nor requestState".into());
         }
-        if p.rounds >= limit {
+        if rounds >= limit {
             return Some(Err(RequestError::TooManyRounds { limit }));
         }
         if !requests.is_empty() {
             // The application answers them (its handlers, through `Session::respond`); the call
             // goes out again when all are in.
-            let round = p.rounds + 1;
+            let round = rounds + 1;
             let keys = match self.ask_inputs(id, requests) {
                 Ok(keys) => keys,
                 Err(e) => return Some(Err(e)),
@@ -512,7 +515,7 @@ impl Core {
         // Only the server's state: it is not done yet. Send the request again after a backoff;
         // meanwhile no copy of it is out.
         let now = self.now?;
-        let round = p.rounds + 1;
+        let round = rounds + 1;
         self.pending.set_wire(id, None);
         if let Some(p) = self.pending.get_mut(&id) {
             p.rounds = round;

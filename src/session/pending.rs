@@ -235,6 +235,20 @@ impl PendingTable {
         self.by_handle.iter_mut()
     }
 
+    /// The one request a copy of which is out at the server (sent, and not waiting to be sent
+    /// again), when there is exactly one.
+    pub(super) fn only_outstanding(&self) -> Option<RequestId> {
+        let mut out = self
+            .by_handle
+            .iter()
+            .filter(|(_, p)| p.wire.is_some() && !p.unsent)
+            .map(|(id, _)| *id);
+        match (out.next(), out.next()) {
+            (Some(id), None) => Some(id),
+            _ => None,
+        }
+    }
+
     /// The request whose current wire id is `wire`.
     pub(super) fn by_wire(&self, wire: u64) -> Option<RequestId> {
         self.by_wire.get(&wire).copied()

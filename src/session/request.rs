@@ -274,13 +274,52 @@ impl Core {
         }
     }
 
-    pub(super) fn decode(&self, id: RequestId, result: &RawValue) -> Result<Reply, RequestError> {
-        let Some(p) = self.pending.get(&id) else {
+    pub(super) fn decode(
+        &mut self,
+        id: RequestId,
+        result: &RawValue,
+    ) -> Result<Reply, RequestError> {
+        let Some(decode) = self.pending.get(&id).map(|p| p.decoder.result) else {
             return Err(RequestError::Closed);
         };
-        (p.decoder.result)(result.get()).map_err(|e| RequestError::InvalidResult {
-            method: p.method.clone(),
-            reason: e.to_string(),
-        })
+        self.parse_mending(result.get(), decode)
+            .map_err(|e| RequestError::InvalidResult {
+                method: self
+                    .pending
+                    .get(&id)
+                    .map(|p| p.method.clone())
+                    .unwrap_or_default(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// Parses `text` (a result, borrowed from a message that was read) with `parse`. A lone
+    /// surrogate escape passes through the reading of the message (a raw value is not decoded),
+    /// and serde_json refuses it only when a string is: so when `parse` fails and `text` holds
+    /// one, it is mended (see [`text`](crate::text)) and parsed once more, counted and reported
+    /// like a mended message. Otherwise the first error stands.
+    pub(super) fn parse_mending<T>(
+        &mut self,
+        text: &str,
+        parse: impl Fn(&str) -> Result<T, serde_json::Error>,
+    ) -> Result<T, serde_json::Error> {
+        let error = match parse(text) {
+            Ok(value) => return Ok(value),
+            Err(e) => e,
+        };
+        let Some((mended, n)) = crate::text::mend_surrogates(text) else {
+            return Err(error);
+        };
+        let value = parse(&mended).map_err(|_| error)?;
+        self.stats.repaired += 1;
+        self.events
+            .push_back(super::Event::Warning(crate::Warning::Repaired {
+                what: crate::text::Damage {
+                    invalid_utf8: 0,
+                    lone_surrogates: n,
+                },
+                len: text.len(),
+            }));
+        Ok(value)
     }
 }
