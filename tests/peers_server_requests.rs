@@ -247,3 +247,66 @@ fn server_filesystem_serves_the_clients_roots() {
     });
     drop(root);
 }
+
+/// `mcp-client` as a person pokes server-everything: a call's progress on stderr, `--roots`
+/// answered, an elicitation declined without a terminal, `--verbose` server logs.
+#[test]
+fn the_cli_shows_progress_declares_roots_declines_without_a_terminal_and_prints_logs() {
+    let Some(bin) = peer_bin("everything") else {
+        return;
+    };
+    let cli = common::example_bin("mcp-client");
+    let run = |args: &[&str]| {
+        common::run_within(
+            std::process::Command::new(&cli).args(args).args([
+                "--",
+                bin.to_str().unwrap(),
+                "stdio",
+            ]),
+            Duration::from_secs(60),
+        )
+    };
+    let out = run(&[
+        "--call",
+        "trigger-long-running-operation",
+        "--args",
+        r#"{"duration":1,"steps":3}"#,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let progress: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .collect();
+    assert_eq!(
+        progress,
+        ["progress: 1/3", "progress: 2/3", "progress: 3/3"],
+        "{out:?}"
+    );
+
+    let dir = common::TempDir::new("mcp-cli-roots");
+    let out = run(&[
+        "--roots",
+        dir.path().to_str().unwrap(),
+        "--call",
+        "get-roots-list",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let uri = mcp_client::Root::directory(dir.path()).uri;
+    assert!(out.stdout.contains(&uri), "{uri} not in {}", out.stdout);
+
+    // stdin is not a terminal here: the elicitation is declined, and the model reads that.
+    let out = run(&["--call", "trigger-elicitation-request"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.contains("decline"), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("declined (stdin is not a terminal)"),
+        "{}",
+        out.stderr
+    );
+
+    // Its simulated logging sends an error-level message at once.
+    let out = run(&["--verbose", "--call", "toggle-simulated-logging"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stderr.contains("server log ["), "{}", out.stderr);
+}

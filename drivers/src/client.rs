@@ -580,6 +580,25 @@ impl<T: Transport> Client<T> {
     /// Calls a tool with a request built by [`Request::call_tool`], for its own timeout. Any other
     /// request is refused with [`UsageError::NotAToolCall`] before anything is sent.
     pub async fn call(&self, request: Request) -> Result<CallToolResult, Error> {
+        self.call_inner(request, None).await
+    }
+
+    /// [`call`](Self::call), asking for progress: `on_progress` is told of each progress
+    /// notification, in order, until the result (outside the client's lock).
+    pub async fn call_with_progress(
+        &self,
+        request: Request,
+        on_progress: impl Fn(&Progress) + Send + Sync + 'static,
+    ) -> Result<CallToolResult, Error> {
+        self.call_inner(request.with_progress(), Some(Arc::new(on_progress)))
+            .await
+    }
+
+    async fn call_inner(
+        &self,
+        request: Request,
+        progress: Option<ProgressSink>,
+    ) -> Result<CallToolResult, Error> {
         if request.method() != CallTool::NAME {
             return Err(UsageError::NotAToolCall(request.method().to_owned()).into());
         }
@@ -597,11 +616,11 @@ impl<T: Transport> Client<T> {
         let again = (self.shared.transport.kind() == mcp_proto::TransportKind::Http
             && self.era() == Some(mcp_proto::Era::Modern))
         .then(|| request.clone());
-        let reply = match (self.request(request).await, again) {
+        let reply = match (self.request_inner(request, progress.clone()).await, again) {
             (Err(Error::Request(RequestError::HeaderMismatch(_))), Some(again)) => {
                 // The listing renews the tools' mirrored headers in the session.
                 self.list_tools().await?;
-                self.request(again).await?
+                self.request_inner(again, progress).await?
             }
             (reply, _) => reply?,
         };

@@ -9,6 +9,8 @@
 //!   --call NAME       call tool NAME (without --call: list the tools)
 //!   --info            print the server's identity, the era and protocol version spoken, and its
 //!                     capabilities (with --json: one JSON object)
+//!   --roots DIR...    declare these directories as the client's roots (roots/list answers them)
+//!   --verbose         print the server's log messages on stderr
 //!   --era ERA         auto (default: probe with server/discover, fall back to initialize),
 //!                     legacy (initialize only, 2025-11-25 and before), modern (2026-07-28 only)
 //!   --args JSON       arguments for --call, a JSON object (default {})
@@ -17,6 +19,8 @@
 //!   --header 'K: V'   extra HTTP header on every request, repeatable (with --url)
 //!   --json            list: the tools as a JSON array, each tool object exactly as the server sent it;
 //!                     call: one JSON object {"text": <bridged text>, "isError": bool, "structuredContent": <value|null>}
+//! Elicitation requests are answered on the terminal when stdin is one (declined otherwise), and a
+//! call's progress is shown on stderr as it arrives.
 //! EXIT
 //!   0 success; 2 the tool reported isError (its text on stdout); 1 any other failure, one-line cause on stderr
 //! ```
@@ -32,15 +36,17 @@ mod serve;
 #[path = "../common/tools.rs"]
 mod tools;
 
-use mcp_client::proto::{Config, Era, EraChoice, Implementation};
+use mcp_client::proto::{Config, Era, EraChoice, Implementation, LogMessage};
 use mcp_client::{
-    connect_http, connect_stdio, Client, ClientConfig, Error, HttpTransportConfig, Request,
-    StderrMode, StdioConfig, StdioTransport, Transport,
+    connect_http, connect_stdio, Client, ClientConfig, ElicitAnswer, Elicitation, Error,
+    HandlerError, Handlers, HttpTransportConfig, LogCallback, Request, Root, StderrMode,
+    StdioConfig, StdioTransport, Transport,
 };
 use serde_json::Value;
 use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: mcp-client [--serve] [--info | --call NAME [--args JSON] [--repeat N]] [--era auto|legacy|modern] [--timeout SECS] [--json] [--header 'K: V']... (-- COMMAND [ARG...] | --url URL)";
@@ -55,12 +61,15 @@ struct Options {
     headers: Vec<String>,
     json: bool,
     info: bool,
+    verbose: bool,
+    roots: Vec<std::path::PathBuf>,
     era: EraChoice,
     url: Option<String>,
     command: Vec<OsString>,
 }
 
-fn parse(mut argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
+fn parse(argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
+    let mut argv = argv.peekable();
     let mut o = Options {
         repeat: 1,
         ..Options::default()
@@ -92,6 +101,18 @@ fn parse(mut argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
             Some("--header") => o.headers.push(value(&mut argv, "--header")?),
             Some("--json") => o.json = true,
             Some("--info") => o.info = true,
+            Some("--verbose") => o.verbose = true,
+            Some("--roots") => {
+                // The directories up to the next option.
+                while let Some(dir) =
+                    argv.next_if(|a| !a.to_str().is_some_and(|d| d.starts_with("--")))
+                {
+                    o.roots.push(dir.into());
+                }
+                if o.roots.is_empty() {
+                    return Err("--roots needs at least one directory".into());
+                }
+            }
             Some("--era") => {
                 o.era = match value(&mut argv, "--era")?.as_str() {
                     "auto" => EraChoice::Auto,
@@ -166,6 +187,24 @@ fn one_line(s: &str) -> String {
 }
 
 fn client_config(options: &Options) -> ClientConfig {
+    let mut handlers = Handlers::new().elicitation_modes(true, true, elicit_on_terminal);
+    if !options.roots.is_empty() {
+        handlers = handlers.fixed_roots(options.roots.iter().map(Root::directory).collect());
+    }
+    let on_log = options.verbose.then(|| {
+        LogCallback(Arc::new(|m: &LogMessage| {
+            let logger = m
+                .logger
+                .as_deref()
+                .map(|l| format!(" {l}"))
+                .unwrap_or_default();
+            let data = match &m.data {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            eprintln!("server log [{}{logger}]: {}", m.level, one_line(&data));
+        }))
+    });
     ClientConfig {
         session: Config {
             client_info: Implementation::new("mcp-client", env!("CARGO_PKG_VERSION")),
@@ -173,8 +212,73 @@ fn client_config(options: &Options) -> ClientConfig {
             era: options.era,
             ..Config::default()
         },
+        handlers,
+        on_log,
         ..ClientConfig::default()
     }
+}
+
+/// Answers an elicitation on the terminal: each field is asked on stderr and read from stdin
+/// (an empty line takes the default, or leaves the field out). Without a terminal on stdin, or
+/// when stdin ends, it is declined.
+fn elicit_on_terminal(
+    asked: Elicitation,
+) -> impl std::future::Future<Output = Result<ElicitAnswer, HandlerError>> + Send {
+    smol::unblock(move || {
+        use std::io::{BufRead, IsTerminal};
+        let stdin = std::io::stdin();
+        if !stdin.is_terminal() {
+            eprintln!("mcp-client: the server asks for input; declined (stdin is not a terminal)");
+            return Ok(ElicitAnswer::Decline);
+        }
+        let mut lines = stdin.lock().lines();
+        let mut ask = |prompt: &str| -> Option<String> {
+            eprint!("{prompt}");
+            lines.next()?.ok()
+        };
+        match asked {
+            Elicitation::Url { message, url, .. } => {
+                eprintln!("the server asks: {message}\n  visit: {url}");
+                match ask("done? [y/N] ").as_deref().map(str::trim) {
+                    Some("y" | "Y" | "yes") => Ok(ElicitAnswer::Accept(Default::default())),
+                    Some(_) => Ok(ElicitAnswer::Decline),
+                    None => Ok(ElicitAnswer::Cancel),
+                }
+            }
+            Elicitation::Form { message, schema } => {
+                eprintln!("the server asks: {message}  (an empty line keeps the default; end of input declines)");
+                let mut content = serde_json::Map::new();
+                let props = schema["properties"]
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default();
+                for (name, prop) in props {
+                    let kind = prop["type"].as_str().unwrap_or("string");
+                    let default = prop
+                        .get("default")
+                        .map(|d| format!(" [{d}]"))
+                        .unwrap_or_default();
+                    let Some(line) = ask(&format!("  {name} ({kind}){default}: ")) else {
+                        return Ok(ElicitAnswer::Decline);
+                    };
+                    let line = line.trim();
+                    if line.is_empty() {
+                        continue;
+                    }
+                    let value = match kind {
+                        "boolean" => Value::Bool(matches!(line, "y" | "yes" | "true" | "1")),
+                        "integer" | "number" => {
+                            serde_json::from_str(line).unwrap_or(Value::String(line.into()))
+                        }
+                        _ => Value::String(line.into()),
+                    };
+                    content.insert(name, value);
+                }
+                Ok(ElicitAnswer::Accept(content))
+            }
+            _ => Ok(ElicitAnswer::Decline),
+        }
+    })
 }
 
 /// What a session did: its exit code, and the call rate with `--repeat`.
@@ -304,13 +408,33 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
     };
     let started = Instant::now();
     let mut result = None;
-    for _ in 0..options.repeat.max(1) {
+    if options.repeat <= 1 {
+        // One call: its progress is shown as it comes.
+        let shown = |p: &mcp_client::proto::Progress| {
+            let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+            let message = p
+                .message
+                .as_deref()
+                .map(|m| format!(" {m}"))
+                .unwrap_or_default();
+            eprintln!("progress: {}{total}{}", p.progress, one_line(&message));
+        };
+        let request = Request::call_tool(name, arguments.clone());
         result = Some(
             client
-                .call(Request::call_tool(name, arguments.clone()))
+                .call_with_progress(request, shown)
                 .await
                 .map_err(fail)?,
         );
+    } else {
+        for _ in 0..options.repeat {
+            result = Some(
+                client
+                    .call(Request::call_tool(name, arguments.clone()))
+                    .await
+                    .map_err(fail)?,
+            );
+        }
     }
     let elapsed = started.elapsed();
     let result = result.expect("at least one call was made");
