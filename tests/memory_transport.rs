@@ -239,3 +239,48 @@ fn tools_past_the_byte_cap_stop_the_listing() {
         );
     });
 }
+
+#[test]
+fn a_tool_set_re_lists_after_the_server_says_its_tools_changed() {
+    let listings = Arc::new(AtomicUsize::new(0));
+    let counter = listings.clone();
+    let transport = MemoryTransport::new(move |method, _| {
+        assert_eq!(method, "tools/list");
+        let n = counter.fetch_add(1, Ordering::SeqCst);
+        let names: Vec<Value> = (0..=n).map(|i| tool(&format!("t{i}"))).collect();
+        Some(json!({"tools": names}))
+    });
+    let notify = transport.to_client.clone();
+    let arrived = transport.arrived.clone();
+    smol::block_on(async {
+        let client = Arc::new(Client::new(transport));
+        client.initialize().await.unwrap();
+        let set = mcp_client::ToolSet::new(client.clone());
+        let names = |tools: &[mcp_client::McpTool<MemoryTransport>]| -> Vec<String> {
+            tools.iter().map(|t| t.definition().name.clone()).collect()
+        };
+        assert_eq!(names(&set.tools().await.unwrap()), ["t0"]);
+        assert_eq!(
+            names(&set.tools().await.unwrap()),
+            ["t0"],
+            "no change: no listing"
+        );
+        assert_eq!(listings.load(Ordering::SeqCst), 1);
+        // The server announces a change; the idle reader takes it in.
+        notify
+            .try_send(Inbound::Message(
+                br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#.to_vec(),
+            ))
+            .unwrap();
+        arrived.notify(usize::MAX);
+        let started = std::time::Instant::now();
+        while !set.changed() && started.elapsed() < std::time::Duration::from_secs(5) {
+            smol::Timer::after(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(set.changed());
+        assert_eq!(names(&set.tools().await.unwrap()), ["t0", "t1"]);
+        assert!(!set.changed());
+        assert_eq!(listings.load(Ordering::SeqCst), 2);
+        client.close().await.unwrap();
+    });
+}

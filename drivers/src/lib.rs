@@ -72,7 +72,7 @@ pub use http::{HttpTransport, HttpTransportConfig};
 pub use mcp_proto as proto;
 pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput, Transmit};
 pub use stdio::{StderrMode, StdioConfig, StdioTransport};
-pub use tools::{as_tools, AgentTool, McpTool, ToolError};
+pub use tools::{as_tools, AgentTool, McpTool, ToolError, ToolSet};
 pub use transport::{BoxFuture, Inbound, Transport};
 
 /// The README's examples, compiled as doctests so that they stay true.

@@ -98,3 +98,53 @@ pub async fn as_tools<T: Transport>(client: &Arc<Client<T>>) -> Result<Vec<McpTo
         })
         .collect())
 }
+
+/// The server's tools, kept current: re-listed when the server said its tool list changed
+/// (`notifications/tools/list_changed`) since the last listing. [`as_tools`] stays the snapshot.
+///
+/// > "When the list of available tools changes, servers that declared the `listChanged`
+/// > capability SHOULD send a notification" — MCP 2025-11-25, Server § Tools
+pub struct ToolSet<T: Transport> {
+    client: Arc<Client<T>>,
+    /// The tools, once listed.
+    current: smol::lock::Mutex<Option<Arc<Vec<McpTool<T>>>>>,
+    /// The client's count of tool-list changes when they were listed.
+    seen: std::sync::atomic::AtomicU64,
+}
+
+impl<T: Transport> ToolSet<T> {
+    /// A tool set over `client` (nothing is listed until [`tools`](Self::tools)).
+    pub fn new(client: Arc<Client<T>>) -> Self {
+        ToolSet {
+            client,
+            current: smol::lock::Mutex::new(None),
+            seen: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Whether the server announced a change since the last listing (the next
+    /// [`tools`](Self::tools) re-lists).
+    pub fn changed(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.client.lists_changed(mcp_proto::ListKind::Tools) != self.seen.load(Ordering::SeqCst)
+    }
+
+    /// The current tools: listed the first time, and again whenever the server announced a
+    /// change since. Concurrent callers share one listing. A failed listing leaves the previous
+    /// tools in place for the next attempt.
+    pub async fn tools(&self) -> Result<Arc<Vec<McpTool<T>>>, Error> {
+        use std::sync::atomic::Ordering;
+        let mut current = self.current.lock().await;
+        let changes = self.client.lists_changed(mcp_proto::ListKind::Tools);
+        if let Some(tools) = current.as_ref() {
+            if self.seen.load(Ordering::SeqCst) == changes {
+                return Ok(tools.clone());
+            }
+        }
+        // Counted before listing: a change announced during the listing lists again next time.
+        let tools = Arc::new(as_tools(&self.client).await?);
+        *current = Some(tools.clone());
+        self.seen.store(changes, Ordering::SeqCst);
+        Ok(tools)
+    }
+}
