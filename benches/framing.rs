@@ -13,6 +13,7 @@
 //!     not grow with size.
 
 use mcp_proto::{Config, Event, Reply, Session};
+use mcp_testkit::median;
 use serde_json::{json, Value};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -111,11 +112,6 @@ fn mb_per_s(bytes: usize, t: Duration) -> f64 {
 
 fn ms(t: Duration) -> f64 {
     t.as_secs_f64() * 1e3
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 /// A session past its handshake with `calls` pending `tools/call` requests (ids 1..=calls).

@@ -4,8 +4,8 @@
 //! `cargo bench --bench http`. Run without `--bench` (as `cargo test --benches` does) it only
 //! smoke-tests itself with a few calls.
 //!
-//! The server is the `mcp-http` example's (examples/mcp-http/server.rs: std, a thread per
-//! connection, 127.0.0.1), started in this process twice: default behaviour (each answer is a
+//! The server is the test kit's (`mcp_testkit::http_server`, also the `mcp-http` example's: std, a
+//! thread per connection, 127.0.0.1), started in this process twice: default behaviour (each answer is a
 //! chunked `text/event-stream`) and `json: true` (`application/json` with `Content-Length`).
 //!
 //! (a) Our `Client` (`smol::block_on`, `client.call_tool("echo", {"text":"hi"})`, result decoded and
@@ -26,12 +26,9 @@
 //!     twentieth of a round, so that both meet the same load; each round's ratio is of its own
 //!     turns, and the median of the rounds' ratios is the result.
 
-#[path = "../examples/mcp-http/server.rs"]
-mod server;
-#[path = "../examples/common/tools.rs"]
-mod tools;
-
 use mcp_client::{Client, HttpTransport, HttpTransportConfig};
+use mcp_testkit::http_server as server;
+use mcp_testkit::{median, per_s};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -207,15 +204,6 @@ fn run(url: &str, modern_url: &str, p: &Params) {
         ratios[ratios.len() - 1],
         (1.0 - r) * 100.0
     );
-}
-
-fn per_s(calls: usize, d: Duration) -> f64 {
-    calls as f64 / d.as_secs_f64()
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort_unstable();
-    v[v.len() / 2]
 }
 
 /// Our client.

@@ -5,10 +5,10 @@
 //! `cargo bench --bench stdio`. Run without `--bench` (as `cargo test --benches` does) it only
 //! smoke-tests itself with a few calls.
 //!
-//! The server is the example's serve mode, `target/release/examples/mcp-client --serve` (std,
-//! line by line, one flush per answer). `cargo bench` never builds examples (unlike `cargo test`,
-//! see `cargo help bench`), so the bench runs `cargo build --release --example mcp-client` first: a
-//! no-op when it is fresh.
+//! The server is the test kit's stdio server, `target/release/mcp-testkit-serve` (std, line by
+//! line, one flush per answer). `cargo bench` never builds other packages' binaries, so the bench
+//! runs `cargo build --release -p mcp-testkit --bin mcp-testkit-serve` first (`mcp_testkit::serve_bin`):
+//! a no-op when it is fresh; run by hand (under `perf`, `strace`), it uses the binary as it is.
 //!
 //! (a) Our `Client` (`smol::block_on`, `client.call_tool("echo", {"text":"hi"})`, result decoded and
 //!     its text checked), one call at a time.
@@ -20,7 +20,7 @@
 //!     dominate, and wall-clock numbers swing with the load (compare rounds).
 //! (e) The same calls made by 32 callers at once (tasks on one thread), against (a).
 //! (f) Our `Client` as in (a), with the era found by the probe (`EraChoice::Auto`, the default),
-//!     against the serve mode in the modern era (`--serve --era modern`: `server/discover`, the
+//!     against the same server in the modern era (`--era modern`: `server/discover`, the
 //!     per-request `_meta`, `resultType` on every result), and the ratio to (a): what the modern
 //!     era costs a call. The two clients take turns in chunks of a twentieth of a round, so that
 //!     both meet the same load (on a busy machine whole rounds apart swing by more than the
@@ -34,9 +34,10 @@
 //! arms a timer.
 
 use mcp_client::{Client, ClientConfig, StdioConfig, StdioTransport};
+use mcp_testkit::{median, per_s, serve_bin};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -139,7 +140,7 @@ fn main() {
         println!("(smoke run: pass --bench, as `cargo bench` does, for real numbers)");
     }
     let serve = serve_bin();
-    println!("server: {} --serve", serve.display());
+    println!("server: {}", serve.display());
 
     println!(
         "(a/b) sequential tools/call echo {{\"text\":\"hi\"}}: {} rounds of {} calls after {} warm-up calls",
@@ -416,9 +417,9 @@ struct Ours {
 }
 
 impl Ours {
-    /// Against `serve --serve ARGS…`.
+    /// Against `serve ARGS…`.
     fn start(serve: &Path, args: &[&str]) -> Ours {
-        let config = StdioConfig::new(serve).args(["--serve"]).args(args);
+        let config = StdioConfig::new(serve).args(args);
         let transport = StdioTransport::spawn(config).expect("spawn");
         let mut config = ClientConfig::default();
         if std::env::var_os("MCP_STDIO_BENCH_NO_TIMEOUT").is_some() {
@@ -489,7 +490,6 @@ struct Baseline {
 impl Baseline {
     fn start(serve: &Path) -> Baseline {
         let mut child = Command::new(serve)
-            .arg("--serve")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -559,42 +559,6 @@ impl Baseline {
     }
 }
 
-/// The release build of the example. Under `cargo bench` (which sets `CARGO` at run time) it is
-/// built or brought up to date first; run by hand (under `perf`, `strace`) the bench uses the binary
-/// as it is and builds it only when missing.
-fn serve_bin() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // Where cargo puts it: CARGO_TARGET_DIR when set, else <root>/target.
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(|dir| root.join(dir))
-        .unwrap_or_else(|| root.join("target"));
-    let bin = target.join("release/examples/mcp-client");
-    let cargo = match std::env::var_os("CARGO") {
-        Some(cargo) => Some(PathBuf::from(cargo)),
-        None if !bin.exists() => Some(PathBuf::from(env!("CARGO"))),
-        None => None,
-    };
-    if let Some(cargo) = cargo {
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "--release", "--example", "mcp-client"])
-            .current_dir(root)
-            .status()
-            .expect("run cargo");
-        assert!(status.success(), "building the mcp-client example failed");
-    }
-    assert!(bin.exists(), "{} is missing", bin.display());
-    bin
-}
-
-fn per_s(calls: usize, t: Duration) -> f64 {
-    calls as f64 / t.as_secs_f64()
-}
-
 fn us_per(calls: usize, t: Duration) -> f64 {
     t.as_secs_f64() * 1e6 / calls as f64
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }

@@ -1,25 +1,23 @@
 //! The `mcp-client` example as a user runs it: the offline demo, and the stdio options, output
 //! formats and exit codes of its usage text. (`--url` is exercised in tests/peers_http.rs.)
 
-mod common;
-
-use common::{run_within, serve_bin, Finished};
+use mcp_testkit::{example_bin, run_within, serve_bin, Finished};
 use serde_json::Value;
 use std::process::Command;
 use std::time::Duration;
 
 fn cli(args: &[&str]) -> Finished {
     run_within(
-        Command::new(serve_bin()).args(args),
+        Command::new(example_bin("mcp-client")).args(args),
         Duration::from_secs(60),
     )
 }
 
-/// `mcp-client [OPTIONS] -- <this binary> --serve`
+/// `mcp-client [OPTIONS] -- mcp-testkit-serve`
 fn against_serve(options: &[&str]) -> Finished {
     let bin = serve_bin();
     let mut args: Vec<&str> = options.to_vec();
-    args.extend(["--", bin.to_str().unwrap(), "--serve"]);
+    args.extend(["--", bin.to_str().unwrap()]);
     cli(&args)
 }
 
@@ -127,7 +125,6 @@ fn failures_exit_1_with_a_one_line_cause() {
         "echo",
         "--",
         bin.to_str().unwrap(),
-        "--serve",
         "--behave",
         "crash-on-call",
     ]);
@@ -150,7 +147,6 @@ fn timeout_exits_1() {
         "0.3",
         "--",
         bin.to_str().unwrap(),
-        "--serve",
         "--behave",
         "hang",
     ]);
@@ -237,4 +233,22 @@ fn era_modern_against_a_legacy_server_fails_clearly_and_a_bad_era_is_refused() {
     );
     let out = against_serve(&["--info", "--call", "echo"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
+}
+
+#[test]
+fn the_examples_serve_mode_is_the_well_behaved_server_in_each_era() {
+    let me = example_bin("mcp-client");
+    let me = me.to_str().unwrap();
+    for era in ["legacy", "modern", "dual"] {
+        let out = cli(&["--info", "--json", "--", me, "--serve", "--era", era]);
+        assert!(out.status.success(), "{era}: {out:?}");
+        let v: Value = serde_json::from_str(out.stdout.trim()).expect("one JSON object");
+        let found = if era == "legacy" { "legacy" } else { "modern" };
+        assert_eq!(v["era"], found, "{era}: {v}");
+        assert_eq!(v["serverInfo"]["name"], "mcp-client-serve", "{era}: {v}");
+    }
+    // The misbehaviours are the test kit's binary's, not the example's.
+    let out = cli(&["--call", "echo", "--", me, "--serve", "--behave", "hang"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(out.stderr.contains("--serve [--era"), "{}", out.stderr);
 }

@@ -3,31 +3,17 @@
 //! nothing, and a storm of concurrent calls with random timeouts, drops and parked futures over
 //! stdio and HTTP stays clean. Real child processes and a real local HTTP server.
 
-mod common;
-
-#[path = "../examples/mcp-http/server.rs"]
-mod server;
-#[path = "../examples/common/tools.rs"]
-mod tools;
-
-use common::{close_and_check, serve_bin, wait_until};
 use mcp_client::{
     Client, Error, HttpTransport, HttpTransportConfig, Request, StderrMode, StdioConfig,
     StdioTransport, Transport,
 };
+use mcp_testkit::http_server as server;
+use mcp_testkit::{close_and_check, serve, serve_bin, wait_until};
 use serde_json::json;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn serve(behave: &[&str]) -> StdioConfig {
-    let mut config = StdioConfig::new(serve_bin()).args(["--serve"]);
-    if !behave.is_empty() {
-        config = config.args(["--behave", &behave.join(",")]);
-    }
-    config
-}
 
 /// A client in the legacy era: these tests are about the transport, and many of their servers
 /// are shell scripts that answer the handshake line by line (the era probe has its own tests, in
@@ -238,7 +224,7 @@ fn a_timeout_during_the_exit_wait_does_not_lose_why_the_server_stopped() {
 fn a_dropped_initialize_leaves_the_handshake_to_the_next_one() {
     smol::block_on(async {
         // A server that takes a second to start answering.
-        let script = format!("sleep 1; exec '{}' --serve", serve_bin().display());
+        let script = format!("sleep 1; exec '{}'", serve_bin().display());
         let transport =
             StdioTransport::spawn(StdioConfig::new("sh").args(["-c", &script])).unwrap();
         let client = Client::new(transport);

@@ -44,9 +44,7 @@
 //! The runner's own summary lines are never echoed on success: CI counts tests from closing lines
 //! shaped like "N passed, M failed".
 
-mod common;
-
-use common::{example_bin, peer_bin, run_within, TempDir};
+use mcp_testkit::{example_bin, peer_bin, run_within, TempDir};
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;

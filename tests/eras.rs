@@ -1,28 +1,17 @@
-//! The two protocol eras against real child processes: the example's serve mode as a modern-only,
+//! The two protocol eras against real child processes: the test kit's stdio server as a modern-only,
 //! a dual-era and a legacy server, made to misbehave on purpose (input-required rounds, version
 //! mismatches, unknown result types, legacy servers that ignore, die on or answer the era probe
 //! late), and server-everything for what the probe costs. Every test checks that no process is
 //! left behind.
 
-mod common;
-
-use common::{close_and_check, peer_bin, serve_bin, wait_until};
 use mcp_client::proto::{Config, Era, EraChoice, RequestError, SessionError};
 use mcp_client::{
     connect_stdio, Client, ClientConfig, Error, Request, StderrMode, StdioConfig, StdioTransport,
 };
+use mcp_testkit::{close_and_check, peer_bin, serve_in, wait_until};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// The serve mode in `era` (`legacy`, `modern`, `dual`) with these behaviours.
-fn serve(era: &str, behave: &[&str]) -> StdioConfig {
-    let mut config = StdioConfig::new(serve_bin()).args(["--serve", "--era", era]);
-    if !behave.is_empty() {
-        config = config.args(["--behave", &behave.join(",")]);
-    }
-    config
-}
 
 type Lines = Arc<Mutex<Vec<String>>>;
 
@@ -102,7 +91,7 @@ fn end_of_input(lines: &Lines) -> String {
 #[test]
 fn a_modern_server_under_auto_is_spoken_to_in_the_modern_era_without_initialize() {
     smol::block_on(async {
-        let (config, lines) = collecting(serve("modern", &[]));
+        let (config, lines) = collecting(serve_in("modern", &[]));
         let client = spawn(config, settings(EraChoice::Auto));
         open(&client).await;
         assert_eq!(client.era(), Some(Era::Modern));
@@ -141,7 +130,7 @@ fn a_modern_server_under_auto_is_spoken_to_in_the_modern_era_without_initialize(
 #[test]
 fn a_modern_server_with_the_legacy_era_forced_fails_clearly_and_at_once() {
     smol::block_on(async {
-        let (config, lines) = collecting(serve("modern", &[]));
+        let (config, lines) = collecting(serve_in("modern", &[]));
         let client = spawn(config, settings(EraChoice::Legacy));
         let started = Instant::now();
         let err = client.initialize().await.unwrap_err();
@@ -169,7 +158,7 @@ fn a_modern_server_with_the_legacy_era_forced_fails_clearly_and_at_once() {
 #[test]
 fn a_dual_server_is_modern_under_auto_and_legacy_when_forced() {
     smol::block_on(async {
-        let (config, lines) = collecting(serve("dual", &[]));
+        let (config, lines) = collecting(serve_in("dual", &[]));
         let client = spawn(config, settings(EraChoice::Auto));
         open(&client).await;
         assert_eq!(client.era(), Some(Era::Modern));
@@ -185,7 +174,7 @@ fn a_dual_server_is_modern_under_auto_and_legacy_when_forced() {
             "serve: end of input; initialize ×0, server/discover ×1"
         );
 
-        let (config, lines) = collecting(serve("dual", &[]));
+        let (config, lines) = collecting(serve_in("dual", &[]));
         let client = spawn(config, settings(EraChoice::Legacy));
         open(&client).await;
         assert_eq!(client.era(), Some(Era::Legacy));
@@ -209,7 +198,7 @@ fn a_dual_server_is_modern_under_auto_and_legacy_when_forced() {
 #[test]
 fn input_required_rounds_echo_the_state_exactly_with_a_new_id_each_time() {
     smol::block_on(async {
-        let (config, lines) = collecting(serve("modern", &["mrtr-state"]));
+        let (config, lines) = collecting(serve_in("modern", &["mrtr-state"]));
         let client = spawn(config, settings(EraChoice::Auto));
         open(&client).await;
         let started = Instant::now();
@@ -262,7 +251,7 @@ fn input_required_rounds_echo_the_state_exactly_with_a_new_id_each_time() {
 #[test]
 fn a_server_that_always_requires_input_hits_the_round_cap_quickly() {
     smol::block_on(async {
-        let (config, lines) = collecting(serve("modern", &["mrtr-forever"]));
+        let (config, lines) = collecting(serve_in("modern", &["mrtr-forever"]));
         let client = spawn(config, settings(EraChoice::Auto));
         open(&client).await;
         let started = Instant::now();
@@ -294,7 +283,10 @@ fn a_server_that_always_requires_input_hits_the_round_cap_quickly() {
 #[test]
 fn an_input_request_the_client_cannot_answer_fails_the_call_naming_it() {
     smol::block_on(async {
-        let client = spawn(serve("modern", &["mrtr-elicit"]), settings(EraChoice::Auto));
+        let client = spawn(
+            serve_in("modern", &["mrtr-elicit"]),
+            settings(EraChoice::Auto),
+        );
         open(&client).await;
         let started = Instant::now();
         let err = client
@@ -315,7 +307,7 @@ fn an_input_request_the_client_cannot_answer_fails_the_call_naming_it() {
 #[test]
 fn a_version_mismatch_is_retried_once_and_works() {
     smol::block_on(async {
-        let (config, lines) = collecting(serve("modern", &["version-mismatch"]));
+        let (config, lines) = collecting(serve_in("modern", &["version-mismatch"]));
         let client = spawn(config, settings(EraChoice::Auto));
         open(&client).await;
         assert_eq!(client.era(), Some(Era::Modern));
@@ -338,7 +330,7 @@ fn a_version_mismatch_is_retried_once_and_works() {
 fn an_unknown_result_type_is_an_invalid_result_at_once() {
     smol::block_on(async {
         let client = spawn(
-            serve("modern", &["unknown-result-type"]),
+            serve_in("modern", &["unknown-result-type"]),
             settings(EraChoice::Auto),
         );
         open(&client).await;
@@ -362,7 +354,7 @@ fn an_unknown_result_type_is_an_invalid_result_at_once() {
 #[test]
 fn a_legacy_server_that_ignores_the_probe_is_legacy_after_the_probe_timeout() {
     smol::block_on(async {
-        let (config, lines) = collecting(serve("legacy", &["ignore-discover"]));
+        let (config, lines) = collecting(serve_in("legacy", &["ignore-discover"]));
         let client = spawn(config, with_probe_timeout(Duration::from_millis(300)));
         let started = Instant::now();
         open(&client).await;
@@ -402,7 +394,7 @@ fn reaped(pid: u32) -> bool {
 #[test]
 fn a_server_that_exits_on_the_probe_is_relaunched_in_the_legacy_era_by_connect_stdio() {
     smol::block_on(async {
-        let (config, lines) = collecting(serve("legacy", &["exit-on-discover"]));
+        let (config, lines) = collecting(serve_in("legacy", &["exit-on-discover"]));
         let client = connect_stdio(config.clone(), settings(EraChoice::Auto))
             .await
             .expect("connect_stdio");
@@ -438,7 +430,7 @@ fn a_server_that_exits_on_the_probe_is_relaunched_in_the_legacy_era_by_connect_s
 fn a_server_that_exits_on_the_probe_is_a_clear_error_for_a_plain_client() {
     smol::block_on(async {
         let client = spawn(
-            serve("legacy", &["exit-on-discover"]),
+            serve_in("legacy", &["exit-on-discover"]),
             settings(EraChoice::Auto),
         );
         let err = client.initialize().await.unwrap_err();
@@ -456,7 +448,7 @@ fn a_server_that_exits_on_the_probe_is_a_clear_error_for_a_plain_client() {
 fn a_slow_probe_error_loses_the_race_to_initialize() {
     smol::block_on(async {
         let client = spawn(
-            serve("legacy", &["slow-discover-error"]),
+            serve_in("legacy", &["slow-discover-error"]),
             with_probe_timeout(Duration::from_millis(300)),
         );
         let started = Instant::now();
@@ -475,7 +467,7 @@ fn a_slow_probe_error_loses_the_race_to_initialize() {
 #[test]
 fn a_late_probe_answer_after_the_fallback_is_counted_late_not_warned_about() {
     smol::block_on(async {
-        let (config, lines) = collecting(serve("legacy", &["slow-discover-error"]));
+        let (config, lines) = collecting(serve_in("legacy", &["slow-discover-error"]));
         let client = spawn(config, with_probe_timeout(Duration::from_millis(300)));
         open(&client).await;
         assert_eq!(client.era(), Some(Era::Legacy));
@@ -505,7 +497,7 @@ fn a_dropped_modern_call_is_cancelled_by_its_wire_id() {
     smol::block_on(async {
         // Handle 1 goes out as wire id 1, is answered input_required, and goes out again as
         // wire id 2, which the server leaves unanswered: the cancellation must name 2.
-        let (config, lines) = collecting(serve("modern", &["mrtr-state"]));
+        let (config, lines) = collecting(serve_in("modern", &["mrtr-state"]));
         let client = spawn(config, settings(EraChoice::Auto));
         open(&client).await;
         let call = client.call_tool("slow", json!({"rounds": 1, "hang": true}));
@@ -526,7 +518,7 @@ fn a_dropped_modern_call_is_cancelled_by_its_wire_id() {
         close_and_check(client).await;
 
         // And a call that never got an answer at all: its only wire id.
-        let (config, lines) = collecting(serve("modern", &["hang"]));
+        let (config, lines) = collecting(serve_in("modern", &["hang"]));
         let client = spawn(config, settings(EraChoice::Auto));
         open(&client).await;
         let call = client.call_tool("echo", json!({"text": "x"}));
@@ -546,7 +538,7 @@ fn a_dropped_modern_call_is_cancelled_by_its_wire_id() {
 fn a_slow_modern_server_wins_the_race_it_loses_nothing() {
     smol::block_on(async {
         // discover answers after 1 s; the fallback initialize (after 300 ms) is refused at once.
-        let (config, lines) = collecting(serve("modern", &["slow-discover"]));
+        let (config, lines) = collecting(serve_in("modern", &["slow-discover"]));
         let client = spawn(config, with_probe_timeout(Duration::from_millis(300)));
         let started = Instant::now();
         open(&client).await;
@@ -566,7 +558,7 @@ fn a_slow_modern_server_wins_the_race_it_loses_nothing() {
 fn a_server_remembered_as_legacy_that_turned_modern_is_probed_again() {
     smol::block_on(async {
         // A distinct command line, so that no other test's memory applies.
-        let (config, lines) = collecting(serve("modern", &["ping-idle"]));
+        let (config, lines) = collecting(serve_in("modern", &["ping-idle"]));
         let key = mcp_client::connect::stdio_key(&config);
         mcp_client::connect::remember_era(&key, Some(Era::Legacy));
         let client = connect_stdio(config, settings(EraChoice::Auto))
@@ -588,7 +580,7 @@ fn a_server_remembered_as_legacy_that_turned_modern_is_probed_again() {
 #[test]
 fn a_call_dropped_between_rounds_is_not_sent_again_nor_cancelled() {
     smol::block_on(async {
-        let (config, lines) = collecting(serve("modern", &["mrtr-state"]));
+        let (config, lines) = collecting(serve_in("modern", &["mrtr-state"]));
         let client = spawn(config, settings(EraChoice::Auto));
         open(&client).await;
         let call = client.call_tool("slow", json!({"rounds": 9}));

@@ -1,16 +1,12 @@
-//! The Streamable HTTP driver against real local HTTP servers (the `mcp-http` example's server, run
-//! in-process so the tests can read every request it received), well-behaved and hostile.
-
-#[path = "../examples/mcp-http/server.rs"]
-mod server;
-#[path = "../examples/common/tools.rs"]
-mod tools;
+//! The Streamable HTTP driver against real local HTTP servers (the test kit's server,
+//! `mcp_testkit::http_server`, run in-process so the tests can read every request it received),
+//! well-behaved and hostile.
 
 use mcp_client::proto::http::{HttpError, RedirectRefused};
 use mcp_client::proto::Config;
 use mcp_client::{Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, Request};
+use mcp_testkit::http_server::{self as server, Behaviour};
 use serde_json::json;
-use server::Behaviour;
 use std::time::{Duration, Instant};
 
 fn start(b: Behaviour) -> server::Server {

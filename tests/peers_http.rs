@@ -8,11 +8,9 @@
 //! servers listen on 127.0.0.1 only; each runs in its own process group, killed and reaped at the
 //! end of the test (also on panic), and the test checks that the group is gone.
 
-mod common;
-
-use common::{example_bin, peer_bin, run_within, HttpPeer};
 use mcp_client::proto::{Era, EraChoice};
 use mcp_client::{Client, ClientConfig, HttpTransport, HttpTransportConfig};
+use mcp_testkit::{example_bin, peer_bin, run_within, HttpPeer};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::Command;

@@ -18,14 +18,12 @@
 //!
 //! The peers come from `.ci/install-peers`; a missing peer skips (and fails under `CI=true`).
 
-mod common;
-
-use common::{close_and_check, peer_bin, peer_script, HttpPeer};
 use mcp_client::proto::{CallTool, Era, EraChoice, Method};
 use mcp_client::{
     Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers, HttpTransport,
     HttpTransportConfig, Request, StdioConfig, StdioTransport, Transport,
 };
+use mcp_testkit::{close_and_check, peer_bin, peer_script, HttpPeer};
 use serde_json::{json, Map};
 use std::sync::{Arc, Mutex};
 

@@ -5,14 +5,12 @@
 //! tests/peers_python_requests.rs.) The peers come from `.ci/install-peers`; a missing peer skips
 //! (and fails under `CI=true`).
 
-mod common;
-
-use common::{close_and_check, peer_bin, TempDir};
 use mcp_client::proto::{Era, ListKind};
 use mcp_client::{
     Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers, LogCallback, Request,
     Root, StdioConfig, StdioTransport,
 };
+use mcp_testkit::{close_and_check, peer_bin, TempDir};
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -255,9 +253,9 @@ fn the_cli_shows_progress_declares_roots_declines_without_a_terminal_and_prints_
     let Some(bin) = peer_bin("everything") else {
         return;
     };
-    let cli = common::example_bin("mcp-client");
+    let cli = mcp_testkit::example_bin("mcp-client");
     let run = |args: &[&str]| {
-        common::run_within(
+        mcp_testkit::run_within(
             std::process::Command::new(&cli).args(args).args([
                 "--",
                 bin.to_str().unwrap(),
@@ -284,7 +282,7 @@ fn the_cli_shows_progress_declares_roots_declines_without_a_terminal_and_prints_
         "{out:?}"
     );
 
-    let dir = common::TempDir::new("mcp-cli-roots");
+    let dir = TempDir::new("mcp-cli-roots");
     let out = run(&[
         "--roots",
         dir.path().to_str().unwrap(),

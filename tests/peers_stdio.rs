@@ -5,13 +5,11 @@
 //! `skipped: …` and passes when its peer is missing, and fails instead under `CI=true`. Every test
 //! closes the client and checks that the server's whole process group is gone.
 
-mod common;
-
-use common::{close_and_check, peer_bin, peer_script, TempDir};
 use mcp_client::proto::{Era, EraChoice};
 use mcp_client::{
     as_tools, AgentTool, Client, ClientConfig, StdioConfig, StdioTransport, ToolError,
 };
+use mcp_testkit::{close_and_check, peer_bin, peer_script, TempDir};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -379,7 +377,7 @@ async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
 #[test]
 fn a_missing_peer_skips_locally_and_fails_in_ci() {
     let found = std::panic::catch_unwind(|| peer_bin("no-such-peer"));
-    if common::required() {
+    if mcp_testkit::required() {
         assert!(found.is_err(), "CI=true must fail on a missing peer");
     } else {
         assert!(matches!(found, Ok(None)), "{found:?}");

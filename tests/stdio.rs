@@ -1,26 +1,16 @@
-//! The stdio driver and the async client against real child processes: the example's serve mode,
+//! The stdio driver and the async client against real child processes: the test kit's stdio server,
 //! made to misbehave on purpose, and shell wrappers around it. Every test checks that no process
 //! is left behind.
 
-mod common;
-
-use common::{close_and_check, group_alive, pid_alive, serve_bin, wait_until};
 use mcp_client::proto::Config;
 use mcp_client::{
     as_tools, AgentTool, Client, ClientConfig, Error, Request, StderrMode, StdioConfig,
     StdioTransport, ToolError,
 };
+use mcp_testkit::{close_and_check, group_alive, pid_alive, serve, serve_bin, wait_until};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn serve(behave: &[&str]) -> StdioConfig {
-    let mut config = StdioConfig::new(serve_bin()).args(["--serve"]);
-    if !behave.is_empty() {
-        config = config.args(["--behave", &behave.join(",")]);
-    }
-    config
-}
 
 /// A config whose stderr lines are collected for the test to inspect.
 fn collecting(config: StdioConfig) -> (StdioConfig, Arc<Mutex<Vec<String>>>) {
@@ -368,7 +358,7 @@ fn result_over_the_limit_fails_at_once_and_the_client_goes_on() {
 fn a_server_ignoring_sigterm_is_killed() {
     smol::block_on(async {
         let script = format!(
-            "trap '' TERM; exec '{}' --serve --behave ignore-eof",
+            "trap '' TERM; exec '{}' --behave ignore-eof",
             serve_bin().display()
         );
         let mut config = StdioConfig::new("sh").args(["-c", &script]);
@@ -387,7 +377,7 @@ fn a_server_ignoring_sigterm_is_killed() {
 #[test]
 fn a_grandchild_is_ended_with_its_group() {
     smol::block_on(async {
-        let script = format!("sleep 300 & exec '{}' --serve", serve_bin().display());
+        let script = format!("sleep 300 & exec '{}'", serve_bin().display());
         let client = connect(StdioConfig::new("sh").args(["-c", &script])).await;
         let pid = client.transport().pid();
         assert!(group_alive(pid));
@@ -398,7 +388,7 @@ fn a_grandchild_is_ended_with_its_group() {
 #[test]
 fn dropping_the_client_without_close_ends_the_server() {
     let pid = smol::block_on(async {
-        let script = format!("sleep 300 & exec '{}' --serve", serve_bin().display());
+        let script = format!("sleep 300 & exec '{}'", serve_bin().display());
         let client = connect(StdioConfig::new("sh").args(["-c", &script])).await;
         client.transport().pid()
     });
@@ -414,7 +404,7 @@ fn environment_and_directory_are_applied() {
     smol::block_on(async {
         let dir = std::env::temp_dir();
         let script = format!(
-            "echo \"FOO=$FOO HOME_SET=${{HOME:+yes}} PWD=$(pwd)\" >&2; exec '{}' --serve",
+            "echo \"FOO=$FOO HOME_SET=${{HOME:+yes}} PWD=$(pwd)\" >&2; exec '{}'",
             serve_bin().display()
         );
         let config = StdioConfig::new("sh")

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! mcp-client                                  offline demo: spawns itself as a minimal stdio MCP server, lists and calls its tools
-//! mcp-client --serve [--era E] [--behave B]  act as that minimal stdio MCP server (E: legacy, modern, dual)
+//! mcp-client --serve [--era E]                act as that minimal stdio MCP server (E: legacy, modern, dual)
 //! mcp-client [OPTIONS] -- COMMAND [ARG...]    connect to a stdio server started as COMMAND ARG... (no shell)
 //! mcp-client [OPTIONS] --url URL              connect to a Streamable HTTP endpoint
 //! OPTIONS
@@ -26,15 +26,9 @@
 //! ```
 //!
 //! `--era` picks the serve mode's protocol era: `legacy` (the `initialize` handshake, the
-//! default), `modern` (2026-07-28 only) or `dual` (both, per request). `--behave` makes it
-//! misbehave on purpose, for the driver's tests: `crash-on-call`, `hang`, `stderr-flood`, `junk`,
-//! `ping-first`, `ping-idle`, `ignore-eof`, `exit-before-handshake`; of the modern era
-//! `mrtr-state`, `mrtr-elicit`, `mrtr-forever`, `version-mismatch`, `unknown-result-type`; of the
-//! legacy era `ignore-discover`, `exit-on-discover`, `slow-discover-error` (see serve.rs).
-
-mod serve;
-#[path = "../common/tools.rs"]
-mod tools;
+//! default), `modern` (2026-07-28 only) or `dual` (both, per request). The server is the test
+//! kit's (`mcp_testkit::stdio_server`, a dev-dependency), well behaved; the misbehaving variants
+//! the tests use are its own binary's, `mcp-testkit-serve --behave …`.
 
 use mcp_client::proto::{Config, Era, EraChoice, Implementation, LogMessage};
 use mcp_client::{
@@ -148,7 +142,7 @@ fn parse(argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
 fn main() -> ExitCode {
     let mut argv = std::env::args_os().skip(1).peekable();
     match argv.peek().and_then(|a| a.to_str()) {
-        Some("--serve") => return serve::main(argv.skip(1).collect()),
+        Some("--serve") => return serve(argv.skip(1).collect()),
         None => return demo(),
         _ => {}
     }
@@ -163,6 +157,24 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("mcp-client: {}", one_line(&e));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `--serve [--era E]`: the demo's stdio server, in era E (default legacy).
+fn serve(args: Vec<OsString>) -> ExitCode {
+    use mcp_testkit::stdio_server::{self, Era};
+    let args: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
+    let era = match args.as_slice() {
+        [] => Some(Era::Legacy),
+        ["--era", name] => Era::from_name(name),
+        _ => None,
+    };
+    match era {
+        Some(era) => stdio_server::serve(era),
+        None => {
+            eprintln!("mcp-client: usage: mcp-client --serve [--era legacy|modern|dual]");
             ExitCode::from(1)
         }
     }

@@ -6,12 +6,11 @@
 //! mcp-http --serve    only run that server; prints "LISTENING <url>" and serves until killed
 //!          [--json]   answer with application/json instead of event streams
 //! ```
-
-mod server;
-#[path = "../common/tools.rs"]
-mod tools;
+//!
+//! The server is the test kit's (`mcp_testkit::http_server`, a dev-dependency), well behaved.
 
 use mcp_client::{Client, HttpTransport, HttpTransportConfig};
+use mcp_testkit::http_server as server;
 use serde_json::json;
 use std::process::ExitCode;
 

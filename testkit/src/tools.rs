@@ -1,5 +1,5 @@
-//! The demo tools, shared by the stdio (`mcp-client --serve`) and HTTP (`mcp-http --serve`) demo
-//! servers and by the tests that run those servers in-process.
+//! The demo tools, offered by both fake servers ([`crate::stdio_server`], [`crate::http_server`]),
+//! and so by the offline demos (`mcp-client`, `mcp-http`).
 
 use serde_json::{json, Value};
 

@@ -1,6 +1,9 @@
-//! `mcp-client --serve`: a minimal MCP server over stdio, std only, for the offline demo, the
-//! benchmarks and the driver's tests. `--era E` picks the protocol era it speaks; `--behave
-//! B[,B…]` makes it misbehave on purpose.
+//! A minimal MCP server over stdio, std only: the test kit's binary `mcp-testkit-serve [--era E]
+//! [--behave B[,B…]]` for the tests and benchmarks, and, well behaved ([`serve`]), the server of the
+//! `mcp-client` example's offline demo (`mcp-client --serve`). `--era E` picks the protocol era it
+//! speaks; `--behave B[,B…]` makes it misbehave on purpose.
+//!
+//! Its tools are [`crate::tools`]. It calls itself `mcp-client-serve` (`serverInfo`).
 //!
 //! Eras:
 //! - `legacy` (the default): the `initialize` handshake (2024-11-05 … 2025-11-25); anything it does
@@ -12,6 +15,14 @@
 //!   server's identity in its `_meta`; there is no `ping`.
 //! - `dual`: both, chosen per request: a request (other than `initialize`) whose `params._meta`
 //!   holds the protocol version key is served in the modern era, any other in the legacy era.
+//!
+//! Behaviours of either era: `crash-on-call` (exits with code 3 on `tools/call`), `hang`
+//! (`tools/call` is never answered), `stderr-flood` (20 MiB on stderr before answering a call),
+//! `junk` (non-JSON lines on stdout before a call's answer), `ping-first` (a call first sends the
+//! client a `ping` and a `sampling/createMessage`, and appends their answers to its text),
+//! `ping-idle` (pings the client after each call and logs whether it answered), `ignore-eof`
+//! (keeps running after its stdin ends), `threaded` (each call answered from a thread of its own,
+//! out of order), `exit-before-handshake` (exits with code 4 at once).
 //!
 //! Behaviours of the modern era: `mrtr-state` (`tools/call slow {"rounds": N, "hang": bool}`
 //! answers `input_required` with only a `requestState` for N rounds (default 3), checking that each
@@ -44,12 +55,28 @@ const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 const CLIENT_INFO_META: &str = "io.modelcontextprotocol/clientInfo";
 const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
 
+/// The protocol era the server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-enum Era {
+pub enum Era {
+    /// The `initialize` handshake (2024-11-05 … 2025-11-25); `server/discover` gets -32601.
     #[default]
     Legacy,
+    /// 2026-07-28 only.
     Modern,
+    /// Both, chosen per request.
     Dual,
+}
+
+impl Era {
+    /// `legacy`, `modern` or `dual`.
+    pub fn from_name(name: &str) -> Option<Era> {
+        match name {
+            "legacy" => Some(Era::Legacy),
+            "modern" => Some(Era::Modern),
+            "dual" => Some(Era::Dual),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -126,18 +153,26 @@ struct Mrtr {
     fresh_id: bool,
 }
 
+/// The well-behaved server in `era`, until the end of its input.
+pub fn serve(era: Era) -> ExitCode {
+    run(Behaviour {
+        era,
+        ..Behaviour::default()
+    })
+}
+
+/// The server as `mcp-testkit-serve ARGS…` runs it (`--era E`, `--behave B[,B…]`).
 pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     let mut b = Behaviour::default();
     let mut args = args.into_iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--era" => {
-                b.era = match args.next().as_deref() {
-                    Some("legacy") => Era::Legacy,
-                    Some("modern") => Era::Modern,
-                    Some("dual") => Era::Dual,
-                    other => {
-                        eprintln!("serve: unknown era {other:?} (legacy, modern or dual)");
+                let name = args.next();
+                b.era = match name.as_deref().and_then(Era::from_name) {
+                    Some(era) => era,
+                    None => {
+                        eprintln!("serve: unknown era {name:?} (legacy, modern or dual)");
                         return ExitCode::from(1);
                     }
                 }
@@ -179,6 +214,11 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             }
         }
     }
+    run(b)
+}
+
+/// Serves stdin to stdout as `b` says, until the end of input.
+fn run(b: Behaviour) -> ExitCode {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();

@@ -1,7 +1,7 @@
 //! A small Streamable HTTP MCP server, std only, on 127.0.0.1: the offline endpoint of the
-//! `mcp-http` example, and — with [`Behaviour`] switches — the misbehaving servers of the HTTP
-//! tests, which run it in-process to inspect every request it received.
-#![allow(dead_code)]
+//! `mcp-http` example (the default [`Behaviour`]), and — with [`Behaviour`] switches — the
+//! misbehaving servers of the HTTP tests and the server of the HTTP benchmark, which run it
+//! in-process to inspect every request it received ([`Server::log`]).
 
 use crate::tools;
 use serde_json::{json, Value};

@@ -1,0 +1,50 @@
+//! The test kit: what the end-to-end tests, the benchmarks and the offline demos share, in one
+//! copy. Dev-only (`publish = false`); the root package has it as a dev-dependency.
+//!
+//! - [`stdio_server`]: a minimal MCP server over stdio (binary `mcp-testkit-serve`), in either era
+//!   or both, with misbehaviours on demand (`--behave`); [`serve_bin`], [`serve`] and [`serve_in`]
+//!   find (and build) it.
+//! - [`http_server`]: a small Streamable HTTP MCP server, in-process, with misbehaviours on demand
+//!   ([`http_server::Behaviour`]) and a log of every request it received.
+//! - [`tools`]: the demo tools both servers offer (`echo`, `add`, `fail`, `image`, `big`, `slow`).
+//! - Processes: [`GroupGuard`], [`run_within`], [`pid_alive`], [`group_alive`], [`wait_until`],
+//!   [`close_and_check`]; [`TempDir`], [`free_port`]; [`example_bin`] for the root package's
+//!   examples.
+//! - Real peers (`.ci/install-peers`): [`peer_bin`], [`peer_script`], [`required`], [`HttpPeer`].
+//! - Benchmarks: [`per_s`], [`median`].
+
+mod bins;
+pub mod http_server;
+mod peers;
+mod process;
+pub mod stdio_server;
+pub mod tools;
+
+pub use bins::{example_bin, serve, serve_bin, serve_in};
+pub use peers::{peer_bin, peer_script, required, HttpPeer, HTTP_START_LIMIT};
+pub use process::{
+    close_and_check, free_port, group_alive, pid_alive, run_within, wait_until, Finished,
+    GroupGuard, TempDir,
+};
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The repository's root (the workspace root, where `.peers/`, `.ci/` and `tests/` are).
+pub fn repo_root() -> PathBuf {
+    let kit = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    kit.parent()
+        .expect("testkit/ is in the repository")
+        .to_owned()
+}
+
+/// Calls per second: `calls` made in `t`.
+pub fn per_s(calls: usize, t: Duration) -> f64 {
+    calls as f64 / t.as_secs_f64()
+}
+
+/// The median of `v` (the upper one of an even count).
+pub fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
