@@ -30,7 +30,9 @@
 //!     reads VmHWM, makes the call, reads VmHWM again. Once with our client, once with the baseline.
 //!
 //! Diagnostics: `MCP_STDIO_BENCH_ONLY=ours|baseline|modern` runs one side only (for `perf record`, `strace
-//! -c`); `MCP_STDIO_BENCH_NO_TIMEOUT=1` gives our client no request timeout, so its driver never
+//! -c`); `MCP_STDIO_BENCH_HANDLERS=1` registers elicitation, sampling and roots handlers on our
+//! client (every capability declared, so the modern row's requests carry them in `_meta`);
+//! `MCP_STDIO_BENCH_NO_TIMEOUT=1` gives our client no request timeout, so its driver never
 //! arms a timer.
 
 use mcp_client::{Client, ClientConfig, StdioConfig, StdioTransport};
@@ -425,6 +427,17 @@ impl Ours {
         if std::env::var_os("MCP_STDIO_BENCH_NO_TIMEOUT").is_some() {
             // Diagnostic: no request deadline, so the driver never arms a timer.
             config.session.default_timeout = None;
+        }
+        if std::env::var_os("MCP_STDIO_BENCH_HANDLERS").is_some() {
+            // The client as an application with handlers registers it: every capability
+            // declared (the server never asks here, so this measures what declaring costs the
+            // call path).
+            config.handlers = mcp_client::Handlers::new()
+                .elicitation_modes(true, true, |_| async {
+                    Ok(mcp_client::ElicitAnswer::Decline)
+                })
+                .sampling(|_| async { Err(mcp_client::HandlerError("no model".into())) })
+                .fixed_roots(vec![mcp_client::Root::directory("/tmp")]);
         }
         let client = Client::with_config(transport, config);
         smol::block_on(client.initialize()).expect("initialize");
