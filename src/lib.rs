@@ -18,6 +18,7 @@
 //! - [`http`]: the Streamable HTTP transport's rules: requests, responses, sessions, resumption
 //! - [`headers`]: the request-metadata headers of Streamable HTTP (2026-07-28): `Mcp-Method`,
 //!   `Mcp-Name`, `x-mcp-header` parameters, the Base64 value encoding
+//! - [`oauth`]: authorization's pure parts: `WWW-Authenticate` challenges, discovery URLs
 //! - [`bridge`]: tools as an agent registers them, results as a model reads them
 //!
 //! See [`Session`] for the driving loop.
@@ -54,6 +55,7 @@ pub mod headers;
 pub mod http;
 pub mod jsonrpc;
 pub mod methods;
+pub mod oauth;
 pub mod pagination;
 pub mod session;
 pub mod sse;
