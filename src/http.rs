@@ -1105,16 +1105,24 @@ impl HttpRules {
                 attempts + 1
             ));
         }
-        let mut headers = self.headers("text/event-stream");
-        headers.push(("Last-Event-ID".to_owned(), last_id.to_owned()));
         StreamEnd::Resume {
             after: decoder.retry().unwrap_or(self.config.default_retry),
-            request: HttpRequest {
-                method: Method::Get,
-                url: self.url.clone(),
-                headers,
-                body: None,
-            },
+            request: self.event_stream_get(Some(last_id)),
+        }
+    }
+
+    /// The `GET` of an event stream (a resumption, or the standalone stream), resuming after
+    /// `last_event_id` when given.
+    fn event_stream_get(&self, last_event_id: Option<&str>) -> HttpRequest {
+        let mut headers = self.headers("text/event-stream");
+        if let Some(id) = last_event_id {
+            headers.push(("Last-Event-ID".to_owned(), id.to_owned()));
+        }
+        HttpRequest {
+            method: Method::Get,
+            url: self.url.clone(),
+            headers,
+            body: None,
         }
     }
 
@@ -1175,16 +1183,7 @@ impl HttpRules {
         if listening.carried != self.session_id {
             return None;
         }
-        let mut headers = self.headers("text/event-stream");
-        if let Some(id) = &listening.last_event_id {
-            headers.push(("Last-Event-ID".to_owned(), id.clone()));
-        }
-        Some(HttpRequest {
-            method: Method::Get,
-            url: self.url.clone(),
-            headers,
-            body: None,
-        })
+        Some(self.event_stream_get(listening.last_event_id.as_deref()))
     }
 
     /// Reads the answer to the standalone stream's `GET`: a 2xx event stream is read; anything

@@ -164,7 +164,6 @@ struct State {
     init_waiters: Vec<Sender<Result<(), Error>>>,
     /// Why the connection ended, when the transport said.
     close_reason: Option<Error>,
-    tools_changed: u64,
     /// The server ended while the era probe waited for its answer.
     ended_on_probe: bool,
     /// The newest warnings, at most [`RECENT_WARNINGS`].
@@ -283,15 +282,7 @@ impl State {
                     }
                 }
                 Event::ListChanged(kind) => {
-                    let slot = match kind {
-                        ListKind::Tools => 0,
-                        ListKind::Resources => 1,
-                        _ => 2,
-                    };
-                    self.lists_changed[slot] += 1;
-                    if slot == 0 {
-                        self.tools_changed += 1;
-                    }
+                    self.lists_changed[list_slot(kind)] += 1;
                     if self.on_list_changed.is_some() {
                         self.defer(Deferred::ListChanged(kind));
                     }
@@ -360,7 +351,6 @@ impl<T: Transport> Client<T> {
                 init_id: None,
                 init_waiters: Vec::new(),
                 close_reason: None,
-                tools_changed: 0,
                 ended_on_probe: false,
                 recent_warnings: VecDeque::new(),
                 deferred: VecDeque::new(),
@@ -456,12 +446,7 @@ impl<T: Transport> Client<T> {
 
     /// How many times the server announced that this list changed.
     pub fn lists_changed(&self, kind: ListKind) -> u64 {
-        let st = self.lock();
-        match kind {
-            ListKind::Tools => st.lists_changed[0],
-            ListKind::Resources => st.lists_changed[1],
-            _ => st.lists_changed[2],
-        }
+        self.lock().lists_changed[list_slot(kind)]
     }
 
     /// Tells the server the roots changed (`notifications/roots/list_changed`), when the roots
@@ -487,7 +472,7 @@ impl<T: Transport> Client<T> {
 
     /// How many times the server announced that its tool list changed.
     pub fn tools_changed(&self) -> u64 {
-        self.lock().tools_changed
+        self.lock().lists_changed[list_slot(ListKind::Tools)]
     }
 
     /// The newest warnings (at most [`RECENT_WARNINGS`], oldest first): what the server sent that
@@ -948,6 +933,15 @@ async fn idle_reader<T: Transport>(shared: Arc<Shared<T>>) {
         }
         shared.pump(Timers::Session);
         shared.expire(Timers::Session);
+    }
+}
+
+/// Where a list's change count is kept in `State::lists_changed`.
+fn list_slot(kind: ListKind) -> usize {
+    match kind {
+        ListKind::Tools => 0,
+        ListKind::Resources => 1,
+        _ => 2,
     }
 }
 
