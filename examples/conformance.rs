@@ -39,8 +39,9 @@
 //! Any other scenario: call the first tool with `{}`.
 
 use mcp_client::proto::{Era, Reply, Warning};
+use mcp_client::proto::oauth::{AuthorizationRequest, PreRegistered, Secret};
 use mcp_client::{
-    Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers, HttpTransport,
+    Authorize, OAuthConfig, Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers, HttpTransport,
     HttpTransportConfig, Request, Tool,
 };
 use serde_json::{json, Map, Value};
@@ -92,7 +93,11 @@ async fn run(
     version: &str,
     context: Option<&str>,
 ) -> Result<(), String> {
-    let transport = HttpTransport::new(HttpTransportConfig::new(url)).map_err(s)?;
+    let mut http = HttpTransportConfig::new(url);
+    if scenario.starts_with("auth/") {
+        http = http.oauth(oauth_config(scenario, context)?);
+    }
+    let transport = HttpTransport::new(http).map_err(s)?;
     let handlers = if ELICITING.contains(&scenario) {
         Handlers::new().elicitation(accepting_user)
     } else {
@@ -107,6 +112,57 @@ async fn run(
     // Closed whatever happened; the flow's error comes first.
     let closed = client.close().await.map_err(s);
     outcome.and(closed)
+}
+
+/// The OAuth settings of an `auth/*` scenario: pre-registered credentials from the context
+/// (`client_id`, `client_secret`), the client credentials grant for its extension scenarios,
+/// this client's metadata document URL for CIMD, and a headless person: the authorization URL
+/// is fetched without following redirects, and its `Location` is the redirect back (the suite's
+/// authorization server answers at once).
+fn oauth_config(scenario: &str, context: Option<&str>) -> Result<OAuthConfig, String> {
+    let context: Value = context
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| format!("MCP_CONFORMANCE_CONTEXT: {e}"))?
+        .unwrap_or(Value::Null);
+    let text = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_owned);
+    let pre = text("client_id").map(|client_id| PreRegistered {
+        client_id,
+        client_secret: text("client_secret").map(Secret::new),
+        auth_method: None,
+        issuer: None,
+    });
+    let mut config = match (scenario.starts_with("auth/client-credentials"), pre) {
+        (true, Some(pre)) => OAuthConfig::client_credentials(pre),
+        (true, None) => return Err("no client credentials in MCP_CONFORMANCE_CONTEXT".into()),
+        (false, pre) => {
+            let mut config = OAuthConfig::new(Authorize::callback(follow_authorization));
+            config.options.pre_registered = pre;
+            config
+        }
+    };
+    config.options.client_metadata_url = Some(CLIENT_METADATA_URL.to_owned());
+    Ok(config)
+}
+
+/// The client metadata document URL this client presents where CIMD is supported.
+const CLIENT_METADATA_URL: &str =
+    "https://conformance-test.local/client-metadata.json";
+
+/// Plays the person: GETs the authorization URL and returns where it redirects.
+async fn follow_authorization(request: AuthorizationRequest) -> Result<String, String> {
+    use isahc::config::{Configurable, RedirectPolicy};
+    let http = isahc::Request::get(request.url.as_str())
+        .redirect_policy(RedirectPolicy::None)
+        .body(())
+        .map_err(s)?;
+    let response = isahc::send_async(http).await.map_err(s)?;
+    let location = response
+        .headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| format!("the authorization endpoint answered {} with no redirect", response.status()))?;
+    Ok(location.to_owned())
 }
 
 fn s(e: impl std::fmt::Display) -> String {

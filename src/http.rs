@@ -543,6 +543,9 @@ pub struct HttpRules {
     renewing: bool,
     /// The last `initialize` answered declared a client capability.
     answering: bool,
+    /// The OAuth access token's header value (`Bearer …`), sent on every request to the
+    /// endpoint (and to nowhere else: a redirect is followed only within its origin).
+    authorization: Option<crate::oauth::Secret>,
 }
 
 impl fmt::Debug for HttpRules {
@@ -573,6 +576,34 @@ impl HttpRules {
             resent: HashSet::new(),
             renewing: false,
             answering: false,
+            authorization: None,
+        }
+    }
+
+    /// Sets (or, with `None`, removes) the `Authorization` header value the OAuth flow got
+    /// (`Bearer …`); every request built afterwards carries it. A configured `Authorization`
+    /// header ([`HttpConfig::headers`]) wins: then this one is not sent.
+    ///
+    /// > "authorization **MUST** be included in every HTTP request from client to server, even
+    /// > if they are part of the same logical session." — MCP 2025-11-25, Token Requirements
+    pub fn set_authorization(&mut self, value: Option<crate::oauth::Secret>) {
+        self.authorization = value;
+    }
+
+    /// Whether the settings carry an `Authorization` header of their own (the OAuth flow is
+    /// then not the driver's to run).
+    pub fn has_configured_authorization(&self) -> bool {
+        self.config
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+    }
+
+    fn push_authorization(&self, headers: &mut Vec<(String, String)>) {
+        if let Some(value) = &self.authorization {
+            if !self.has_configured_authorization() {
+                headers.push(("Authorization".to_owned(), value.expose().to_owned()));
+            }
         }
     }
 
@@ -615,6 +646,7 @@ impl HttpRules {
             headers.push((PROTOCOL_VERSION_HEADER.to_owned(), v.clone()));
         }
         headers.extend(self.config.headers.iter().cloned());
+        self.push_authorization(&mut headers);
         headers
     }
 
@@ -634,6 +666,7 @@ impl HttpRules {
             let mut h = vec![("Accept".to_owned(), accept.to_owned())];
             h.extend(transmit.headers.iter().cloned());
             h.extend(self.config.headers.iter().cloned());
+            self.push_authorization(&mut h);
             h
         } else {
             self.headers(accept)

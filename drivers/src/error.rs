@@ -69,6 +69,10 @@ pub enum Error {
     /// sent).
     #[error(transparent)]
     Config(#[from] mcp_proto::http::ConfigError),
+    /// The OAuth flow failed, or the server refused its tokens (see
+    /// [`mcp_proto::oauth::AuthError`]; no token or secret is in the message).
+    #[error("authorization: {0}")]
+    Auth(mcp_proto::oauth::AuthError),
     /// `tools/list` pagination went wrong: a repeated cursor, more pages or more bytes than the
     /// caps.
     #[error("tools/list pagination: {0}")]

@@ -14,6 +14,7 @@
 //! task reads it, hands its messages (the server's requests and notifications) to the client,
 //! and reconnects when it ends, as the rules say. A new handshake's listener replaces the old.
 
+use crate::auth::{OAuth, OAuthConfig};
 use crate::transport::{BoxFuture, Inbound, Transport};
 use crate::Error;
 use isahc::config::{Configurable, RedirectPolicy};
@@ -61,6 +62,10 @@ pub struct HttpTransportConfig {
     /// [`send`](Transport::send) refuses the message with an error; a refused request also fails
     /// at once (its caller is told through [`Inbound::Failed`]).
     pub max_queued: usize,
+    /// OAuth: when set, a `401` (or a `403 insufficient_scope`) runs the authorization flow and
+    /// the request is sent again with its token (see [`crate::auth`]). Not used when
+    /// [`rules`](Self::rules) carry an `Authorization` header of their own.
+    pub oauth: Option<OAuthConfig>,
 }
 
 impl HttpTransportConfig {
@@ -73,7 +78,14 @@ impl HttpTransportConfig {
             post_timeout: Duration::from_secs(10),
             close_timeout: Duration::from_secs(2),
             max_queued: 1024,
+            oauth: None,
         }
+    }
+
+    /// Authorizes with OAuth when the server asks (see [`oauth`](Self::oauth)).
+    pub fn oauth(mut self, oauth: OAuthConfig) -> Self {
+        self.oauth = Some(oauth);
+        self
     }
 
     /// Adds a header sent on every request.
@@ -92,6 +104,7 @@ impl std::fmt::Debug for HttpTransportConfig {
             .field("post_timeout", &self.post_timeout)
             .field("close_timeout", &self.close_timeout)
             .field("max_queued", &self.max_queued)
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
@@ -123,6 +136,8 @@ struct Shared {
     max_message: usize,
     post_timeout: Duration,
     closed: AtomicBool,
+    /// The OAuth flow's state, when the transport authorizes.
+    oauth: Option<OAuth>,
 }
 
 /// The running request exchanges, by request id, each with its generation: dropping the sender
@@ -169,9 +184,17 @@ impl HttpTransport {
         let (out_tx, out_rx) = channel::unbounded();
         // Bounded: a server streaming faster than the client reads is slowed down, not buffered.
         let (in_tx, in_rx) = channel::bounded(INBOUND_QUEUE);
+        let rules = HttpRules::new(config.rules);
+        let oauth = match config.oauth {
+            Some(oauth) if !rules.has_configured_authorization() => {
+                Some(OAuth::new(rules.url(), oauth, client.clone()))
+            }
+            _ => None,
+        };
         let shared = Arc::new(Shared {
+            oauth,
             client,
-            rules: Mutex::new(HttpRules::new(config.rules)),
+            rules: Mutex::new(rules),
             inbound: in_tx,
             arrived: event_listener::Event::new(),
             max_message: config.max_message,
@@ -438,6 +461,9 @@ async fn post_message(shared: Arc<Shared>, transmit: Transmit, accepted: Sender<
     let posted = async {
         // A message for a session being renewed is dropped: it belonged to the old one.
         lock(&shared.rules).check_post(&transmit.kind).ok()?;
+        if let Some(oauth) = &shared.oauth {
+            oauth.prepare(&shared.rules).await.ok()?;
+        }
         let (mut request, mut exchange) = shared.begin(&transmit);
         loop {
             let response = shared.send(request).await.ok()?;
@@ -516,6 +542,7 @@ async fn exchange_inner(
             body: String::new(),
         },
     };
+    let mut attempt = mcp_proto::oauth::Attempt::default();
     let (mut response, mut exchange, verdict) = loop {
         // While the session is being renewed, the request waits for the new one without being
         // sent.
@@ -524,6 +551,14 @@ async fn exchange_inner(
         {
             return Err(expired(url));
         }
+        // A token past its expiry is refreshed first; the request carries the current one.
+        let generation = match &shared.oauth {
+            Some(oauth) => oauth
+                .prepare(&shared.rules)
+                .await
+                .map_err(|e| failed(Error::Auth(e)))?,
+            None => 0,
+        };
         let (mut request, mut exchange) = shared.begin(transmit);
         let (response, status, head) = loop {
             let response = shared.send(request).await.map_err(failed)?;
@@ -537,6 +572,26 @@ async fn exchange_inner(
             }
         };
         let verdict = lock(&shared.rules).on_exchange_response(&exchange, status, &head);
+        // A 401 or 403: the OAuth flow decides whether to authorize (again) and send it again.
+        if let (
+            Some(oauth),
+            Err(HttpError::Unauthorized { challenge, .. } | HttpError::Forbidden { challenge, .. }),
+        ) = (&shared.oauth, &verdict)
+        {
+            let again = oauth
+                .on_response(
+                    &mut attempt,
+                    generation,
+                    status,
+                    challenge.as_deref(),
+                    &shared.rules,
+                )
+                .await
+                .map_err(|e| failed(Error::Auth(e)))?;
+            if again {
+                continue;
+            }
+        }
         // A late 404 from a replaced session: POST it again, in the current one.
         if !matches!(verdict, Err(HttpError::Resend { .. })) {
             break (response, exchange, verdict);

@@ -55,6 +55,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod client;
 pub mod connect;
 pub mod error;
@@ -64,6 +65,7 @@ pub mod stdio;
 pub mod tools;
 pub mod transport;
 
+pub use auth::{Authorize, FileStore, MemoryStore, OAuthConfig, TokenStore};
 pub use client::{Client, ClientConfig, ListChangedCallback, LogCallback, WarningCallback};
 pub use connect::{connect_http, connect_stdio};
 pub use error::Error;

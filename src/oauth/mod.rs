@@ -1,9 +1,57 @@
-//! OAuth for hosted MCP servers, the pure parts (the flow itself comes next): reading a `401`'s
-//! `WWW-Authenticate` challenge, the discovery URLs to try, in the order the spec gives, and the
-//! PKCE pair (randomness is the caller's input).
+//! OAuth 2.1 for hosted MCP servers, as a sans-IO flow: the client reads a `401`'s
+//! `WWW-Authenticate` challenge, discovers the authorization server (protected resource
+//! metadata, then authorization server metadata), identifies itself (pre-registered, a client ID
+//! metadata document, or dynamic registration), has a person authorize (PKCE S256, `state`,
+//! `resource`, RFC 9207 `iss`), and exchanges the code for tokens; or, with a secret and no
+//! person, uses the client credentials grant.
+//!
+//! - [`Flow`] makes every decision of one authorization: it says which HTTP request to make
+//!   next ([`Step::Send`]), which stored credentials it wants ([`Step::Load`]), when a person
+//!   must visit a URL ([`Step::Authorize`]), and ends with [`Step::Done`] (credentials) or
+//!   [`Step::Failed`]. Time and randomness are inputs.
+//! - [`Authorizer`] keeps one connection's credentials and decides, on each `401`/`403`, whether
+//!   to retry, to run a flow (one refresh or re-authorization per request, at most
+//!   [`MAX_STEP_UPS`] step-ups) or to fail.
+//! - [`metadata`] reads the documents; the rest of this module the challenge, the discovery
+//!   URLs and the PKCE pair.
 //!
 //! > "MCP clients **MUST** be able to parse `WWW-Authenticate` headers and respond appropriately
 //! > to `HTTP 401 Unauthorized` responses from the MCP server." — MCP 2025-11-25, Authorization
+
+mod authorizer;
+mod flow;
+pub mod metadata;
+
+pub use authorizer::{Attempt, Authorizer, Verdict, MAX_STEP_UPS};
+pub use flow::{
+    ApplicationType, AuthError, AuthMethod, AuthOptions, AuthorizationRequest, Client, ClientKind,
+    Credentials, Flow, FlowStart, Grant, PreRegistered, Randomness, Reason, Step, Tokens,
+};
+
+/// A secret (a token, a client secret): `Debug` shows `<redacted>`, and only [`Secret::expose`]
+/// gives the value, so it never reaches a log line or an error message by accident. It
+/// serializes as its plain string, for a token store.
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a value.
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    /// The value, for the one place it is sent.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
 
 /// One challenge of a `WWW-Authenticate` header: its scheme, and its parameters (names in lower
 /// case, values unquoted) or its `token68`.

@@ -1,0 +1,1515 @@
+//! One authorization, as a state machine: discovery, client identity, the person's consent (or
+//! the client credentials grant), the token request, and refresh.
+
+use super::metadata::{
+    error_answer, DocumentError, RegistrationResponse, ResourceMetadata, ServerMetadata,
+    TokenResponse,
+};
+use super::{
+    authorization_server_metadata_urls, resource_metadata_urls, BearerChallenge, Pkce, Secret,
+    PKCE_METHOD,
+};
+use crate::http::{redact_url, HttpRequest, Method};
+use serde::{Deserialize, Serialize};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// How the client gets its tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Grant {
+    /// A person authorizes in a browser (authorization code with PKCE).
+    #[default]
+    AuthorizationCode,
+    /// The client authorizes itself with its secret (RFC 6749 § 4.4; machine to machine).
+    ClientCredentials,
+}
+
+/// The `application_type` sent in a dynamic registration.
+///
+/// > "MCP clients **MUST** specify an appropriate `application_type` during Dynamic Client
+/// > Registration. … Native applications (desktop applications, mobile apps, CLI tools, and
+/// > locally-hosted web applications accessed via `localhost`) **SHOULD** use
+/// > `application_type: "native"`" — MCP 2026-07-28, Client Registration
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApplicationType {
+    /// A program on the user's machine (the default).
+    #[default]
+    Native,
+    /// A web application served from another host.
+    Web,
+}
+
+impl ApplicationType {
+    fn as_str(self) -> &'static str {
+        match self {
+            ApplicationType::Native => "native",
+            ApplicationType::Web => "web",
+        }
+    }
+}
+
+/// How the client authenticates at the token endpoint (RFC 7591 § 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMethod {
+    /// A public client: `client_id` in the body, no secret.
+    None,
+    /// HTTP Basic with the client id and secret (RFC 6749 § 2.3.1).
+    ClientSecretBasic,
+    /// `client_id` and `client_secret` in the body.
+    ClientSecretPost,
+}
+
+impl AuthMethod {
+    /// The registered name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthMethod::None => "none",
+            AuthMethod::ClientSecretBasic => "client_secret_basic",
+            AuthMethod::ClientSecretPost => "client_secret_post",
+        }
+    }
+
+    /// The method of a registered name, if it is one of these.
+    pub fn from_name(name: &str) -> Option<AuthMethod> {
+        match name {
+            "none" => Some(AuthMethod::None),
+            "client_secret_basic" => Some(AuthMethod::ClientSecretBasic),
+            "client_secret_post" => Some(AuthMethod::ClientSecretPost),
+            _ => None,
+        }
+    }
+}
+
+/// Client credentials the application has for an authorization server (pre-registration).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreRegistered {
+    /// The client id.
+    pub client_id: String,
+    /// The secret of a confidential client.
+    pub client_secret: Option<Secret>,
+    /// How to authenticate; when `None`, `client_secret_basic` with a secret (or
+    /// `client_secret_post` when the server lists only that), `none` without.
+    pub auth_method: Option<AuthMethod>,
+    /// The issuer they were registered with. When given, a resource guarded by another
+    /// authorization server is refused ([`AuthError::WrongIssuer`]) instead of sending them there.
+    pub issuer: Option<String>,
+}
+
+/// What the application tells every flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthOptions {
+    /// The grant.
+    pub grant: Grant,
+    /// Where the authorization server sends the person back (the authorization code grant):
+    /// for a native client, `http://127.0.0.1:PORT/callback`.
+    pub redirect_uri: String,
+    /// `client_name` of a registration or metadata document.
+    pub client_name: String,
+    /// Pre-registered credentials, used first.
+    pub pre_registered: Option<PreRegistered>,
+    /// The HTTPS URL of this client's metadata document, used as its `client_id` where the
+    /// authorization server supports Client ID Metadata Documents.
+    pub client_metadata_url: Option<String>,
+    /// The `application_type` of a dynamic registration.
+    pub application_type: ApplicationType,
+    /// Ask for `offline_access` (a refresh token) when the authorization server lists it in
+    /// `scopes_supported` (default on).
+    pub offline_access: bool,
+    /// The 2025-03-26 fallbacks when the MCP server has no protected resource metadata: the
+    /// authorization server's metadata at the MCP server's origin, else its default endpoints
+    /// `/authorize`, `/token`, `/register` (default on).
+    pub legacy_fallbacks: bool,
+}
+
+impl AuthOptions {
+    /// Options for the authorization code grant with this redirect URI.
+    pub fn new(redirect_uri: impl Into<String>) -> AuthOptions {
+        AuthOptions {
+            grant: Grant::AuthorizationCode,
+            redirect_uri: redirect_uri.into(),
+            client_name: "mcp-client (Rust)".to_owned(),
+            pre_registered: None,
+            client_metadata_url: None,
+            application_type: ApplicationType::Native,
+            offline_access: true,
+            legacy_fallbacks: true,
+        }
+    }
+}
+
+/// How the client got its identity with an authorization server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientKind {
+    /// Given by the application.
+    PreRegistered,
+    /// Its `client_id` is the URL of its metadata document.
+    MetadataDocument,
+    /// Registered dynamically (RFC 7591).
+    Registered,
+}
+
+/// The client's identity with one authorization server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Client {
+    /// `client_id`.
+    pub client_id: String,
+    /// `client_secret`, for a confidential client.
+    pub client_secret: Option<Secret>,
+    /// How it authenticates at the token endpoint.
+    pub auth_method: AuthMethod,
+    /// Where it came from.
+    pub kind: ClientKind,
+    /// When the secret expires (seconds since the epoch), if it does.
+    #[serde(default)]
+    pub secret_expires_at: Option<u64>,
+}
+
+/// Tokens for one resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tokens {
+    /// The access token.
+    pub access_token: Secret,
+    /// When it was issued (seconds since the epoch).
+    pub issued_at: u64,
+    /// When it expires (seconds since the epoch), when the server said.
+    pub expires_at: Option<u64>,
+    /// The refresh token, when one was issued.
+    pub refresh_token: Option<Secret>,
+    /// The scope granted, when the server said.
+    pub scope: Option<String>,
+    /// The scope asked for (the base of a step-up's union).
+    pub requested_scope: Option<String>,
+}
+
+impl Tokens {
+    /// Whether the access token is still good at `now` (seconds since the epoch): not past its
+    /// expiry less a margin (a quarter of its lifetime, at most 30 s), so a request does not
+    /// carry a token that expires on the way.
+    pub fn is_fresh(&self, now: u64) -> bool {
+        match self.expires_at {
+            None => true,
+            Some(expires) => {
+                let lifetime = expires.saturating_sub(self.issued_at);
+                let margin = (lifetime / 4).min(30);
+                now.saturating_add(margin) < expires
+            }
+        }
+    }
+}
+
+/// What a flow ends with: tokens for a resource, with the identity and the token endpoint that
+/// refresh them. Keyed by `(issuer, resource)` in a store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Credentials {
+    /// The authorization server's issuer identifier, as its metadata states it.
+    pub issuer: String,
+    /// The resource the tokens are for (the `resource` parameter sent).
+    pub resource: String,
+    /// The token endpoint (for refresh).
+    pub token_endpoint: String,
+    /// The client's identity there.
+    pub client: Client,
+    /// The tokens.
+    pub tokens: Tokens,
+}
+
+/// Why a flow runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Before the first request, when asked.
+    Upfront,
+    /// A `401`: no token, or one the server no longer takes.
+    Unauthorized,
+    /// A `403` with `error="insufficient_scope"`: step up.
+    InsufficientScope,
+    /// The access token expired (by the clock): refresh first.
+    Expired,
+}
+
+/// What starts a flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowStart {
+    /// The MCP endpoint.
+    pub resource_url: String,
+    /// The `401`/`403`'s Bearer challenge, if any.
+    pub challenge: Option<BearerChallenge>,
+    /// Why.
+    pub reason: Reason,
+    /// The connection's credentials until now (the token that failed or expired).
+    pub previous: Option<Credentials>,
+}
+
+/// The randomness of one flow: the PKCE verifier and `state`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Randomness {
+    /// 32 random bytes for the PKCE verifier (RFC 7636 § 4.1).
+    pub verifier: [u8; 32],
+    /// 16 random bytes for `state`.
+    pub state: [u8; 16],
+}
+
+impl std::fmt::Debug for Randomness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Randomness(<redacted>)")
+    }
+}
+
+/// A person must visit `url` and be sent back to `redirect_uri`; the redirect back is the
+/// flow's next input ([`Flow::on_redirect`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizationRequest {
+    /// The authorization URL (it carries no secret: PKCE's challenge, `state`, the client id).
+    pub url: String,
+    /// Where the person is sent back.
+    pub redirect_uri: String,
+    /// The authorization server's issuer, for the person to see.
+    pub issuer: String,
+}
+
+/// What a flow wants next. [`Flow::step`] returns it until the input it waits for arrives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Make this request and hand its answer to [`Flow::on_response`] (or its failure to
+    /// [`Flow::on_failure`]). Never follow a redirect: a `3xx` is an answer.
+    Send(HttpRequest),
+    /// Hand the stored credentials for this issuer and resource, if any, to
+    /// [`Flow::on_loaded`].
+    Load {
+        /// The authorization server's issuer.
+        issuer: String,
+        /// The resource.
+        resource: String,
+    },
+    /// A person must authorize: see [`AuthorizationRequest`].
+    Authorize(AuthorizationRequest),
+    /// Done: use these credentials (and store them under their issuer and resource).
+    Done(Credentials),
+    /// Failed.
+    Failed(AuthError),
+}
+
+/// Why a flow failed. Messages carry URLs without their query, error codes and descriptions of
+/// the authorization server, never a token or a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// No protected resource metadata, and the fallbacks were off.
+    #[error("no protected resource metadata for {resource} (tried {})", tried.join(", "))]
+    NoResourceMetadata {
+        /// The MCP endpoint.
+        resource: String,
+        /// The URLs tried.
+        tried: Vec<String>,
+    },
+    /// The protected resource metadata names another resource.
+    ///
+    /// > "If the resource value … is not identical to the protected resource's resource
+    /// > identifier value … the client MUST NOT use the metadata" — RFC 9728 § 3.3
+    #[error("the protected resource metadata at {url} is for {advertised}, not {expected}: nothing was authorized")]
+    ResourceMismatch {
+        /// Where the document was.
+        url: String,
+        /// The MCP endpoint.
+        expected: String,
+        /// The document's `resource`.
+        advertised: String,
+    },
+    /// No authorization server metadata could be used.
+    #[error("no usable authorization server metadata for {issuer} (tried {}){}", tried.join(", "), reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
+    NoServerMetadata {
+        /// The issuer.
+        issuer: String,
+        /// The URLs tried.
+        tried: Vec<String>,
+        /// Why the last found document was not used, if one was found.
+        reason: Option<String>,
+    },
+    /// The authorization server does not support PKCE with S256.
+    ///
+    /// > "If `code_challenge_methods_supported` is absent, the authorization server does not
+    /// > support PKCE and MCP clients **MUST** refuse to proceed." — MCP 2026-07-28, Security
+    /// > Considerations
+    #[error("the authorization server {issuer} does not advertise PKCE with S256: refused")]
+    PkceUnsupported {
+        /// The issuer.
+        issuer: String,
+    },
+    /// An endpoint of the authorization server is neither HTTPS nor on this machine.
+    ///
+    /// > "All authorization server endpoints **MUST** be served over HTTPS." — MCP 2026-07-28,
+    /// > Security Considerations
+    #[error("{issuer}'s endpoint {url} is neither HTTPS nor on this machine: refused")]
+    InsecureEndpoint {
+        /// The issuer.
+        issuer: String,
+        /// The endpoint.
+        url: String,
+    },
+    /// No way to identify the client.
+    #[error("no client identity for {issuer}: no pre-registered credentials, no client metadata document support, no registration endpoint")]
+    NoClientIdentity {
+        /// The issuer.
+        issuer: String,
+    },
+    /// The pre-registered credentials are for another authorization server.
+    #[error("the pre-registered client is for {registered}, but {resource} is guarded by {issuer}: not sent there")]
+    WrongIssuer {
+        /// The issuer they are for.
+        registered: String,
+        /// The issuer found.
+        issuer: String,
+        /// The MCP endpoint.
+        resource: String,
+    },
+    /// The grant needs what the application did not give (a secret for client credentials).
+    #[error("{0}")]
+    Unsupported(String),
+    /// Dynamic registration was refused.
+    #[error("registration with {issuer} refused (HTTP {status}){}", describe(error, description))]
+    Registration {
+        /// The issuer.
+        issuer: String,
+        /// The status.
+        status: u16,
+        /// `error`.
+        error: Option<String>,
+        /// `error_description`.
+        description: Option<String>,
+    },
+    /// The authorization response's `state` is not the request's.
+    #[error("the authorization response's state does not match the request's: ignored")]
+    StateMismatch,
+    /// The authorization response's `iss` is not the authorization server's (RFC 9207).
+    #[error("the authorization response comes from {found}, not {expected} (RFC 9207): ignored")]
+    IssuerResponseMismatch {
+        /// The recorded issuer.
+        expected: String,
+        /// The response's `iss`.
+        found: String,
+    },
+    /// The authorization response lacks the `iss` its server promised (RFC 9207 § 2.4).
+    #[error("the authorization response carries no iss, which {issuer} advertises (RFC 9207): ignored")]
+    IssuerMissing {
+        /// The issuer.
+        issuer: String,
+    },
+    /// The person or the authorization server refused.
+    #[error("authorization by {issuer} refused: {error}{}", describe(&None, description))]
+    Denied {
+        /// The issuer.
+        issuer: String,
+        /// `error`.
+        error: String,
+        /// `error_description`.
+        description: Option<String>,
+    },
+    /// The redirect back is not where the client listens, or carries no code.
+    #[error("the redirect back {0}")]
+    BadRedirect(String),
+    /// The token endpoint refused.
+    #[error("the token endpoint {url} refused (HTTP {status}){}", describe(error, description))]
+    Token {
+        /// The endpoint.
+        url: String,
+        /// The status.
+        status: u16,
+        /// `error`.
+        error: Option<String>,
+        /// `error_description`.
+        description: Option<String>,
+    },
+    /// A document or answer could not be used.
+    #[error("{url}: {reason}")]
+    InvalidDocument {
+        /// Where it came from.
+        url: String,
+        /// Why.
+        reason: DocumentError,
+    },
+    /// A request of the flow failed.
+    #[error("{url}: {message}")]
+    Transport {
+        /// The URL.
+        url: String,
+        /// What happened.
+        message: String,
+    },
+    /// The server refused the token it was just given.
+    #[error("{url} refused the new token too (HTTP 401)")]
+    Rejected {
+        /// The MCP endpoint.
+        url: String,
+    },
+    /// The server still wants more scope after the step-ups allowed.
+    #[error("{url} still asks for more scope ({scope}) after {attempts} step-up authorizations")]
+    InsufficientScope {
+        /// The MCP endpoint.
+        url: String,
+        /// The scope it asks for.
+        scope: String,
+        /// The step-ups made.
+        attempts: u8,
+    },
+    /// Authorization is needed and the application refused it (or offers no way to do it).
+    #[error("{resource} needs authorization by {issuer}: {reason}")]
+    NotAuthorized {
+        /// The issuer (or the MCP endpoint, before discovery).
+        issuer: String,
+        /// The MCP endpoint.
+        resource: String,
+        /// Why.
+        reason: String,
+    },
+    /// An input the flow did not wait for.
+    #[error("the OAuth flow was driven out of order: {0}")]
+    Misuse(&'static str),
+}
+
+fn describe(error: &Option<String>, description: &Option<String>) -> String {
+    match (error, description) {
+        (Some(e), Some(d)) => format!(": {e}: {d}"),
+        (Some(e), None) => format!(": {e}"),
+        (None, Some(d)) => format!(": {d}"),
+        (None, None) => String::new(),
+    }
+}
+
+fn unix(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Whether a URL may carry the flow's requests: HTTPS, or HTTP to this machine (the loopback
+/// exception native apps and tests rely on).
+fn is_secure(url: &str) -> bool {
+    let Ok(u) = url::Url::parse(url) else {
+        return false;
+    };
+    match u.scheme() {
+        "https" => true,
+        "http" => match u.host() {
+            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
+/// The MCP endpoint as a `resource` (RFC 8707 § 2: no fragment; the spec prefers no trailing
+/// slash on a bare origin). Used when there is no protected resource metadata.
+fn canonical_resource(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            u.set_fragment(None);
+            let s: String = u.into();
+            match s.strip_suffix('/') {
+                Some(t) if url::Url::parse(&s).is_ok_and(|u| u.path() == "/") => t.to_owned(),
+                _ => s,
+            }
+        }
+        Err(_) => url.to_owned(),
+    }
+}
+
+/// Whether the metadata's `resource` covers the MCP endpoint: the same origin, and a path that
+/// is the endpoint's or a segment-wise prefix of it (a server at `/mcp` whose metadata names its
+/// origin, as most do).
+fn resource_covers(resource: &str, mcp_url: &str) -> bool {
+    let (Ok(r), Ok(m)) = (url::Url::parse(resource), url::Url::parse(mcp_url)) else {
+        return false;
+    };
+    if r.origin() != m.origin() || r.query().is_some() || r.fragment().is_some() {
+        return false;
+    }
+    let rp = r.path().trim_end_matches('/');
+    let mp = m.path().trim_end_matches('/');
+    rp.is_empty() || mp == rp || mp.starts_with(&format!("{rp}/"))
+}
+
+fn origin(url: &str) -> Option<String> {
+    let u = url::Url::parse(url).ok()?;
+    let o = u.origin();
+    o.is_tuple().then(|| o.ascii_serialization())
+}
+
+/// Space-separated scopes, each once, in order.
+fn scope_union<'a>(parts: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let mut out: Vec<&str> = Vec::new();
+    for part in parts {
+        for s in part.split(' ').filter(|s| !s.is_empty()) {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    (!out.is_empty()).then(|| out.join(" "))
+}
+
+fn form(pairs: &[(&str, &str)]) -> Vec<u8> {
+    let mut s = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in pairs {
+        s.append_pair(k, v);
+    }
+    s.finish().into_bytes()
+}
+
+fn get(url: &str) -> HttpRequest {
+    HttpRequest {
+        method: Method::Get,
+        url: url.to_owned(),
+        headers: vec![("Accept".into(), "application/json".into())],
+        body: None,
+    }
+}
+
+/// The discovery the flow has done.
+#[derive(Debug, Clone)]
+struct Found {
+    issuer: String,
+    server: ServerMetadata,
+    /// The PRM's `scopes_supported`.
+    resource_scopes: Option<Vec<String>>,
+    /// Found through the 2025-03-26 fallbacks.
+    legacy: bool,
+}
+
+#[derive(Debug, Clone)]
+enum State {
+    /// A refresh request is out; on failure, `then`.
+    Refreshing { then: AfterRefresh },
+    /// Protected resource metadata requests.
+    ResourceMetadata { urls: Vec<String>, at: usize },
+    /// Authorization server metadata requests.
+    ServerMetadata {
+        issuer: String,
+        urls: Vec<String>,
+        at: usize,
+        resource_scopes: Option<Vec<String>>,
+        legacy: bool,
+        reason: Option<String>,
+    },
+    /// Waiting for stored credentials.
+    Loading,
+    /// A registration request is out.
+    Registering,
+    /// Waiting for the redirect back.
+    Authorizing {
+        pkce: Pkce,
+        state: String,
+        scope: Option<String>,
+    },
+    /// A token request is out.
+    Exchanging { scope: Option<String> },
+    /// Over.
+    Over,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum AfterRefresh {
+    Discover,
+    Identify,
+}
+
+/// One authorization. See the [module docs](super).
+#[derive(Debug)]
+pub struct Flow {
+    options: AuthOptions,
+    start: FlowStart,
+    random: Randomness,
+    state: State,
+    step: Step,
+    /// The resource parameter: the PRM's `resource`, else the endpoint's canonical URI.
+    resource: String,
+    found: Option<Found>,
+    client: Option<Client>,
+    /// The credentials being refreshed.
+    refreshing: Option<Credentials>,
+    /// Every URL the current discovery stage tried.
+    tried: Vec<String>,
+}
+
+impl Flow {
+    /// A flow for `start`, at `now`.
+    pub fn new(start: FlowStart, options: AuthOptions, random: Randomness) -> Flow {
+        let resource = canonical_resource(&start.resource_url);
+        let mut flow = Flow {
+            options,
+            random,
+            state: State::Over,
+            step: Step::Failed(AuthError::Misuse("not started")),
+            resource,
+            found: None,
+            client: None,
+            refreshing: None,
+            tried: Vec::new(),
+            start,
+        };
+        let refresh = (flow.start.reason == Reason::Expired)
+            .then(|| flow.start.previous.clone())
+            .flatten()
+            .filter(|p| p.tokens.refresh_token.is_some());
+        match refresh {
+            Some(previous) => flow.refresh(previous, AfterRefresh::Discover),
+            None => flow.discover(),
+        }
+        flow
+    }
+
+    /// What the flow wants now.
+    pub fn step(&self) -> &Step {
+        &self.step
+    }
+
+    /// Whether the flow is over ([`Step::Done`] or [`Step::Failed`]).
+    pub fn is_over(&self) -> bool {
+        matches!(self.state, State::Over)
+    }
+
+    fn fail(&mut self, e: AuthError) {
+        self.state = State::Over;
+        self.step = Step::Failed(e);
+    }
+
+    fn send(&mut self, state: State, request: HttpRequest) {
+        self.state = state;
+        self.step = Step::Send(request);
+    }
+
+    fn discover(&mut self) {
+        let urls = resource_metadata_urls(&self.start.resource_url, self.start.challenge.as_ref());
+        if urls.is_empty() {
+            let url = redact_url(&self.start.resource_url);
+            return self.fail(AuthError::NoResourceMetadata {
+                resource: url,
+                tried: Vec::new(),
+            });
+        }
+        self.tried.clear();
+        self.tried.push(redact_url(&urls[0]));
+        let request = get(&urls[0]);
+        self.send(State::ResourceMetadata { urls, at: 0 }, request);
+    }
+
+    /// The answer to the last [`Step::Send`]: its status, headers and body (at most
+    /// [`MAX_DOCUMENT`](super::metadata::MAX_DOCUMENT) bytes are needed; a longer body may be
+    /// cut there), at `now`.
+    pub fn on_response(
+        &mut self,
+        status: u16,
+        _headers: &[(String, String)],
+        body: &[u8],
+        now: SystemTime,
+    ) {
+        let state = std::mem::replace(&mut self.state, State::Over);
+        match state {
+            State::ResourceMetadata { urls, at } => self.on_resource_metadata(urls, at, status, body),
+            State::ServerMetadata {
+                issuer,
+                urls,
+                at,
+                resource_scopes,
+                legacy,
+                reason,
+            } => self.on_server_metadata(
+                issuer,
+                urls,
+                at,
+                resource_scopes,
+                legacy,
+                reason,
+                status,
+                body,
+            ),
+            State::Registering => self.on_registered(status, body),
+            State::Exchanging { scope } => self.on_tokens(status, body, now, scope),
+            State::Refreshing { then } => self.on_refreshed(status, body, now, then),
+            other => {
+                self.state = other;
+                self.step = Step::Failed(AuthError::Misuse("a response came with none asked"));
+                self.state = State::Over;
+            }
+        }
+    }
+
+    /// The last [`Step::Send`] could not be made or answered (`message`: what happened, with no
+    /// secret in it).
+    pub fn on_failure(&mut self, message: &str, now: SystemTime) {
+        match &self.state {
+            // Discovery goes on to the next place to look; a refresh falls back to
+            // authorizing again.
+            State::ResourceMetadata { .. }
+            | State::ServerMetadata { .. }
+            | State::Refreshing { .. } => self.on_response(0, &[], b"", now),
+            State::Registering | State::Exchanging { .. } => {
+                let url = match &self.step {
+                    Step::Send(r) => redact_url(&r.url),
+                    _ => String::new(),
+                };
+                self.fail(AuthError::Transport {
+                    url,
+                    message: message.to_owned(),
+                })
+            }
+            _ => self.fail(AuthError::Misuse("a failure came with no request out")),
+        }
+    }
+
+    fn on_resource_metadata(&mut self, urls: Vec<String>, at: usize, status: u16, body: &[u8]) {
+        if status == 200 {
+            if let Ok(md) = ResourceMetadata::parse(body) {
+                let url = redact_url(&urls[at]);
+                if let Some(advertised) = &md.resource {
+                    // > "MCP clients MUST … validate the resource" (RFC 9728 § 3.3, § 7.3): a
+                    // > server cannot send the client's token request to another resource.
+                    if !resource_covers(advertised, &self.start.resource_url) {
+                        return self.fail(AuthError::ResourceMismatch {
+                            url,
+                            expected: redact_url(&self.start.resource_url),
+                            advertised: advertised.clone(),
+                        });
+                    }
+                    self.resource = advertised.clone();
+                }
+                // > "The responsibility for selecting which authorization server to use lies
+                // > with the MCP client" — MCP 2025-11-25: the first one listed.
+                let issuer = md.authorization_servers[0].clone();
+                return self.server_metadata(issuer, md.scopes_supported, false);
+            }
+        }
+        let next = at + 1;
+        if next < urls.len() {
+            self.tried.push(redact_url(&urls[next]));
+            let request = get(&urls[next]);
+            return self.send(State::ResourceMetadata { urls, at: next }, request);
+        }
+        if self.options.legacy_fallbacks {
+            // > "For servers that do not implement [protected resource metadata] … the
+            // > authorization base URL MUST be determined from the MCP server URL by discarding
+            // > any existing path component" — MCP 2025-03-26, Authorization § 2.3.2
+            if let Some(origin) = origin(&self.start.resource_url) {
+                return self.server_metadata(origin, None, true);
+            }
+        }
+        let tried = std::mem::take(&mut self.tried);
+        self.fail(AuthError::NoResourceMetadata {
+            resource: redact_url(&self.start.resource_url),
+            tried,
+        })
+    }
+
+    fn server_metadata(&mut self, issuer: String, scopes: Option<Vec<String>>, legacy: bool) {
+        let urls = if legacy {
+            // The 2025-03-26 revision looks only at RFC 8414's URL at the origin.
+            vec![format!("{issuer}/.well-known/oauth-authorization-server")]
+        } else {
+            authorization_server_metadata_urls(&issuer)
+        };
+        if urls.is_empty() {
+            return self.fail(AuthError::NoServerMetadata {
+                issuer,
+                tried: Vec::new(),
+                reason: Some("not a URL".into()),
+            });
+        }
+        self.tried.clear();
+        self.tried.push(redact_url(&urls[0]));
+        let request = get(&urls[0]);
+        self.send(
+            State::ServerMetadata {
+                issuer,
+                urls,
+                at: 0,
+                resource_scopes: scopes,
+                legacy,
+                reason: None,
+            },
+            request,
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_server_metadata(
+        &mut self,
+        issuer: String,
+        urls: Vec<String>,
+        at: usize,
+        resource_scopes: Option<Vec<String>>,
+        legacy: bool,
+        mut reason: Option<String>,
+        status: u16,
+        body: &[u8],
+    ) {
+        if status == 200 {
+            match ServerMetadata::parse(body) {
+                // > "the `issuer` value in the document **MUST** be identical to the issuer
+                // > identifier used to construct the well-known URL. If they differ, the client
+                // > **MUST NOT** use the metadata." — MCP 2026-07-28, Authorization Server
+                // > Discovery (RFC 8414 § 3.3). Compared as strings, as sent.
+                Ok(md) if !legacy && md.issuer != issuer => {
+                    reason = Some(format!(
+                        "{} names the issuer {}, not {issuer}",
+                        redact_url(&urls[at]),
+                        md.issuer
+                    ));
+                }
+                Ok(md) => {
+                    return self.with_server(Found {
+                        issuer: if legacy { md.issuer.clone() } else { issuer },
+                        server: md,
+                        resource_scopes,
+                        legacy,
+                    });
+                }
+                Err(e) => reason = Some(format!("{}: {e}", redact_url(&urls[at]))),
+            }
+        }
+        let next = at + 1;
+        if next < urls.len() {
+            self.tried.push(redact_url(&urls[next]));
+            let request = get(&urls[next]);
+            return self.send(
+                State::ServerMetadata {
+                    issuer,
+                    urls,
+                    at: next,
+                    resource_scopes,
+                    legacy,
+                    reason,
+                },
+                request,
+            );
+        }
+        if legacy {
+            // > "clients MUST use the following default endpoint paths relative to the
+            // > authorization base URL: /authorize, /token, /register" — MCP 2025-03-26,
+            // > Authorization § 2.3.3
+            let server = ServerMetadata {
+                issuer: issuer.clone(),
+                authorization_endpoint: Some(format!("{issuer}/authorize")),
+                token_endpoint: format!("{issuer}/token"),
+                registration_endpoint: Some(format!("{issuer}/register")),
+                scopes_supported: None,
+                token_endpoint_auth_methods_supported: None,
+                code_challenge_methods_supported: Some(vec![PKCE_METHOD.to_owned()]),
+                grant_types_supported: None,
+                client_id_metadata_document_supported: false,
+                authorization_response_iss_parameter_supported: false,
+            };
+            return self.with_server(Found {
+                issuer,
+                server,
+                resource_scopes,
+                legacy,
+            });
+        }
+        let tried = std::mem::take(&mut self.tried);
+        self.fail(AuthError::NoServerMetadata {
+            issuer,
+            tried,
+            reason,
+        })
+    }
+
+    fn with_server(&mut self, found: Found) {
+        let md = &found.server;
+        let mut endpoints = vec![md.token_endpoint.as_str()];
+        endpoints.extend(md.authorization_endpoint.as_deref());
+        endpoints.extend(md.registration_endpoint.as_deref());
+        if let Some(bad) = endpoints.into_iter().find(|u| !is_secure(u)) {
+            return self.fail(AuthError::InsecureEndpoint {
+                issuer: found.issuer.clone(),
+                url: redact_url(bad),
+            });
+        }
+        if self.options.grant == Grant::AuthorizationCode
+            && !md
+                .code_challenge_methods_supported
+                .as_ref()
+                .is_some_and(|m| m.iter().any(|m| m == PKCE_METHOD))
+        {
+            return self.fail(AuthError::PkceUnsupported {
+                issuer: found.issuer.clone(),
+            });
+        }
+        if let Some(pre) = &self.options.pre_registered {
+            if let Some(registered) = pre.issuer.as_ref().filter(|i| **i != found.issuer) {
+                return self.fail(AuthError::WrongIssuer {
+                    registered: registered.clone(),
+                    issuer: found.issuer.clone(),
+                    resource: redact_url(&self.start.resource_url),
+                });
+            }
+        }
+        let load = Step::Load {
+            issuer: found.issuer.clone(),
+            resource: self.resource.clone(),
+        };
+        self.found = Some(found);
+        self.state = State::Loading;
+        self.step = load;
+    }
+
+    /// The stored credentials for the [`Step::Load`]'s issuer and resource, if any, at `now`.
+    pub fn on_loaded(&mut self, stored: Option<Credentials>, now: SystemTime) {
+        if !matches!(self.state, State::Loading) {
+            return self.fail(AuthError::Misuse("stored credentials came unasked"));
+        }
+        let Some(found) = self.found.clone() else {
+            return self.fail(AuthError::Misuse("stored credentials came unasked"));
+        };
+        let now = unix(now);
+        // The connection's own credentials count as stored ones when they are from the same
+        // authorization server for the same resource; credentials from another one are never
+        // used (MCP 2026-07-28, Authorization Server Binding: re-register there).
+        let failed = self
+            .start
+            .previous
+            .as_ref()
+            .map(|p| p.tokens.access_token.clone());
+        let candidate = stored
+            .filter(|c| c.issuer == found.issuer && c.resource == self.resource)
+            .or_else(|| {
+                self.start
+                    .previous
+                    .clone()
+                    .filter(|c| c.issuer == found.issuer && c.resource == self.resource)
+            });
+        if let Some(c) = candidate {
+            let step_up = self.start.reason == Reason::InsufficientScope;
+            if !step_up && Some(&c.tokens.access_token) != failed.as_ref() && c.tokens.is_fresh(now)
+            {
+                self.state = State::Over;
+                self.step = Step::Done(c);
+                return;
+            }
+            let usable_client = self.options.pre_registered.is_none()
+                && c.client.secret_expires_at.is_none_or(|t| t > now);
+            if usable_client {
+                self.client = Some(c.client.clone());
+            }
+            // A refresh cannot widen the scope: a step-up authorizes again.
+            if !step_up && c.tokens.refresh_token.is_some() {
+                return self.refresh(c, AfterRefresh::Identify);
+            }
+        }
+        self.identify();
+    }
+
+    fn refresh(&mut self, c: Credentials, then: AfterRefresh) {
+        let Some(refresh) = c.tokens.refresh_token.clone() else {
+            return self.after_refresh(then);
+        };
+        // > "grant_type REQUIRED. Value MUST be set to "refresh_token"." — OAuth 2.1 § 4.3.1;
+        // > the resource again, as RFC 8707 § 2.2 allows.
+        let request = token_request(
+            &c.token_endpoint,
+            &c.client,
+            &[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh.expose()),
+                ("resource", &c.resource),
+            ],
+        );
+        self.refreshing = Some(c);
+        self.send(State::Refreshing { then }, request);
+    }
+
+    fn after_refresh(&mut self, then: AfterRefresh) {
+        match then {
+            AfterRefresh::Discover => self.discover(),
+            AfterRefresh::Identify => self.identify(),
+        }
+    }
+
+    fn on_refreshed(&mut self, status: u16, body: &[u8], now: SystemTime, then: AfterRefresh) {
+        let Some(old) = self.refreshing.take() else {
+            return self.fail(AuthError::Misuse("no refresh was out"));
+        };
+        match (status, TokenResponse::parse(body)) {
+            (200, Ok(t)) => {
+                let tokens = Tokens {
+                    access_token: t.access_token,
+                    issued_at: unix(now),
+                    expires_at: t.expires_in.map(|s| unix(now).saturating_add(s)),
+                    // > "The authorization server MAY issue a new refresh token" — OAuth 2.1
+                    // > § 4.3.3: the old one is kept when none came.
+                    refresh_token: t.refresh_token.or(old.tokens.refresh_token.clone()),
+                    scope: t.scope.or(old.tokens.scope.clone()),
+                    requested_scope: old.tokens.requested_scope.clone(),
+                };
+                self.state = State::Over;
+                self.step = Step::Done(Credentials { tokens, ..old });
+            }
+            // A refused refresh (expired, revoked) means authorizing again.
+            _ => self.after_refresh(then),
+        }
+    }
+
+    fn identify(&mut self) {
+        let Some(found) = self.found.clone() else {
+            return self.fail(AuthError::Misuse("no authorization server"));
+        };
+        let md = &found.server;
+        if let Some(pre) = &self.options.pre_registered {
+            let auth_method = pre.auth_method.unwrap_or(match &pre.client_secret {
+                None => AuthMethod::None,
+                Some(_) if !md.supports_auth_method("client_secret_basic")
+                    && md.supports_auth_method("client_secret_post") =>
+                {
+                    AuthMethod::ClientSecretPost
+                }
+                Some(_) => AuthMethod::ClientSecretBasic,
+            });
+            self.client = Some(Client {
+                client_id: pre.client_id.clone(),
+                client_secret: pre.client_secret.clone(),
+                auth_method,
+                kind: ClientKind::PreRegistered,
+                secret_expires_at: None,
+            });
+        }
+        if self.client.is_none() && self.options.grant == Grant::AuthorizationCode {
+            // > "Use Client ID Metadata Documents if the Authorization Server indicates if the
+            // > server supports it" — MCP 2025-11-25, Client Registration Approaches
+            if let Some(url) = self
+                .options
+                .client_metadata_url
+                .clone()
+                .filter(|_| md.client_id_metadata_document_supported)
+            {
+                self.client = Some(Client {
+                    client_id: url,
+                    client_secret: None,
+                    auth_method: AuthMethod::None,
+                    kind: ClientKind::MetadataDocument,
+                    secret_expires_at: None,
+                });
+            }
+        }
+        if self.client.is_some() {
+            return self.proceed();
+        }
+        let Some(endpoint) = md.registration_endpoint.clone() else {
+            return self.fail(AuthError::NoClientIdentity {
+                issuer: found.issuer,
+            });
+        };
+        if self.options.grant == Grant::ClientCredentials {
+            return self.fail(AuthError::Unsupported(format!(
+                "the client credentials grant needs pre-registered credentials for {}",
+                found.issuer
+            )));
+        }
+        // A public native client: `none` where the server takes it; otherwise whatever it
+        // lists first of the methods this client knows (the registration's answer decides).
+        let method = ["none", "client_secret_basic", "client_secret_post"]
+            .into_iter()
+            .find(|m| md.supports_auth_method(m))
+            .unwrap_or("client_secret_basic");
+        let body = serde_json::json!({
+            "client_name": self.options.client_name,
+            "redirect_uris": [self.options.redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": method,
+            "application_type": self.options.application_type.as_str(),
+        });
+        let request = HttpRequest {
+            method: Method::Post,
+            url: endpoint,
+            headers: vec![
+                ("Content-Type".into(), "application/json".into()),
+                ("Accept".into(), "application/json".into()),
+            ],
+            body: Some(body.to_string().into_bytes()),
+        };
+        self.send(State::Registering, request);
+    }
+
+    fn on_registered(&mut self, status: u16, body: &[u8]) {
+        let issuer = self.found.as_ref().map(|f| f.issuer.clone()).unwrap_or_default();
+        if !(200..300).contains(&status) {
+            let (error, description) = error_answer(body);
+            return self.fail(AuthError::Registration {
+                issuer,
+                status,
+                error,
+                description,
+            });
+        }
+        let url = match &self.step {
+            Step::Send(r) => redact_url(&r.url),
+            _ => String::new(),
+        };
+        match RegistrationResponse::parse(body) {
+            Ok(r) => {
+                let auth_method = r
+                    .token_endpoint_auth_method
+                    .as_deref()
+                    .and_then(AuthMethod::from_name)
+                    .unwrap_or(if r.client_secret.is_some() {
+                        AuthMethod::ClientSecretBasic
+                    } else {
+                        AuthMethod::None
+                    });
+                self.client = Some(Client {
+                    client_id: r.client_id,
+                    client_secret: r.client_secret,
+                    auth_method,
+                    kind: ClientKind::Registered,
+                    secret_expires_at: r.client_secret_expires_at,
+                });
+                self.proceed();
+            }
+            Err(reason) => self.fail(AuthError::InvalidDocument { url, reason }),
+        }
+    }
+
+    /// The scope to ask for.
+    ///
+    /// > "1. Use `scope` parameter from the initial `WWW-Authenticate` header in the 401
+    /// > response, if provided 2. If `scope` is not available, use all scopes defined in
+    /// > `scopes_supported` from the Protected Resource Metadata document, omitting the `scope`
+    /// > parameter if `scopes_supported` is undefined." — MCP 2025-11-25, Scope Selection
+    /// > Strategy; on a step-up, "the union of the client's previously requested scope set and
+    /// > the scopes from the current challenge" — MCP 2026-07-28, Step-Up Authorization Flow
+    fn scope(&self, found: &Found) -> Option<String> {
+        let challenged = self
+            .start
+            .challenge
+            .as_ref()
+            .and_then(|c| c.scope.as_deref());
+        let previous = self
+            .start
+            .previous
+            .as_ref()
+            .and_then(|p| p.tokens.requested_scope.as_deref());
+        let supported = found.resource_scopes.as_ref().map(|s| s.join(" "));
+        let base = match (self.start.reason, challenged) {
+            (Reason::InsufficientScope, c) => scope_union(previous.into_iter().chain(c)),
+            (_, Some(c)) => scope_union([c]),
+            (_, None) => previous
+                .and_then(|p| scope_union([p]))
+                .or_else(|| supported.as_deref().and_then(|s| scope_union([s]))),
+        };
+        // > "MAY add `offline_access` to the `scope` parameter … when the Authorization Server
+        // > metadata contains it in `scopes_supported`" — MCP 2026-07-28, Refresh Tokens
+        let offline = self.options.offline_access
+            && self.options.grant == Grant::AuthorizationCode
+            && found
+                .server
+                .scopes_supported
+                .as_ref()
+                .is_some_and(|s| s.iter().any(|s| s == "offline_access"));
+        if offline {
+            scope_union(base.as_deref().into_iter().chain(["offline_access"]))
+        } else {
+            base
+        }
+    }
+
+    fn proceed(&mut self) {
+        let (Some(found), Some(client)) = (self.found.clone(), self.client.clone()) else {
+            return self.fail(AuthError::Misuse("no client"));
+        };
+        let scope = self.scope(&found);
+        if self.options.grant == Grant::ClientCredentials {
+            if client.client_secret.is_none() {
+                return self.fail(AuthError::Unsupported(
+                    "the client credentials grant needs a client secret".into(),
+                ));
+            }
+            let mut params = vec![
+                ("grant_type", "client_credentials"),
+                ("resource", self.resource.as_str()),
+            ];
+            if let Some(s) = &scope {
+                params.push(("scope", s));
+            }
+            let request = token_request(&found.server.token_endpoint, &client, &params);
+            return self.send(State::Exchanging { scope }, request);
+        }
+        let Some(endpoint) = found.server.authorization_endpoint.as_deref() else {
+            return self.fail(AuthError::NoServerMetadata {
+                issuer: found.issuer,
+                tried: Vec::new(),
+                reason: Some("no authorization_endpoint".into()),
+            });
+        };
+        let Ok(mut url) = url::Url::parse(endpoint) else {
+            return self.fail(AuthError::InsecureEndpoint {
+                issuer: found.issuer,
+                url: redact_url(endpoint),
+            });
+        };
+        use base64::Engine;
+        let pkce = Pkce::from_random(self.random.verifier);
+        let state = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(self.random.state);
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair("response_type", "code")
+                .append_pair("client_id", &client.client_id)
+                .append_pair("redirect_uri", &self.options.redirect_uri)
+                .append_pair("code_challenge", &pkce.challenge)
+                .append_pair("code_challenge_method", PKCE_METHOD)
+                .append_pair("state", &state)
+                // > "The `resource` parameter … MUST be included in both authorization
+                // > requests and token requests." — MCP 2025-11-25, Resource Parameter
+                .append_pair("resource", &self.resource);
+            if let Some(s) = &scope {
+                q.append_pair("scope", s);
+            }
+        }
+        self.state = State::Authorizing { pkce, state, scope };
+        self.step = Step::Authorize(AuthorizationRequest {
+            url: url.into(),
+            redirect_uri: self.options.redirect_uri.clone(),
+            issuer: found.issuer,
+        });
+    }
+
+    /// The URL the person was sent back to (the redirect URI with the authorization
+    /// response's query).
+    pub fn on_redirect(&mut self, redirect: &str) {
+        let State::Authorizing { pkce, state, scope } =
+            std::mem::replace(&mut self.state, State::Over)
+        else {
+            return self.fail(AuthError::Misuse("a redirect came with no authorization asked"));
+        };
+        let (Some(found), Some(client)) = (self.found.clone(), self.client.clone()) else {
+            return self.fail(AuthError::Misuse("no client"));
+        };
+        let (Ok(back), Ok(expected)) = (
+            url::Url::parse(redirect),
+            url::Url::parse(&self.options.redirect_uri),
+        ) else {
+            return self.fail(AuthError::BadRedirect("is not a URL".into()));
+        };
+        if back.origin() != expected.origin() || back.path() != expected.path() {
+            return self.fail(AuthError::BadRedirect(format!(
+                "is not to {}",
+                redact_url(&self.options.redirect_uri)
+            )));
+        }
+        let param = |name: &str| {
+            back.query_pairs()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into_owned())
+        };
+        // > "MCP clients **MUST** apply the validation in RFC9207 Section 2.4 before
+        // > transmitting the authorization code to any token endpoint … This validation applies
+        // > equally to error responses" — MCP 2026-07-28, Authorization Response Validation.
+        // Simple string comparison, no normalisation.
+        match param("iss") {
+            Some(iss) if iss != found.issuer => {
+                return self.fail(AuthError::IssuerResponseMismatch {
+                    expected: found.issuer,
+                    found: iss,
+                })
+            }
+            None if found.server.authorization_response_iss_parameter_supported => {
+                return self.fail(AuthError::IssuerMissing {
+                    issuer: found.issuer,
+                })
+            }
+            _ => {}
+        }
+        if param("state").as_deref() != Some(state.as_str()) {
+            return self.fail(AuthError::StateMismatch);
+        }
+        if let Some(error) = param("error") {
+            let clean = |s: String| s.chars().filter(|c| !c.is_control()).take(200).collect();
+            return self.fail(AuthError::Denied {
+                issuer: found.issuer,
+                error: clean(error),
+                description: param("error_description").map(clean),
+            });
+        }
+        let Some(code) = param("code").filter(|c| !c.is_empty()) else {
+            return self.fail(AuthError::BadRedirect("carries no code".into()));
+        };
+        let request = token_request(
+            &found.server.token_endpoint,
+            &client,
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", &self.options.redirect_uri),
+                ("code_verifier", &pkce.verifier),
+                ("resource", &self.resource),
+            ],
+        );
+        self.send(State::Exchanging { scope }, request);
+    }
+
+    fn on_tokens(&mut self, status: u16, body: &[u8], now: SystemTime, scope: Option<String>) {
+        let url = match &self.step {
+            Step::Send(r) => redact_url(&r.url),
+            _ => String::new(),
+        };
+        let (Some(found), Some(client)) = (self.found.clone(), self.client.clone()) else {
+            return self.fail(AuthError::Misuse("no client"));
+        };
+        if status != 200 {
+            let (error, description) = error_answer(body);
+            return self.fail(AuthError::Token {
+                url,
+                status,
+                error,
+                description,
+            });
+        }
+        match TokenResponse::parse(body) {
+            Ok(t) => {
+                let now = unix(now);
+                let credentials = Credentials {
+                    issuer: found.issuer,
+                    resource: self.resource.clone(),
+                    token_endpoint: found.server.token_endpoint,
+                    client,
+                    tokens: Tokens {
+                        access_token: t.access_token,
+                        issued_at: now,
+                        expires_at: t.expires_in.map(|s| now.saturating_add(s)),
+                        refresh_token: t.refresh_token,
+                        scope: t.scope,
+                        requested_scope: scope,
+                    },
+                };
+                self.state = State::Over;
+                self.step = Step::Done(credentials);
+            }
+            Err(reason) => self.fail(AuthError::InvalidDocument { url, reason }),
+        }
+    }
+}
+
+/// A form POST to a token endpoint, with the client's authentication.
+///
+/// > "The client identifier is encoded using the "application/x-www-form-urlencoded" encoding
+/// > algorithm …, and the encoded value is used as the username; the client password is encoded
+/// > using the same algorithm and used as the password." — RFC 6749 § 2.3.1
+fn token_request(endpoint: &str, client: &Client, params: &[(&str, &str)]) -> HttpRequest {
+    use base64::Engine;
+    let mut pairs: Vec<(&str, &str)> = params.to_vec();
+    let mut headers = vec![
+        (
+            "Content-Type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        ),
+        ("Accept".to_owned(), "application/json".to_owned()),
+    ];
+    let secret = client.client_secret.as_ref().map(Secret::expose);
+    match (client.auth_method, secret) {
+        (AuthMethod::ClientSecretBasic, Some(secret)) => {
+            let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            let user_pass = format!("{}:{}", enc(&client.client_id), enc(secret));
+            let basic = base64::engine::general_purpose::STANDARD.encode(user_pass);
+            headers.push(("Authorization".to_owned(), format!("Basic {basic}")));
+        }
+        (AuthMethod::ClientSecretPost, Some(secret)) => {
+            pairs.push(("client_id", &client.client_id));
+            pairs.push(("client_secret", secret));
+        }
+        _ => pairs.push(("client_id", &client.client_id)),
+    }
+    HttpRequest {
+        method: Method::Post,
+        url: endpoint.to_owned(),
+        headers,
+        body: Some(form(&pairs)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resources_cover_their_paths_only() {
+        let cases = [
+            ("https://mcp.example.com", "https://mcp.example.com/mcp", true),
+            ("https://mcp.example.com/", "https://mcp.example.com/mcp", true),
+            ("https://mcp.example.com/mcp", "https://mcp.example.com/mcp", true),
+            ("https://mcp.example.com/mcp", "https://mcp.example.com/mcp/", true),
+            ("https://MCP.example.com/mcp", "https://mcp.example.com/mcp", true),
+            ("https://mcp.example.com/mc", "https://mcp.example.com/mcp", false),
+            ("https://mcp.example.com/other", "https://mcp.example.com/mcp", false),
+            ("https://evil.example.com", "https://mcp.example.com/mcp", false),
+            ("http://mcp.example.com", "https://mcp.example.com/mcp", false),
+            ("https://mcp.example.com:8443", "https://mcp.example.com/mcp", false),
+            ("not a url", "https://mcp.example.com/mcp", false),
+        ];
+        for (resource, mcp, covers) in cases {
+            assert_eq!(resource_covers(resource, mcp), covers, "{resource} {mcp}");
+        }
+    }
+
+    #[test]
+    fn canonical_resources_drop_fragments_and_a_bare_slash() {
+        assert_eq!(canonical_resource("https://a.example/"), "https://a.example");
+        assert_eq!(canonical_resource("https://a.example/mcp#x"), "https://a.example/mcp");
+        assert_eq!(canonical_resource("https://a.example/mcp/"), "https://a.example/mcp/");
+    }
+
+    #[test]
+    fn scopes_unite_in_order_once_each() {
+        assert_eq!(scope_union(["a b", "b c", ""]).as_deref(), Some("a b c"));
+        assert_eq!(scope_union(["  "]), None);
+    }
+
+    #[test]
+    fn only_https_or_this_machine_is_secure() {
+        for (url, ok) in [
+            ("https://as.example.com/token", true),
+            ("http://127.0.0.1:9000/token", true),
+            ("http://localhost/token", true),
+            ("http://[::1]:80/token", true),
+            ("http://as.example.com/token", false),
+            ("ftp://as.example.com/token", false),
+            ("javascript:alert(1)", false),
+        ] {
+            assert_eq!(is_secure(url), ok, "{url}");
+        }
+    }
+
+    #[test]
+    fn basic_authentication_encodes_as_rfc_6749_says() {
+        use base64::Engine;
+        let client = Client {
+            client_id: "id:with space".into(),
+            client_secret: Some(Secret::new("p@ss")),
+            auth_method: AuthMethod::ClientSecretBasic,
+            kind: ClientKind::PreRegistered,
+            secret_expires_at: None,
+        };
+        let r = token_request("https://as/token", &client, &[("grant_type", "x")]);
+        let auth = r.headers.iter().find(|(k, _)| k == "Authorization").unwrap();
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(auth.1.strip_prefix("Basic ").unwrap())
+            .unwrap();
+        assert_eq!(String::from_utf8(raw).unwrap(), "id%3Awith+space:p%40ss");
+        assert_eq!(r.body.unwrap(), b"grant_type=x");
+    }
+
+    #[test]
+    fn freshness_keeps_a_margin() {
+        let t = |issued, expires| Tokens {
+            access_token: Secret::new("t"),
+            issued_at: issued,
+            expires_at: expires,
+            refresh_token: None,
+            scope: None,
+            requested_scope: None,
+        };
+        assert!(t(0, None).is_fresh(u64::MAX));
+        // An hour's token: stale 30 s before the end.
+        assert!(t(0, Some(3600)).is_fresh(3569));
+        assert!(!t(0, Some(3600)).is_fresh(3570));
+        // A 4 s token: stale after 3 s.
+        assert!(t(100, Some(104)).is_fresh(102));
+        assert!(!t(100, Some(104)).is_fresh(103));
+    }
+}
