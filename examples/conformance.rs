@@ -38,11 +38,11 @@
 //!
 //! Any other scenario: call the first tool with `{}`.
 
-use mcp_client::proto::{Era, Reply, Warning};
 use mcp_client::proto::oauth::{AuthorizationRequest, PreRegistered, Secret};
+use mcp_client::proto::{Era, Reply, Warning};
 use mcp_client::{
-    Authorize, OAuthConfig, Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers, HttpTransport,
-    HttpTransportConfig, Request, Tool,
+    Authorize, Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers,
+    HttpTransport, HttpTransportConfig, OAuthConfig, Request, Tool,
 };
 use serde_json::{json, Map, Value};
 use std::process::ExitCode;
@@ -146,8 +146,7 @@ fn oauth_config(scenario: &str, context: Option<&str>) -> Result<OAuthConfig, St
 }
 
 /// The client metadata document URL this client presents where CIMD is supported.
-const CLIENT_METADATA_URL: &str =
-    "https://conformance-test.local/client-metadata.json";
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
 /// Plays the person: GETs the authorization URL and returns where it redirects.
 async fn follow_authorization(request: AuthorizationRequest) -> Result<String, String> {
@@ -161,7 +160,12 @@ async fn follow_authorization(request: AuthorizationRequest) -> Result<String, S
         .headers()
         .get("location")
         .and_then(|v| v.to_str().ok())
-        .ok_or_else(|| format!("the authorization endpoint answered {} with no redirect", response.status()))?;
+        .ok_or_else(|| {
+            format!(
+                "the authorization endpoint answered {} with no redirect",
+                response.status()
+            )
+        })?;
     Ok(location.to_owned())
 }
 

@@ -122,6 +122,27 @@ fn skipped_notice(output: &str) -> Option<&str> {
 /// passed. With a spec version (the 0.2.0 runner), the runner saves the client's output (`-o`) and
 /// the client must have completed its flow.
 fn scenario_with(runner: &str, spec: Option<&str>, name: &str) {
+    let expect = if spec.is_some() {
+        Expect::Completes
+    } else {
+        Expect::Unchecked
+    };
+    scenario_expecting(runner, spec, name, expect);
+}
+
+/// What the client's own stderr (saved by the runner) must show.
+#[derive(Clone, Copy)]
+enum Expect {
+    /// Not looked at (0.1.16's older scenarios run without `-o`).
+    Unchecked,
+    /// The flow completed.
+    Completes,
+    /// The client refused, with an error containing this (the scenarios where a safe client
+    /// stops: a resource mismatch, a wrong `iss`, a metadata issuer that is not the server's).
+    Refuses(&'static str),
+}
+
+fn scenario_expecting(runner: &str, spec: Option<&str>, name: &str, expect: Expect) {
     let Some(runner) = peer_bin(runner) else {
         return;
     };
@@ -132,7 +153,7 @@ fn scenario_with(runner: &str, spec: Option<&str>, name: &str) {
         !client.contains(char::is_whitespace),
         "the runner cannot take a client path with spaces: {client}"
     );
-    let saved = spec.map(|_| TempDir::new("mcp-conformance"));
+    let saved = (!matches!(expect, Expect::Unchecked)).then(|| TempDir::new("mcp-conformance"));
     let mut command = Command::new(&runner);
     command.arg("client");
     if let Some(spec) = spec {
@@ -177,13 +198,31 @@ fn scenario_with(runner: &str, spec: Option<&str>, name: &str) {
     }
     if let Some(dir) = &saved {
         let stderr = client_stderr(dir.path());
-        if !stderr
+        let last = stderr
             .lines()
-            .any(|l| l.starts_with("conformance client (") && l.ends_with(CLIENT_DONE))
-        {
-            fail(&format!(
+            .rfind(|l| l.starts_with("conformance client ("))
+            .unwrap_or("");
+        match expect {
+            Expect::Completes if !last.ends_with(CLIENT_DONE) => fail(&format!(
                 "the client did not complete its flow; its stderr:\n{stderr}"
-            ));
+            )),
+            Expect::Refuses(why) if !last.contains(why) => fail(&format!(
+                "the client did not refuse with \"{why}\"; its stderr:\n{stderr}"
+            )),
+            _ => {}
+        }
+        // Whatever happened, no secret of the flow is in the client's output.
+        for secret in [
+            "test-auth-code",
+            "test-token",
+            "cc-token",
+            "test-secret",
+            "Bearer ",
+        ] {
+            assert!(
+                !stderr.contains(secret),
+                "{name}: the client's stderr shows {secret:?}:\n{stderr}"
+            );
         }
     }
     // Rephrased on purpose (see the module docs).
@@ -193,13 +232,22 @@ fn scenario_with(runner: &str, spec: Option<&str>, name: &str) {
     );
 }
 
-/// The client's stderr as the runner saved it (`-o DIR` writes `DIR/<scenario>-<time>/stderr.txt`).
+/// The client's stderr as the runner saved it (`-o DIR` writes `DIR/<scenario>-<time>/stderr.txt`;
+/// a scenario named `auth/x` is under `DIR/auth/`).
 fn client_stderr(dir: &std::path::Path) -> String {
-    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    let mut found: Vec<String> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| std::fs::read_to_string(e.path().join("stderr.txt")).ok())
-        .collect();
+    fn find(dir: &std::path::Path, depth: u8, found: &mut Vec<String>) {
+        let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries.filter_map(|e| e.ok()) {
+            let path = entry.path();
+            if let Ok(text) = std::fs::read_to_string(path.join("stderr.txt")) {
+                found.push(text);
+            } else if path.is_dir() && depth > 0 {
+                find(&path, depth - 1, found);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    find(dir, 1, &mut found);
     assert_eq!(
         found.len(),
         1,
@@ -277,6 +325,85 @@ fn scenario_2026_json_schema_2020_12_preservation() {
 #[test]
 fn scenario_2026_sep_2322_client_request_state() {
     scenario_2026("sep-2322-client-request-state");
+}
+
+/// One test per OAuth scenario: `runner`, its `--spec-version` (none: the scenario's own), the
+/// scenario, and what the client must do.
+macro_rules! auth_scenarios {
+    ($($test:ident: $runner:expr, $spec:expr, $name:expr, $expect:expr;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                scenario_expecting($runner, $spec, $name, $expect);
+            }
+        )*
+    };
+}
+
+const OLD: &str = "conformance";
+const NEXT: &str = "conformance-next";
+use Expect::{Completes, Refuses};
+
+// 0.1.16: the 14 of its 2025-11-25 core suite, the two 2025-03-26 back-compat ones, its three
+// draft ones and the client credentials extension (headless: the example fetches the
+// authorization URL and takes its `Location`; see tests/peers/CONFORMANCE-AUTH.md).
+auth_scenarios! {
+    auth_metadata_default: OLD, None, "auth/metadata-default", Completes;
+    auth_metadata_var1: OLD, None, "auth/metadata-var1", Completes;
+    auth_metadata_var2: OLD, None, "auth/metadata-var2", Completes;
+    auth_metadata_var3: OLD, None, "auth/metadata-var3", Completes;
+    auth_basic_cimd: OLD, None, "auth/basic-cimd", Completes;
+    auth_scope_from_www_authenticate: OLD, None, "auth/scope-from-www-authenticate", Completes;
+    auth_scope_from_scopes_supported: OLD, None, "auth/scope-from-scopes-supported", Completes;
+    auth_scope_omitted_when_undefined: OLD, None, "auth/scope-omitted-when-undefined", Completes;
+    auth_scope_step_up: OLD, None, "auth/scope-step-up", Completes;
+    // The server keeps asking for more scope; a fourth authorization would fail the scenario.
+    auth_scope_retry_limit: OLD, None, "auth/scope-retry-limit", Refuses("after 3 authorizations");
+    auth_token_endpoint_auth_basic: OLD, None, "auth/token-endpoint-auth-basic", Completes;
+    auth_token_endpoint_auth_post: OLD, None, "auth/token-endpoint-auth-post", Completes;
+    auth_token_endpoint_auth_none: OLD, None, "auth/token-endpoint-auth-none", Completes;
+    auth_pre_registration: OLD, None, "auth/pre-registration", Completes;
+    auth_2025_03_26_metadata_backcompat: OLD, None, "auth/2025-03-26-oauth-metadata-backcompat", Completes;
+    auth_2025_03_26_endpoint_fallback: OLD, None, "auth/2025-03-26-oauth-endpoint-fallback", Completes;
+    auth_resource_mismatch: OLD, None, "auth/resource-mismatch", Refuses("nothing was authorized");
+    auth_offline_access_scope: OLD, None, "auth/offline-access-scope", Completes;
+    auth_offline_access_not_supported: OLD, None, "auth/offline-access-not-supported", Completes;
+    auth_client_credentials_basic: OLD, None, "auth/client-credentials-basic", Completes;
+}
+
+// 0.2.0-alpha.12 at 2026-07-28: the 25 auth scenarios of its requirement list, the client
+// credentials extension (by name: `--spec-version` skips extensions) and the two 2025-03-26 ones
+// at their own version.
+auth_scenarios! {
+    auth_2026_metadata_default: NEXT, Some(MODERN), "auth/metadata-default", Completes;
+    auth_2026_metadata_var1: NEXT, Some(MODERN), "auth/metadata-var1", Completes;
+    auth_2026_metadata_var2: NEXT, Some(MODERN), "auth/metadata-var2", Completes;
+    auth_2026_metadata_var3: NEXT, Some(MODERN), "auth/metadata-var3", Completes;
+    auth_2026_basic_cimd: NEXT, Some(MODERN), "auth/basic-cimd", Completes;
+    auth_2026_scope_from_www_authenticate: NEXT, Some(MODERN), "auth/scope-from-www-authenticate", Completes;
+    auth_2026_scope_from_scopes_supported: NEXT, Some(MODERN), "auth/scope-from-scopes-supported", Completes;
+    auth_2026_scope_omitted_when_undefined: NEXT, Some(MODERN), "auth/scope-omitted-when-undefined", Completes;
+    auth_2026_scope_step_up: NEXT, Some(MODERN), "auth/scope-step-up", Completes;
+    auth_2026_scope_retry_limit: NEXT, Some(MODERN), "auth/scope-retry-limit", Refuses("after 3 authorizations");
+    auth_2026_token_endpoint_auth_basic: NEXT, Some(MODERN), "auth/token-endpoint-auth-basic", Completes;
+    auth_2026_token_endpoint_auth_post: NEXT, Some(MODERN), "auth/token-endpoint-auth-post", Completes;
+    auth_2026_token_endpoint_auth_none: NEXT, Some(MODERN), "auth/token-endpoint-auth-none", Completes;
+    auth_2026_pre_registration: NEXT, Some(MODERN), "auth/pre-registration", Completes;
+    auth_2026_resource_mismatch: NEXT, Some(MODERN), "auth/resource-mismatch", Refuses("nothing was authorized");
+    auth_2026_offline_access_scope: NEXT, Some(MODERN), "auth/offline-access-scope", Completes;
+    auth_2026_offline_access_not_supported: NEXT, Some(MODERN), "auth/offline-access-not-supported", Completes;
+    auth_2026_authorization_server_migration: NEXT, Some(MODERN), "auth/authorization-server-migration", Completes;
+    auth_2026_iss_supported: NEXT, Some(MODERN), "auth/iss-supported", Completes;
+    auth_2026_iss_not_advertised: NEXT, Some(MODERN), "auth/iss-not-advertised", Completes;
+    auth_2026_iss_supported_missing: NEXT, Some(MODERN), "auth/iss-supported-missing", Refuses("carries no iss");
+    auth_2026_iss_wrong_issuer: NEXT, Some(MODERN), "auth/iss-wrong-issuer", Refuses("(RFC 9207): ignored");
+    auth_2026_iss_unexpected: NEXT, Some(MODERN), "auth/iss-unexpected", Refuses("(RFC 9207): ignored");
+    // `http://host:port/` against the issuer `http://host:port`: no normalisation.
+    auth_2026_iss_normalized: NEXT, Some(MODERN), "auth/iss-normalized", Refuses("(RFC 9207): ignored");
+    auth_2026_metadata_issuer_mismatch: NEXT, Some(MODERN), "auth/metadata-issuer-mismatch", Refuses("names the issuer https://attacker.example.com");
+    auth_next_client_credentials_basic: NEXT, None, "auth/client-credentials-basic", Completes;
+    auth_next_2025_03_26_metadata_backcompat: NEXT, Some("2025-03-26"), "auth/2025-03-26-oauth-metadata-backcompat", Completes;
+    auth_next_2025_03_26_endpoint_fallback: NEXT, Some("2025-03-26"), "auth/2025-03-26-oauth-endpoint-fallback", Completes;
 }
 
 #[test]

@@ -167,9 +167,8 @@ impl TokenStore for FileStore {
 }
 
 /// The application's answer to an authorization URL: the URL the person was sent back to.
-pub type AuthorizeCallback = Arc<
-    dyn Fn(AuthorizationRequest) -> BoxFuture<'static, Result<String, String>> + Send + Sync,
->;
+pub type AuthorizeCallback =
+    Arc<dyn Fn(AuthorizationRequest) -> BoxFuture<'static, Result<String, String>> + Send + Sync>;
 
 /// What the built-in browser flow shows the person (default: the URL on stderr).
 pub type ShowUrl = Arc<dyn Fn(&AuthorizationRequest, bool) + Send + Sync>;
@@ -359,7 +358,7 @@ impl OAuth {
                 if lock(&self.authorizer).generation() != generation {
                     return Ok(true);
                 }
-                self.run_and_install(start, rules).await?;
+                self.run_and_install(*start, rules).await?;
                 Ok(true)
             }
         }
@@ -397,7 +396,9 @@ impl OAuth {
         let mut options = self.config.options.clone();
         let resource_url = start.resource_url.clone();
         let listener = match &self.config.authorize {
-            Authorize::Browser { .. } if options.grant == mcp_proto::oauth::Grant::AuthorizationCode => {
+            Authorize::Browser { .. }
+                if options.grant == mcp_proto::oauth::Grant::AuthorizationCode =>
+            {
                 let listener = smol::net::TcpListener::bind(("127.0.0.1", 0))
                     .await
                     .map_err(|e| AuthError::Transport {
@@ -422,8 +423,7 @@ impl OAuth {
                 },
                 Step::Load { issuer, resource } => {
                     if matches!(self.config.authorize, Authorize::Refuse)
-                        && self.config.options.grant
-                            == mcp_proto::oauth::Grant::AuthorizationCode
+                        && self.config.options.grant == mcp_proto::oauth::Grant::AuthorizationCode
                     {
                         return Err(AuthError::NotAuthorized {
                             issuer,
@@ -488,7 +488,10 @@ impl OAuth {
     /// [`MAX_DOCUMENT`](mcp_proto::oauth::metadata::MAX_DOCUMENT) bytes plus one, so an
     /// oversized one is told), within the time limit. Failures are described without the URL's
     /// query or any header value.
-    async fn send(&self, request: HttpRequest) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
+    async fn send(
+        &self,
+        request: HttpRequest,
+    ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
         request.check().map_err(|e| e.to_string())?;
         let mut builder = isahc::Request::builder()
             .method(request.method.as_str())
@@ -610,7 +613,9 @@ async fn receive_redirect(
         let path = target.split('?').next().unwrap_or("");
         if path != expected_path {
             let _ = stream
-                .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .write_all(
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                )
                 .await;
             continue;
         }

@@ -208,7 +208,10 @@ impl State {
                 self.session.handle_oversized(len, limit, id, now)
             }
             Inbound::Failed { id, error } => {
-                let hit = self.session.handle_undeliverable(id);
+                let hit = match error {
+                    Error::Auth(_) => self.session.handle_unreachable(id),
+                    _ => self.session.handle_undeliverable(id),
+                };
                 self.report(hit, error);
             }
             Inbound::SessionExpired { id, error } => {

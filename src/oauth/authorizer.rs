@@ -32,7 +32,7 @@ pub enum Verdict {
     /// The credentials changed since the request was sent: send it again as it is.
     Retry,
     /// Run a flow from this start, then send the request again.
-    Authorize(FlowStart),
+    Authorize(Box<FlowStart>),
     /// Give up: the request fails with this.
     Fail(AuthError),
 }
@@ -139,12 +139,12 @@ impl Authorizer {
                     return Verdict::Fail(AuthError::Rejected { url });
                 }
                 attempt.reauthorized += 1;
-                Verdict::Authorize(FlowStart {
+                Verdict::Authorize(Box::new(FlowStart {
                     resource_url: self.resource_url.clone(),
                     challenge,
                     reason: Reason::Unauthorized,
                     previous: self.current.clone(),
-                })
+                }))
             }
             403 => {
                 let Some(challenge) =
@@ -160,16 +160,16 @@ impl Authorizer {
                     return Verdict::Fail(AuthError::InsufficientScope {
                         url,
                         scope: challenge.scope.unwrap_or_default(),
-                        attempts: attempt.step_ups,
+                        attempts: attempt.step_ups + attempt.reauthorized,
                     });
                 }
                 attempt.step_ups += 1;
-                Verdict::Authorize(FlowStart {
+                Verdict::Authorize(Box::new(FlowStart {
                     resource_url: self.resource_url.clone(),
                     challenge: Some(challenge),
                     reason: Reason::InsufficientScope,
                     previous: self.current.clone(),
-                })
+                }))
             }
             _ => Verdict::Proceed,
         }

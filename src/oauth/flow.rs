@@ -366,7 +366,10 @@ pub enum AuthError {
     #[error("{0}")]
     Unsupported(String),
     /// Dynamic registration was refused.
-    #[error("registration with {issuer} refused (HTTP {status}){}", describe(error, description))]
+    #[error(
+        "registration with {issuer} refused (HTTP {status}){}",
+        describe(error, description)
+    )]
     Registration {
         /// The issuer.
         issuer: String,
@@ -389,7 +392,9 @@ pub enum AuthError {
         found: String,
     },
     /// The authorization response lacks the `iss` its server promised (RFC 9207 § 2.4).
-    #[error("the authorization response carries no iss, which {issuer} advertises (RFC 9207): ignored")]
+    #[error(
+        "the authorization response carries no iss, which {issuer} advertises (RFC 9207): ignored"
+    )]
     IssuerMissing {
         /// The issuer.
         issuer: String,
@@ -408,7 +413,10 @@ pub enum AuthError {
     #[error("the redirect back {0}")]
     BadRedirect(String),
     /// The token endpoint refused.
-    #[error("the token endpoint {url} refused (HTTP {status}){}", describe(error, description))]
+    #[error(
+        "the token endpoint {url} refused (HTTP {status}){}",
+        describe(error, description)
+    )]
     Token {
         /// The endpoint.
         url: String,
@@ -442,13 +450,13 @@ pub enum AuthError {
         url: String,
     },
     /// The server still wants more scope after the step-ups allowed.
-    #[error("{url} still asks for more scope ({scope}) after {attempts} step-up authorizations")]
+    #[error("{url} still asks for more scope ({scope}) after {attempts} authorizations")]
     InsufficientScope {
         /// The MCP endpoint.
         url: String,
         /// The scope it asks for.
         scope: String,
-        /// The step-ups made.
+        /// The authorizations made for the request (the first and the step-ups).
         attempts: u8,
     },
     /// Authorization is needed and the application refused it (or offers no way to do it).
@@ -571,8 +579,6 @@ struct Found {
     server: ServerMetadata,
     /// The PRM's `scopes_supported`.
     resource_scopes: Option<Vec<String>>,
-    /// Found through the 2025-03-26 fallbacks.
-    legacy: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -704,7 +710,9 @@ impl Flow {
     ) {
         let state = std::mem::replace(&mut self.state, State::Over);
         match state {
-            State::ResourceMetadata { urls, at } => self.on_resource_metadata(urls, at, status, body),
+            State::ResourceMetadata { urls, at } => {
+                self.on_resource_metadata(urls, at, status, body)
+            }
             State::ServerMetadata {
                 issuer,
                 urls,
@@ -859,7 +867,6 @@ impl Flow {
                         issuer: if legacy { md.issuer.clone() } else { issuer },
                         server: md,
                         resource_scopes,
-                        legacy,
                     });
                 }
                 Err(e) => reason = Some(format!("{}: {e}", redact_url(&urls[at]))),
@@ -901,7 +908,6 @@ impl Flow {
                 issuer,
                 server,
                 resource_scopes,
-                legacy,
             });
         }
         let tried = std::mem::take(&mut self.tried);
@@ -1055,8 +1061,9 @@ impl Flow {
         if let Some(pre) = &self.options.pre_registered {
             let auth_method = pre.auth_method.unwrap_or(match &pre.client_secret {
                 None => AuthMethod::None,
-                Some(_) if !md.supports_auth_method("client_secret_basic")
-                    && md.supports_auth_method("client_secret_post") =>
+                Some(_)
+                    if !md.supports_auth_method("client_secret_basic")
+                        && md.supports_auth_method("client_secret_post") =>
                 {
                     AuthMethod::ClientSecretPost
                 }
@@ -1129,7 +1136,11 @@ impl Flow {
     }
 
     fn on_registered(&mut self, status: u16, body: &[u8]) {
-        let issuer = self.found.as_ref().map(|f| f.issuer.clone()).unwrap_or_default();
+        let issuer = self
+            .found
+            .as_ref()
+            .map(|f| f.issuer.clone())
+            .unwrap_or_default();
         if !(200..300).contains(&status) {
             let (error, description) = error_answer(body);
             return self.fail(AuthError::Registration {
@@ -1276,7 +1287,9 @@ impl Flow {
         let State::Authorizing { pkce, state, scope } =
             std::mem::replace(&mut self.state, State::Over)
         else {
-            return self.fail(AuthError::Misuse("a redirect came with no authorization asked"));
+            return self.fail(AuthError::Misuse(
+                "a redirect came with no authorization asked",
+            ));
         };
         let (Some(found), Some(client)) = (self.found.clone(), self.client.clone()) else {
             return self.fail(AuthError::Misuse("no client"));
@@ -1404,7 +1417,8 @@ fn token_request(endpoint: &str, client: &Client, params: &[(&str, &str)]) -> Ht
     let secret = client.client_secret.as_ref().map(Secret::expose);
     match (client.auth_method, secret) {
         (AuthMethod::ClientSecretBasic, Some(secret)) => {
-            let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            let enc =
+                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
             let user_pass = format!("{}:{}", enc(&client.client_id), enc(secret));
             let basic = base64::engine::general_purpose::STANDARD.encode(user_pass);
             headers.push(("Authorization".to_owned(), format!("Basic {basic}")));
@@ -1430,16 +1444,56 @@ mod tests {
     #[test]
     fn resources_cover_their_paths_only() {
         let cases = [
-            ("https://mcp.example.com", "https://mcp.example.com/mcp", true),
-            ("https://mcp.example.com/", "https://mcp.example.com/mcp", true),
-            ("https://mcp.example.com/mcp", "https://mcp.example.com/mcp", true),
-            ("https://mcp.example.com/mcp", "https://mcp.example.com/mcp/", true),
-            ("https://MCP.example.com/mcp", "https://mcp.example.com/mcp", true),
-            ("https://mcp.example.com/mc", "https://mcp.example.com/mcp", false),
-            ("https://mcp.example.com/other", "https://mcp.example.com/mcp", false),
-            ("https://evil.example.com", "https://mcp.example.com/mcp", false),
-            ("http://mcp.example.com", "https://mcp.example.com/mcp", false),
-            ("https://mcp.example.com:8443", "https://mcp.example.com/mcp", false),
+            (
+                "https://mcp.example.com",
+                "https://mcp.example.com/mcp",
+                true,
+            ),
+            (
+                "https://mcp.example.com/",
+                "https://mcp.example.com/mcp",
+                true,
+            ),
+            (
+                "https://mcp.example.com/mcp",
+                "https://mcp.example.com/mcp",
+                true,
+            ),
+            (
+                "https://mcp.example.com/mcp",
+                "https://mcp.example.com/mcp/",
+                true,
+            ),
+            (
+                "https://MCP.example.com/mcp",
+                "https://mcp.example.com/mcp",
+                true,
+            ),
+            (
+                "https://mcp.example.com/mc",
+                "https://mcp.example.com/mcp",
+                false,
+            ),
+            (
+                "https://mcp.example.com/other",
+                "https://mcp.example.com/mcp",
+                false,
+            ),
+            (
+                "https://evil.example.com",
+                "https://mcp.example.com/mcp",
+                false,
+            ),
+            (
+                "http://mcp.example.com",
+                "https://mcp.example.com/mcp",
+                false,
+            ),
+            (
+                "https://mcp.example.com:8443",
+                "https://mcp.example.com/mcp",
+                false,
+            ),
             ("not a url", "https://mcp.example.com/mcp", false),
         ];
         for (resource, mcp, covers) in cases {
@@ -1449,9 +1503,18 @@ mod tests {
 
     #[test]
     fn canonical_resources_drop_fragments_and_a_bare_slash() {
-        assert_eq!(canonical_resource("https://a.example/"), "https://a.example");
-        assert_eq!(canonical_resource("https://a.example/mcp#x"), "https://a.example/mcp");
-        assert_eq!(canonical_resource("https://a.example/mcp/"), "https://a.example/mcp/");
+        assert_eq!(
+            canonical_resource("https://a.example/"),
+            "https://a.example"
+        );
+        assert_eq!(
+            canonical_resource("https://a.example/mcp#x"),
+            "https://a.example/mcp"
+        );
+        assert_eq!(
+            canonical_resource("https://a.example/mcp/"),
+            "https://a.example/mcp/"
+        );
     }
 
     #[test]
@@ -1486,7 +1549,11 @@ mod tests {
             secret_expires_at: None,
         };
         let r = token_request("https://as/token", &client, &[("grant_type", "x")]);
-        let auth = r.headers.iter().find(|(k, _)| k == "Authorization").unwrap();
+        let auth = r
+            .headers
+            .iter()
+            .find(|(k, _)| k == "Authorization")
+            .unwrap();
         let raw = base64::engine::general_purpose::STANDARD
             .decode(auth.1.strip_prefix("Basic ").unwrap())
             .unwrap();

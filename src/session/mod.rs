@@ -714,6 +714,23 @@ impl Session {
         }
     }
 
+    /// Like [`handle_undeliverable`](Self::handle_undeliverable), for a failure that no other
+    /// request would escape (the server's authorization was refused or could not be obtained):
+    /// a probe that meets it is no sign of a legacy server, so the opening fails instead of
+    /// sending `initialize` into the same refusal.
+    pub fn handle_unreachable(&mut self, id: RequestId) -> Casualties {
+        let probe = self.core.state == State::Initializing && self.core.probe_id == Some(id);
+        if !probe || self.core.pending.remove(&id).is_none() {
+            return self.handle_undeliverable(id);
+        }
+        self.core.probe_id = None;
+        self.core.fail(SessionError::Discover(RequestError::Closed));
+        Casualties {
+            request: Some(id),
+            session: true,
+        }
+    }
+
     /// The transport's session expired (over HTTP: a 404 to a message that carried its id;
     /// `expired` is the request that met it, `None` for a notification or response): renew it
     /// ([`restart`](Self::restart)). When it cannot be renewed (the first handshake is not done,
