@@ -745,3 +745,242 @@ fn string_document(data: &[u8]) -> Vec<u8> {
     out.extend_from_slice(b"\"]");
     out
 }
+
+/// The separator of the oauth target's records.
+pub const OAUTH_SEPARATOR: u8 = 0x1e;
+
+/// The oauth target's header: one flags byte.
+pub const OAUTH_HEADER: usize = 1;
+
+/// The OAuth flow (`mcp_proto::oauth::Flow`) against answers from the input, and the document
+/// parsers on each answer. Layout: `[flags, record (0x1E record)*]`. Flags: bit 0 a pre-registered
+/// client with a secret; bit 1 the client credentials grant; bit 2 a client metadata document
+/// URL; bit 3 the first record is the 401's `WWW-Authenticate`; bit 4 no `offline_access`; bit 5
+/// no 2025-03-26 fallbacks; bit 6 the flow starts from an expired token with a refresh token;
+/// bit 7 stored credentials are handed to `Load`. Each request of the flow takes the next record:
+/// its first byte picks the status (or a transport failure), the rest is the body; the redirect
+/// back takes one as its query (the first byte even: the request's `state` goes first). Past the
+/// last record every answer is a 404.
+///
+/// Checks: the flow ends within 64 steps; every request can be sent (`HttpRequest::check`), is a
+/// GET without credentials or body, or a POST, to an http(s) URL; the client secret and the PKCE
+/// verifier go only in POSTs to HTTPS or loopback URLs; a code is exchanged only after a
+/// redirect carrying the request's own `state`; credentials it ends with are for a resource of
+/// the MCP server's origin; no error message or `Debug` output shows a secret. Returns how the
+/// flow ended (`done: <access token>` or `failed: <error>`), for the seed tests.
+pub fn check_oauth(data: &[u8]) -> String {
+    use mcp_proto::http::Method;
+    use mcp_proto::oauth::metadata::{
+        error_answer, RegistrationResponse, ResourceMetadata, ServerMetadata, TokenResponse,
+    };
+    use mcp_proto::oauth::{
+        parse_challenges, AuthMethod, AuthOptions, BearerChallenge, Client, ClientKind,
+        Credentials, Flow, FlowStart, Grant, PreRegistered, Randomness, Reason, Secret, Step,
+        Tokens,
+    };
+    use std::time::{Duration, UNIX_EPOCH};
+
+    const MCP: &str = "https://mcp.example.com/mcp";
+    const SECRET: &str = "FUZZ-CLIENT-SECRET";
+    const REFRESH: &str = "FUZZ-REFRESH";
+    let flags = data.first().copied().unwrap_or(0);
+    let mut records = data
+        .get(OAUTH_HEADER..)
+        .unwrap_or_default()
+        .split(|&b| b == OAUTH_SEPARATOR);
+    // The parsers alone, on every record.
+    for record in data.split(|&b| b == OAUTH_SEPARATOR) {
+        let _ = ResourceMetadata::parse(record);
+        let _ = ServerMetadata::parse(record);
+        let _ = RegistrationResponse::parse(record);
+        let _ = TokenResponse::parse(record);
+        let _ = error_answer(record);
+        let text = String::from_utf8_lossy(record);
+        assert!(parse_challenges(&text).len() <= mcp_proto::oauth::MAX_CHALLENGE_PARTS);
+        let _ = BearerChallenge::from_header(&text);
+    }
+    let now = UNIX_EPOCH + Duration::from_secs(2_000_000_000);
+    let mut options = AuthOptions::new("http://127.0.0.1:5555/callback");
+    if flags & 1 != 0 {
+        options.pre_registered = Some(PreRegistered {
+            client_id: "fuzz-client".into(),
+            client_secret: Some(Secret::new(SECRET)),
+            auth_method: None,
+            issuer: None,
+        });
+    }
+    if flags & 2 != 0 {
+        options.grant = Grant::ClientCredentials;
+    }
+    if flags & 4 != 0 {
+        options.client_metadata_url = Some("https://client.example.com/cimd.json".into());
+    }
+    options.offline_access = flags & 16 == 0;
+    options.legacy_fallbacks = flags & 32 == 0;
+    let challenge = if flags & 8 != 0 {
+        records
+            .next()
+            .and_then(|r| BearerChallenge::from_header(&String::from_utf8_lossy(r)))
+    } else {
+        None
+    };
+    let stored = |access: &str, expires_at: Option<u64>| Credentials {
+        issuer: "https://as.example.com".into(),
+        resource: MCP.into(),
+        token_endpoint: "https://as.example.com/token".into(),
+        client: Client {
+            client_id: "stored".into(),
+            client_secret: Some(Secret::new(SECRET)),
+            auth_method: AuthMethod::ClientSecretPost,
+            kind: ClientKind::Registered,
+            secret_expires_at: None,
+        },
+        tokens: Tokens {
+            access_token: Secret::new(access),
+            issued_at: 1_999_999_000,
+            expires_at,
+            refresh_token: Some(Secret::new(REFRESH)),
+            scope: None,
+            requested_scope: Some("a".into()),
+        },
+    };
+    let (reason, previous) = if flags & 64 != 0 {
+        (
+            Reason::Expired,
+            Some(stored("FUZZ-OLD-ACCESS", Some(1_999_999_999))),
+        )
+    } else {
+        (Reason::Unauthorized, None)
+    };
+    let random = Randomness {
+        verifier: [0x5a; 32],
+        state: [0xa5; 16],
+    };
+    let verifier = mcp_proto::oauth::Pkce::from_random(random.verifier).verifier;
+    let mut flow = Flow::new(
+        FlowStart {
+            resource_url: MCP.into(),
+            challenge,
+            reason,
+            previous,
+        },
+        options,
+        random,
+    );
+    let secure = |url: &str| {
+        url.starts_with("https://")
+            || [
+                "http://127.0.0.1:",
+                "http://127.0.0.1/",
+                "http://localhost:",
+                "http://localhost/",
+                "http://[::1]:",
+                "http://[::1]/",
+            ]
+            .iter()
+            .any(|p| url.starts_with(p))
+    };
+    let mut state_returned = false;
+    for _ in 0..64 {
+        match flow.step().clone() {
+            Step::Send(request) => {
+                assert!(request.check().is_ok(), "{request:?}");
+                assert!(
+                    request.url.starts_with("https://") || request.url.starts_with("http://"),
+                    "{}",
+                    request.url
+                );
+                let body = String::from_utf8_lossy(request.body.as_deref().unwrap_or_default())
+                    .into_owned();
+                let has_auth = request
+                    .headers
+                    .iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+                match request.method {
+                    Method::Get => assert!(!has_auth && request.body.is_none(), "{request:?}"),
+                    Method::Post => {}
+                    Method::Delete => panic!("the flow deletes nothing"),
+                }
+                let carries_secret = body.contains(SECRET)
+                    || body.contains(&verifier)
+                    || body.contains(REFRESH)
+                    || has_auth;
+                if carries_secret {
+                    assert!(secure(&request.url), "a secret to {}", request.url);
+                    assert!(!request.url.contains(SECRET) && !request.url.contains(&verifier));
+                }
+                if body.contains("grant_type=authorization_code") {
+                    assert!(
+                        state_returned,
+                        "a code exchanged without the request's state"
+                    );
+                }
+                let record = records.next();
+                match record {
+                    Some([first, rest @ ..]) if first % 8 == 7 => {
+                        let _ = rest;
+                        flow.on_failure("fuzzed failure", now);
+                    }
+                    Some([first, rest @ ..]) => {
+                        let status = [200, 201, 400, 401, 404, 500, 302][(*first % 8) as usize];
+                        flow.on_response(status, &[], rest, now);
+                    }
+                    _ => flow.on_response(404, &[], b"", now),
+                }
+            }
+            Step::Load { .. } => {
+                // Stored tokens that never expire.
+                let s = (flags & 128 != 0).then(|| stored("FUZZ-STORED-ACCESS", None));
+                flow.on_loaded(s, now);
+            }
+            Step::Authorize(request) => {
+                assert!(request.url.starts_with("https://") || request.url.starts_with("http://"));
+                assert!(!request.url.contains(SECRET) && !request.url.contains(&verifier));
+                let state = request
+                    .url
+                    .split(['?', '&'])
+                    .find_map(|p| p.strip_prefix("state="))
+                    .map(str::to_owned);
+                let record = records.next().unwrap_or_default();
+                let (lead, rest) = record.split_first().map_or((0, &[][..]), |(a, b)| (*a, b));
+                let mut query = String::new();
+                if lead % 2 == 0 {
+                    if let Some(s) = &state {
+                        query.push_str(&format!("state={s}&"));
+                    }
+                }
+                query.push_str(&String::from_utf8_lossy(rest));
+                // Whether the query's first `state` is the request's (what the flow must check).
+                let first_state = query
+                    .split('&')
+                    .find_map(|p| p.strip_prefix("state="))
+                    .map(str::to_owned);
+                state_returned = first_state.is_some() && first_state == state;
+                flow.on_redirect(&format!("{}?{query}", request.redirect_uri));
+            }
+            Step::Done(credentials) => {
+                assert!(credentials.resource.starts_with("https://mcp.example.com"));
+                let shown = format!("{credentials:?}");
+                assert!(
+                    !shown.contains(SECRET) && !shown.contains(REFRESH),
+                    "{shown}"
+                );
+                return format!("done: {}", credentials.tokens.access_token.expose());
+            }
+            Step::Failed(error) => {
+                let shown = format!("{error} {error:?}");
+                for secret in [
+                    SECRET,
+                    REFRESH,
+                    verifier.as_str(),
+                    "FUZZ-STORED-ACCESS",
+                    "FUZZ-OLD-ACCESS",
+                ] {
+                    assert!(!shown.contains(secret), "{shown}");
+                }
+                return format!("failed: {error}");
+            }
+        }
+    }
+    panic!("the OAuth flow did not end in 64 steps");
+}

@@ -74,12 +74,38 @@ fn text_seeds() {
 }
 
 #[test]
+fn oauth_seeds() {
+    replay(&seeds("oauth").0, |data| drop(checks::check_oauth(data)));
+}
+
+#[test]
+fn oauth_seeds_reach_where_their_names_say() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/oauth");
+    let end = |name: &str| checks::check_oauth(&std::fs::read(dir.join(name)).unwrap());
+    assert_eq!(end("full-flow"), "done: AT");
+    assert_eq!(end("challenge-scope-preregistered"), "done: AT");
+    assert_eq!(end("client-credentials"), "done: AT");
+    assert_eq!(end("legacy-fallback"), "done: AT");
+    assert_eq!(
+        end("expired-refresh-fails-then-stored"),
+        "done: FUZZ-STORED-ACCESS"
+    );
+    assert!(
+        end("wrong-state").contains("state does not match"),
+        "{}",
+        end("wrong-state")
+    );
+    assert!(end("insecure-token-endpoint").contains("neither HTTPS"));
+}
+
+#[test]
 fn seed_headers_are_well_formed() {
     // Every seed carries at least a full header, so that its body is what the name says.
     for (target, len) in [
         ("framer", checks::FRAMER_HEADER),
         ("session", checks::SESSION_HEADER),
         ("eras", checks::ERAS_HEADER),
+        ("oauth", checks::OAUTH_HEADER),
     ] {
         for path in seeds(target).0 {
             let n = std::fs::metadata(&path).expect("stat seed").len() as usize;

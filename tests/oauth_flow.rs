@@ -1,0 +1,1119 @@
+//! The OAuth flow of the core, rule by rule, as transcripts: every request the flow makes is
+//! answered from a table of documents (anything else is a 404), the person is a function of the
+//! authorization URL, and the test reads what went out. No network, no clock, no randomness but
+//! the fixed one given.
+
+use mcp_proto::http::{HttpRequest, Method};
+use mcp_proto::oauth::{
+    parse_challenges, Attempt, AuthError, AuthMethod, AuthOptions, AuthorizationRequest,
+    Authorizer, BearerChallenge, Client, ClientKind, Credentials, Flow, FlowStart, Grant, Pkce,
+    PreRegistered, Randomness, Reason, Secret, Step, Tokens, Verdict, MAX_STEP_UPS,
+};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const MCP: &str = "https://mcp.example.com/mcp";
+const PRM: &str = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
+const PRM_ROOT: &str = "https://mcp.example.com/.well-known/oauth-protected-resource";
+const AS: &str = "https://as.example.com";
+const AS_META: &str = "https://as.example.com/.well-known/oauth-authorization-server";
+const REDIRECT: &str = "http://127.0.0.1:7777/callback";
+const RANDOM: Randomness = Randomness {
+    verifier: [7; 32],
+    state: [9; 16],
+};
+
+fn now() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_000_000)
+}
+
+fn unix(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).unwrap().as_secs()
+}
+
+/// The documents the fake servers answer with, by `METHOD URL` (the URL without its query).
+#[derive(Clone)]
+struct World {
+    docs: HashMap<String, (u16, Vec<u8>)>,
+}
+
+impl World {
+    /// An MCP server with path-based metadata, an authorization server with RFC 8414 metadata,
+    /// dynamic registration, and a token endpoint that issues `AT1`/`RT1` for an hour.
+    fn standard() -> World {
+        let mut w = World {
+            docs: HashMap::new(),
+        };
+        w.put(
+            "GET",
+            PRM,
+            200,
+            json!({"resource": MCP, "authorization_servers": [AS], "scopes_supported": ["files:read"]}),
+        );
+        w.put("GET", AS_META, 200, as_metadata(AS));
+        w.put(
+            "POST",
+            "https://as.example.com/register",
+            201,
+            json!({"client_id": "c1"}),
+        );
+        w.put(
+            "POST",
+            "https://as.example.com/token",
+            200,
+            json!({"access_token": "AT1", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "RT1"}),
+        );
+        w
+    }
+
+    fn put(&mut self, method: &str, url: &str, status: u16, body: Value) {
+        self.docs.insert(
+            format!("{method} {url}"),
+            (status, body.to_string().into_bytes()),
+        );
+    }
+
+    fn remove(&mut self, method: &str, url: &str) {
+        self.docs.remove(&format!("{method} {url}"));
+    }
+
+    fn answer(&self, request: &HttpRequest) -> (u16, Vec<u8>) {
+        let url = request.url.split('?').next().unwrap();
+        self.docs
+            .get(&format!("{} {url}", request.method.as_str()))
+            .cloned()
+            .unwrap_or((404, b"not found".to_vec()))
+    }
+}
+
+fn as_metadata(issuer: &str) -> Value {
+    json!({
+        "issuer": issuer,
+        "authorization_endpoint": format!("{issuer}/authorize"),
+        "token_endpoint": format!("{issuer}/token"),
+        "registration_endpoint": format!("{issuer}/register"),
+        "code_challenge_methods_supported": ["S256"],
+        "authorization_response_iss_parameter_supported": true,
+    })
+}
+
+/// The authorization URL's query parameters.
+fn params(url: &str) -> HashMap<String, String> {
+    url::Url::parse(url)
+        .unwrap()
+        .query_pairs()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+/// A form body's parameters.
+fn form(request: &HttpRequest) -> HashMap<String, String> {
+    url::form_urlencoded::parse(request.body.as_deref().unwrap_or_default())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+fn header<'a>(request: &'a HttpRequest, name: &str) -> Option<&'a str> {
+    request
+        .headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// A person who approves: back to the redirect URI with a code, the request's state and the
+/// issuer as `iss`.
+fn approve(request: &AuthorizationRequest) -> String {
+    let p = params(&request.url);
+    format!(
+        "{}?code=CODE&state={}&iss={}",
+        request.redirect_uri,
+        p["state"],
+        url::form_urlencoded::byte_serialize(request.issuer.as_bytes()).collect::<String>()
+    )
+}
+
+/// What a flow did.
+struct Run {
+    result: Result<Credentials, AuthError>,
+    requests: Vec<HttpRequest>,
+    authorizations: Vec<AuthorizationRequest>,
+    loads: Vec<(String, String)>,
+}
+
+impl Run {
+    fn urls(&self) -> Vec<String> {
+        self.requests
+            .iter()
+            .map(|r| format!("{} {}", r.method.as_str(), r.url.split('?').next().unwrap()))
+            .collect()
+    }
+
+    fn last_to(&self, url: &str) -> &HttpRequest {
+        self.requests
+            .iter()
+            .rev()
+            .find(|r| r.url == url)
+            .unwrap_or_else(|| panic!("no request to {url}: {:?}", self.urls()))
+    }
+
+    fn ok(&self) -> &Credentials {
+        self.result.as_ref().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn err(&self) -> &AuthError {
+        self.result
+            .as_ref()
+            .expect_err("the flow should have failed")
+    }
+}
+
+fn drive(
+    start: FlowStart,
+    options: AuthOptions,
+    world: &World,
+    stored: Option<Credentials>,
+    person: &dyn Fn(&AuthorizationRequest) -> String,
+) -> Run {
+    let mut flow = Flow::new(start, options, RANDOM);
+    let mut run = Run {
+        result: Err(AuthError::Misuse("unfinished")),
+        requests: Vec::new(),
+        authorizations: Vec::new(),
+        loads: Vec::new(),
+    };
+    for _ in 0..64 {
+        match flow.step().clone() {
+            Step::Send(request) => {
+                assert!(request.check().is_ok(), "{request:?}");
+                let (status, body) = world.answer(&request);
+                run.requests.push(request);
+                flow.on_response(status, &[], &body, now());
+            }
+            Step::Load { issuer, resource } => {
+                run.loads.push((issuer, resource));
+                flow.on_loaded(stored.clone(), now());
+            }
+            Step::Authorize(request) => {
+                let back = person(&request);
+                run.authorizations.push(request);
+                flow.on_redirect(&back);
+            }
+            Step::Done(c) => {
+                assert!(flow.is_over());
+                run.result = Ok(c);
+                return run;
+            }
+            Step::Failed(e) => {
+                assert!(flow.is_over());
+                run.result = Err(e);
+                return run;
+            }
+        }
+    }
+    panic!("the flow did not end in 64 steps: {:?}", run.urls());
+}
+
+fn start(reason: Reason, challenge: Option<&str>, previous: Option<Credentials>) -> FlowStart {
+    FlowStart {
+        resource_url: MCP.into(),
+        challenge: challenge.and_then(BearerChallenge::from_header),
+        reason,
+        previous,
+    }
+}
+
+fn unauthorized(challenge: Option<&str>) -> FlowStart {
+    start(Reason::Unauthorized, challenge, None)
+}
+
+fn options() -> AuthOptions {
+    AuthOptions::new(REDIRECT)
+}
+
+fn run(world: &World) -> Run {
+    drive(unauthorized(None), options(), world, None, &approve)
+}
+
+#[test]
+fn the_whole_flow_in_order() {
+    let r = run(&World::standard());
+    assert_eq!(
+        r.urls(),
+        [
+            format!("GET {PRM}"),
+            format!("GET {AS_META}"),
+            "POST https://as.example.com/register".into(),
+            "POST https://as.example.com/token".into(),
+        ]
+    );
+    assert_eq!(r.loads, [(AS.to_owned(), MCP.to_owned())]);
+    let c = r.ok();
+    assert_eq!(c.issuer, AS);
+    assert_eq!(c.resource, MCP);
+    assert_eq!(c.client.client_id, "c1");
+    assert_eq!(c.client.kind, ClientKind::Registered);
+    assert_eq!(c.client.auth_method, AuthMethod::None);
+    assert_eq!(c.tokens.access_token.expose(), "AT1");
+    assert_eq!(c.tokens.refresh_token.as_ref().unwrap().expose(), "RT1");
+    assert_eq!(c.tokens.issued_at, unix(now()));
+    assert_eq!(c.tokens.expires_at, Some(unix(now()) + 3600));
+    assert_eq!(c.tokens.requested_scope.as_deref(), Some("files:read"));
+}
+
+#[test]
+fn the_authorization_request_carries_pkce_state_resource_and_scope() {
+    let r = run(&World::standard());
+    let a = &r.authorizations[0];
+    assert!(a.url.starts_with("https://as.example.com/authorize?"));
+    assert_eq!(a.issuer, AS);
+    let p = params(&a.url);
+    let pkce = Pkce::from_random(RANDOM.verifier);
+    assert_eq!(p["response_type"], "code");
+    assert_eq!(p["client_id"], "c1");
+    assert_eq!(p["redirect_uri"], REDIRECT);
+    assert_eq!(p["code_challenge"], pkce.challenge);
+    assert_eq!(p["code_challenge_method"], "S256");
+    assert_eq!(p["resource"], MCP);
+    assert_eq!(p["scope"], "files:read");
+    assert!(
+        p["state"].len() >= 22,
+        "state of 16 random bytes: {}",
+        p["state"]
+    );
+    // The verifier itself never goes to the authorization endpoint.
+    assert!(!a.url.contains(&pkce.verifier));
+    // The token request: the code, the verifier, the same redirect URI and resource.
+    let t = form(r.last_to("https://as.example.com/token"));
+    assert_eq!(t["grant_type"], "authorization_code");
+    assert_eq!(t["code"], "CODE");
+    assert_eq!(t["code_verifier"], pkce.verifier);
+    assert_eq!(t["redirect_uri"], REDIRECT);
+    assert_eq!(t["resource"], MCP);
+    assert_eq!(t["client_id"], "c1");
+}
+
+#[test]
+fn registration_says_what_a_native_client_is() {
+    let r = run(&World::standard());
+    let reg = r.last_to("https://as.example.com/register");
+    assert_eq!(header(reg, "content-type"), Some("application/json"));
+    let body: Value = serde_json::from_slice(reg.body.as_deref().unwrap()).unwrap();
+    assert_eq!(body["application_type"], "native");
+    assert_eq!(body["redirect_uris"], json!([REDIRECT]));
+    assert_eq!(
+        body["grant_types"],
+        json!(["authorization_code", "refresh_token"])
+    );
+    assert_eq!(body["response_types"], json!(["code"]));
+    // The server lists no methods: RFC 8414's default, client_secret_basic.
+    assert_eq!(body["token_endpoint_auth_method"], "client_secret_basic");
+}
+
+#[test]
+fn the_challenge_s_metadata_url_comes_first_then_path_then_root() {
+    // The challenge names a metadata URL: only that is asked.
+    let mut w = World::standard();
+    w.remove("GET", PRM);
+    let custom = "https://mcp.example.com/custom/prm";
+    w.put(
+        "GET",
+        custom,
+        200,
+        json!({"resource": MCP, "authorization_servers": [AS]}),
+    );
+    let challenge = format!(r#"Bearer resource_metadata="{custom}""#);
+    let r = drive(
+        unauthorized(Some(&challenge)),
+        options(),
+        &w,
+        None,
+        &approve,
+    );
+    r.ok();
+    assert_eq!(r.urls()[0], format!("GET {custom}"));
+    // No challenge: path-based, then root.
+    let mut w = World::standard();
+    w.remove("GET", PRM);
+    w.put(
+        "GET",
+        PRM_ROOT,
+        200,
+        json!({"resource": "https://mcp.example.com", "authorization_servers": [AS]}),
+    );
+    let r = run(&w);
+    assert_eq!(
+        r.urls()[..2],
+        [format!("GET {PRM}"), format!("GET {PRM_ROOT}")]
+    );
+    // The resource is the metadata's, exactly as sent (no trailing slash added).
+    assert_eq!(r.ok().resource, "https://mcp.example.com");
+    assert_eq!(
+        params(&r.authorizations[0].url)["resource"],
+        "https://mcp.example.com"
+    );
+}
+
+#[test]
+fn authorization_server_metadata_is_tried_in_the_spec_order() {
+    let issuer = "https://as.example.com/tenant1";
+    let mut w = World::standard();
+    w.put(
+        "GET",
+        PRM,
+        200,
+        json!({"resource": MCP, "authorization_servers": [issuer]}),
+    );
+    w.remove("GET", AS_META);
+    let appended = "https://as.example.com/tenant1/.well-known/openid-configuration";
+    w.put("GET", appended, 200, as_metadata(issuer));
+    w.put(
+        "POST",
+        &format!("{issuer}/register"),
+        201,
+        json!({"client_id": "t1"}),
+    );
+    w.put(
+        "POST",
+        &format!("{issuer}/token"),
+        200,
+        json!({"access_token": "T", "token_type": "Bearer"}),
+    );
+    let r = run(&w);
+    r.ok();
+    assert_eq!(
+        r.urls()[1..4],
+        [
+            "GET https://as.example.com/.well-known/oauth-authorization-server/tenant1",
+            "GET https://as.example.com/.well-known/openid-configuration/tenant1",
+            &format!("GET {appended}"),
+        ]
+    );
+}
+
+#[test]
+fn a_resource_that_is_not_the_server_is_refused_before_anything_is_authorized() {
+    for resource in [
+        "https://evil.example.com/mcp",
+        "https://mcp.example.com/other",
+        "http://mcp.example.com/mcp",
+    ] {
+        let mut w = World::standard();
+        w.put(
+            "GET",
+            PRM,
+            200,
+            json!({"resource": resource, "authorization_servers": [AS]}),
+        );
+        let r = run(&w);
+        assert!(
+            matches!(r.err(), AuthError::ResourceMismatch { advertised, .. } if advertised == resource),
+            "{resource}: {:?}",
+            r.result
+        );
+        assert_eq!(r.urls(), [format!("GET {PRM}")], "{resource}");
+        assert!(r.authorizations.is_empty());
+    }
+}
+
+#[test]
+fn metadata_naming_another_issuer_is_not_used() {
+    let mut w = World::standard();
+    w.put("GET", AS_META, 200, as_metadata("https://attacker.example"));
+    // Not even with a trailing slash: the comparison is of strings.
+    w.put(
+        "GET",
+        "https://as.example.com/.well-known/openid-configuration",
+        200,
+        as_metadata("https://as.example.com/"),
+    );
+    let r = run(&w);
+    let AuthError::NoServerMetadata { issuer, reason, .. } = r.err() else {
+        panic!("{:?}", r.result);
+    };
+    assert_eq!(issuer, AS);
+    assert!(
+        reason
+            .as_deref()
+            .unwrap()
+            .contains("https://as.example.com/"),
+        "{reason:?}"
+    );
+    assert!(r.urls().iter().all(|u| !u.contains("token")));
+}
+
+#[test]
+fn no_pkce_no_authorization() {
+    let mut w = World::standard();
+    let mut md = as_metadata(AS);
+    md.as_object_mut()
+        .unwrap()
+        .remove("code_challenge_methods_supported");
+    w.put("GET", AS_META, 200, md.clone());
+    assert!(matches!(run(&w).err(), AuthError::PkceUnsupported { .. }));
+    md["code_challenge_methods_supported"] = json!(["plain"]);
+    w.put("GET", AS_META, 200, md);
+    let r = run(&w);
+    assert!(matches!(r.err(), AuthError::PkceUnsupported { .. }));
+    assert!(r.authorizations.is_empty());
+}
+
+#[test]
+fn endpoints_must_be_https_or_this_machine() {
+    let mut w = World::standard();
+    let mut md = as_metadata(AS);
+    md["token_endpoint"] = json!("http://as.example.com/token");
+    w.put("GET", AS_META, 200, md);
+    let r = run(&w);
+    assert!(
+        matches!(r.err(), AuthError::InsecureEndpoint { url, .. } if url == "http://as.example.com/token"),
+        "{:?}",
+        r.result
+    );
+    assert!(r.authorizations.is_empty());
+}
+
+#[test]
+fn client_identity_pre_registered_then_metadata_document_then_registration() {
+    let cimd = "https://client.example.com/metadata.json";
+    let mut w = World::standard();
+    let mut md = as_metadata(AS);
+    md["client_id_metadata_document_supported"] = json!(true);
+    w.put("GET", AS_META, 200, md);
+    let mut o = options();
+    o.client_metadata_url = Some(cimd.into());
+    // CIMD where supported, no registration.
+    let r = drive(unauthorized(None), o.clone(), &w, None, &approve);
+    assert_eq!(r.ok().client.client_id, cimd);
+    assert_eq!(r.ok().client.kind, ClientKind::MetadataDocument);
+    assert!(r.urls().iter().all(|u| !u.ends_with("/register")));
+    // Pre-registered credentials come first.
+    o.pre_registered = Some(PreRegistered {
+        client_id: "pre".into(),
+        client_secret: Some(Secret::new("pre-secret")),
+        auth_method: None,
+        issuer: Some(AS.into()),
+    });
+    let r = drive(unauthorized(None), o.clone(), &w, None, &approve);
+    assert_eq!(r.ok().client.client_id, "pre");
+    assert_eq!(r.ok().client.auth_method, AuthMethod::ClientSecretBasic);
+    assert!(r.urls().iter().all(|u| !u.ends_with("/register")));
+    // …but only for their own authorization server.
+    o.pre_registered.as_mut().unwrap().issuer = Some("https://other-as.example.com".into());
+    let r = drive(unauthorized(None), o, &w, None, &approve);
+    assert!(
+        matches!(r.err(), AuthError::WrongIssuer { .. }),
+        "{:?}",
+        r.result
+    );
+    assert!(r.authorizations.is_empty());
+    // Neither, and no registration endpoint: no identity.
+    let mut w = World::standard();
+    let mut md = as_metadata(AS);
+    md.as_object_mut().unwrap().remove("registration_endpoint");
+    w.put("GET", AS_META, 200, md);
+    assert!(matches!(run(&w).err(), AuthError::NoClientIdentity { .. }));
+}
+
+#[test]
+fn the_token_endpoint_sees_the_registered_authentication() {
+    let mut w = World::standard();
+    w.put(
+        "POST",
+        "https://as.example.com/register",
+        201,
+        json!({"client_id": "c2", "client_secret": "s2", "token_endpoint_auth_method": "client_secret_post"}),
+    );
+    let r = run(&w);
+    let t = r.last_to("https://as.example.com/token");
+    let f = form(t);
+    assert_eq!(
+        (f["client_id"].as_str(), f["client_secret"].as_str()),
+        ("c2", "s2")
+    );
+    assert_eq!(header(t, "authorization"), None);
+    // Basic: the secret in the header only.
+    w.put(
+        "POST",
+        "https://as.example.com/register",
+        201,
+        json!({"client_id": "c3", "client_secret": "s3", "token_endpoint_auth_method": "client_secret_basic"}),
+    );
+    let r = run(&w);
+    let t = r.last_to("https://as.example.com/token");
+    assert_eq!(header(t, "authorization"), Some("Basic YzM6czM="));
+    assert!(!form(t).contains_key("client_secret"));
+    assert!(!form(t).contains_key("client_id"));
+}
+
+#[test]
+fn scopes_challenge_then_supported_then_none_and_offline_access_only_when_listed() {
+    let scope_of = |r: &Run| params(&r.authorizations[0].url).get("scope").cloned();
+    let w = World::standard();
+    let r = drive(
+        unauthorized(Some(r#"Bearer scope="files:write admin""#)),
+        options(),
+        &w,
+        None,
+        &approve,
+    );
+    assert_eq!(scope_of(&r).as_deref(), Some("files:write admin"));
+    assert_eq!(scope_of(&run(&w)).as_deref(), Some("files:read"));
+    let mut w = World::standard();
+    w.put(
+        "GET",
+        PRM,
+        200,
+        json!({"resource": MCP, "authorization_servers": [AS]}),
+    );
+    assert_eq!(scope_of(&run(&w)), None);
+    // offline_access: asked for when the authorization server lists it.
+    let mut md = as_metadata(AS);
+    md["scopes_supported"] = json!(["files:read", "offline_access"]);
+    w.put("GET", AS_META, 200, md);
+    assert_eq!(scope_of(&run(&w)).as_deref(), Some("offline_access"));
+    let mut o = options();
+    o.offline_access = false;
+    assert_eq!(
+        scope_of(&drive(unauthorized(None), o, &w, None, &approve)),
+        None
+    );
+}
+
+#[test]
+fn a_step_up_asks_for_the_union_and_authorizes_again() {
+    let w = World::standard();
+    let first = drive(
+        unauthorized(Some(r#"Bearer scope="files:read""#)),
+        options(),
+        &w,
+        None,
+        &approve,
+    );
+    let previous = first.ok().clone();
+    let challenge = r#"Bearer error="insufficient_scope", scope="files:write""#;
+    let r = drive(
+        start(
+            Reason::InsufficientScope,
+            Some(challenge),
+            Some(previous.clone()),
+        ),
+        options(),
+        &w,
+        // Even with fresh stored tokens and a refresh token: a refresh cannot widen the scope.
+        Some(previous),
+        &approve,
+    );
+    assert_eq!(r.authorizations.len(), 1);
+    assert_eq!(
+        params(&r.authorizations[0].url)["scope"],
+        "files:read files:write"
+    );
+    assert_eq!(
+        r.ok().tokens.requested_scope.as_deref(),
+        Some("files:read files:write")
+    );
+    // The registration is reused.
+    assert!(r.urls().iter().all(|u| !u.ends_with("/register")));
+}
+
+fn redirect_with(query: &str) -> impl Fn(&AuthorizationRequest) -> String + '_ {
+    move |request: &AuthorizationRequest| {
+        let state = params(&request.url)["state"].clone();
+        format!("{REDIRECT}?{}", query.replace("STATE", &state))
+    }
+}
+
+#[test]
+fn the_redirect_back_is_checked_before_the_code_is_used() {
+    let w = World::standard();
+    type Expected = fn(&AuthError) -> bool;
+    let cases: Vec<(&str, Expected)> = vec![
+        ("code=CODE&state=WRONG&iss=https%3A%2F%2Fas.example.com", |e| {
+            matches!(e, AuthError::StateMismatch)
+        }),
+        ("code=CODE&iss=https%3A%2F%2Fas.example.com", |e| {
+            matches!(e, AuthError::StateMismatch)
+        }),
+        // RFC 9207: advertised, so required; compared as strings.
+        ("code=CODE&state=STATE", |e| matches!(e, AuthError::IssuerMissing { .. })),
+        ("code=CODE&state=STATE&iss=https%3A%2F%2Fevil.example.com", |e| {
+            matches!(e, AuthError::IssuerResponseMismatch { .. })
+        }),
+        ("code=CODE&state=STATE&iss=https%3A%2F%2Fas.example.com%2F", |e| {
+            matches!(e, AuthError::IssuerResponseMismatch { .. })
+        }),
+        ("code=CODE&state=STATE&iss=HTTPS%3A%2F%2Fas.example.com", |e| {
+            matches!(e, AuthError::IssuerResponseMismatch { .. })
+        }),
+        // A wrong iss hides the error it carries.
+        ("error=access_denied&state=STATE&iss=https%3A%2F%2Fevil.example.com", |e| {
+            matches!(e, AuthError::IssuerResponseMismatch { .. })
+        }),
+        ("error=access_denied&error_description=no%0Athanks&state=STATE&iss=https%3A%2F%2Fas.example.com", |e| {
+            matches!(e, AuthError::Denied { error, description, .. } if error == "access_denied" && description.as_deref() == Some("nothanks"))
+        }),
+        ("state=STATE&iss=https%3A%2F%2Fas.example.com", |e| {
+            matches!(e, AuthError::BadRedirect(_))
+        }),
+    ];
+    for (query, expected) in cases {
+        let r = drive(
+            unauthorized(None),
+            options(),
+            &w,
+            None,
+            &redirect_with(query),
+        );
+        assert!(expected(r.err()), "{query}: {:?}", r.result);
+        assert!(
+            r.urls().iter().all(|u| !u.ends_with("/token")),
+            "{query}: the code went to the token endpoint"
+        );
+    }
+    // Another redirect URI: refused too.
+    let elsewhere = |request: &AuthorizationRequest| {
+        let state = params(&request.url)["state"].clone();
+        format!("http://127.0.0.1:7778/callback?code=CODE&state={state}&iss=https%3A%2F%2Fas.example.com")
+    };
+    let r = drive(unauthorized(None), options(), &w, None, &elsewhere);
+    assert!(matches!(r.err(), AuthError::BadRedirect(_)));
+}
+
+#[test]
+fn iss_not_advertised_is_still_compared_when_present() {
+    let mut w = World::standard();
+    let mut md = as_metadata(AS);
+    md["authorization_response_iss_parameter_supported"] = json!(false);
+    w.put("GET", AS_META, 200, md);
+    let r = drive(
+        unauthorized(None),
+        options(),
+        &w,
+        None,
+        &redirect_with("code=CODE&state=STATE"),
+    );
+    r.ok();
+    let r = drive(
+        unauthorized(None),
+        options(),
+        &w,
+        None,
+        &redirect_with("code=CODE&state=STATE&iss=https%3A%2F%2Fevil.example.com"),
+    );
+    assert!(matches!(r.err(), AuthError::IssuerResponseMismatch { .. }));
+}
+
+fn credentials(
+    issuer: &str,
+    access: &str,
+    refresh: Option<&str>,
+    expires_at: Option<u64>,
+) -> Credentials {
+    Credentials {
+        issuer: issuer.into(),
+        resource: MCP.into(),
+        token_endpoint: format!("{issuer}/token"),
+        client: Client {
+            client_id: "stored-client".into(),
+            client_secret: None,
+            auth_method: AuthMethod::None,
+            kind: ClientKind::Registered,
+            secret_expires_at: None,
+        },
+        tokens: Tokens {
+            access_token: Secret::new(access),
+            issued_at: unix(now()) - 100,
+            expires_at,
+            refresh_token: refresh.map(Secret::new),
+            scope: None,
+            requested_scope: Some("files:read".into()),
+        },
+    }
+}
+
+#[test]
+fn stored_tokens_are_used_then_refreshed_then_replaced() {
+    let w = World::standard();
+    // Fresh stored tokens: no authorization at all.
+    let stored = credentials(AS, "STORED", Some("RT0"), Some(unix(now()) + 1000));
+    let r = drive(
+        unauthorized(None),
+        options(),
+        &w,
+        Some(stored.clone()),
+        &approve,
+    );
+    assert_eq!(r.ok().tokens.access_token.expose(), "STORED");
+    assert!(r.authorizations.is_empty());
+    // The same token just failed: refreshed with the stored client, not authorized.
+    let r = drive(
+        start(Reason::Unauthorized, None, Some(stored.clone())),
+        options(),
+        &w,
+        Some(stored.clone()),
+        &approve,
+    );
+    assert!(r.authorizations.is_empty());
+    let f = form(r.last_to("https://as.example.com/token"));
+    assert_eq!(f["grant_type"], "refresh_token");
+    assert_eq!(f["refresh_token"], "RT0");
+    assert_eq!(f["resource"], MCP);
+    assert_eq!(f["client_id"], "stored-client");
+    assert_eq!(r.ok().tokens.access_token.expose(), "AT1");
+    // A refused refresh: authorize again, with the stored registration.
+    let mut w2 = World::standard();
+    w2.put(
+        "POST",
+        "https://as.example.com/token",
+        400,
+        json!({"error": "invalid_grant"}),
+    );
+    let r = drive(
+        start(Reason::Unauthorized, None, Some(stored.clone())),
+        options(),
+        &w2,
+        Some(stored),
+        &approve,
+    );
+    assert_eq!(r.authorizations.len(), 1);
+    assert_eq!(
+        params(&r.authorizations[0].url)["client_id"],
+        "stored-client"
+    );
+    assert!(matches!(r.err(), AuthError::Token { status: 400, .. }));
+}
+
+#[test]
+fn an_expired_token_is_refreshed_without_discovery_and_keeps_its_refresh_token() {
+    let mut w = World::standard();
+    w.put(
+        "POST",
+        "https://as.example.com/token",
+        200,
+        json!({"access_token": "AT2", "token_type": "Bearer", "expires_in": 60}),
+    );
+    let old = credentials(AS, "OLD", Some("RT0"), Some(unix(now()) - 1));
+    let r = drive(
+        start(Reason::Expired, None, Some(old)),
+        options(),
+        &w,
+        None,
+        &approve,
+    );
+    assert_eq!(r.urls(), ["POST https://as.example.com/token"]);
+    let c = r.ok();
+    assert_eq!(c.tokens.access_token.expose(), "AT2");
+    assert_eq!(c.tokens.refresh_token.as_ref().unwrap().expose(), "RT0");
+    assert_eq!(c.tokens.expires_at, Some(unix(now()) + 60));
+    // A refused refresh of an expired token starts the whole flow.
+    w.put(
+        "POST",
+        "https://as.example.com/token",
+        400,
+        json!({"error": "invalid_grant"}),
+    );
+    let old = credentials(AS, "OLD", Some("RT0"), Some(unix(now()) - 1));
+    let r = drive(
+        start(Reason::Expired, None, Some(old)),
+        options(),
+        &w,
+        None,
+        &approve,
+    );
+    assert_eq!(
+        r.urls()[..2],
+        [
+            "POST https://as.example.com/token".to_owned(),
+            format!("GET {PRM}")
+        ]
+    );
+}
+
+#[test]
+fn a_new_authorization_server_means_a_new_registration() {
+    // The connection's credentials are from another authorization server (the metadata now
+    // names this one): neither its client nor its tokens are used here.
+    let w = World::standard();
+    let previous = credentials("https://old-as.example.com", "OLD", Some("RT0"), None);
+    let r = drive(
+        start(Reason::Unauthorized, None, Some(previous)),
+        options(),
+        &w,
+        None,
+        &approve,
+    );
+    assert!(r
+        .urls()
+        .contains(&"POST https://as.example.com/register".to_owned()));
+    assert!(r.urls().iter().all(|u| !u.contains("old-as")));
+    assert_eq!(params(&r.authorizations[0].url)["client_id"], "c1");
+    assert_eq!(r.ok().issuer, AS);
+}
+
+#[test]
+fn the_2025_03_26_fallbacks_without_resource_metadata() {
+    // Metadata at the MCP server's origin.
+    let mut w = World::standard();
+    w.remove("GET", PRM);
+    let origin = "https://mcp.example.com";
+    w.put(
+        "GET",
+        &format!("{origin}/.well-known/oauth-authorization-server"),
+        200,
+        as_metadata(origin),
+    );
+    w.put(
+        "POST",
+        &format!("{origin}/register"),
+        201,
+        json!({"client_id": "legacy"}),
+    );
+    w.put(
+        "POST",
+        &format!("{origin}/token"),
+        200,
+        json!({"access_token": "LEGACY", "token_type": "Bearer"}),
+    );
+    let r = run(&w);
+    assert_eq!(r.ok().tokens.access_token.expose(), "LEGACY");
+    assert_eq!(r.ok().issuer, origin);
+    // No metadata at all: the default endpoints.
+    w.remove(
+        "GET",
+        &format!("{origin}/.well-known/oauth-authorization-server"),
+    );
+    let r = drive(
+        unauthorized(None),
+        options(),
+        &w,
+        None,
+        &redirect_with("code=C&state=STATE"),
+    );
+    assert!(r.authorizations[0]
+        .url
+        .starts_with("https://mcp.example.com/authorize?"));
+    assert_eq!(r.ok().tokens.access_token.expose(), "LEGACY");
+    // With the fallbacks off: a clear error naming what was tried.
+    let mut o = options();
+    o.legacy_fallbacks = false;
+    let r = drive(unauthorized(None), o, &w, None, &approve);
+    let AuthError::NoResourceMetadata { tried, .. } = r.err() else {
+        panic!("{:?}", r.result);
+    };
+    assert_eq!(tried, &[PRM.to_owned(), PRM_ROOT.to_owned()]);
+}
+
+#[test]
+fn client_credentials_need_no_person() {
+    let mut o = options();
+    o.grant = Grant::ClientCredentials;
+    o.pre_registered = Some(PreRegistered {
+        client_id: "m2m".into(),
+        client_secret: Some(Secret::new("m2m-secret")),
+        auth_method: Some(AuthMethod::ClientSecretBasic),
+        issuer: None,
+    });
+    let r = drive(
+        unauthorized(Some(r#"Bearer scope="jobs""#)),
+        o.clone(),
+        &World::standard(),
+        None,
+        &|_| panic!("no person in the client credentials grant"),
+    );
+    let t = r.last_to("https://as.example.com/token");
+    let f = form(t);
+    assert_eq!(f["grant_type"], "client_credentials");
+    assert_eq!(f["scope"], "jobs");
+    assert_eq!(f["resource"], MCP);
+    assert!(header(t, "authorization").unwrap().starts_with("Basic "));
+    assert_eq!(r.ok().tokens.access_token.expose(), "AT1");
+    // Without a secret: refused before anything is sent to the token endpoint.
+    o.pre_registered.as_mut().unwrap().client_secret = None;
+    let r = drive(unauthorized(None), o, &World::standard(), None, &approve);
+    assert!(matches!(r.err(), AuthError::Unsupported(_)));
+    assert!(r.urls().iter().all(|u| !u.ends_with("/token")));
+}
+
+#[test]
+fn bad_answers_are_clear_errors() {
+    let token = "https://as.example.com/token";
+    let cases: Vec<(u16, Vec<u8>, &str)> = vec![
+        (500, b"oops".to_vec(), "HTTP 500"),
+        (
+            400,
+            br#"{"error":"invalid_client","error_description":"who?"}"#.to_vec(),
+            "invalid_client: who?",
+        ),
+        (200, b"<html>".to_vec(), "not a JSON object"),
+        (
+            200,
+            br#"{"access_token":"x","token_type":"mac"}"#.to_vec(),
+            "token_type",
+        ),
+        (200, vec![b' '; 2 * 1024 * 1024], "larger than"),
+    ];
+    for (status, body, message) in cases {
+        let mut w = World::standard();
+        w.docs.insert(format!("POST {token}"), (status, body));
+        let r = run(&w);
+        let text = r.err().to_string();
+        assert!(text.contains(message), "{status}: {text}");
+    }
+    // A registration refused.
+    let mut w = World::standard();
+    w.put(
+        "POST",
+        "https://as.example.com/register",
+        400,
+        json!({"error": "invalid_redirect_uri"}),
+    );
+    assert!(run(&w).err().to_string().contains("invalid_redirect_uri"));
+}
+
+#[test]
+fn transport_failures_move_discovery_on_and_end_token_requests() {
+    let mut flow = Flow::new(unauthorized(None), options(), RANDOM);
+    // The path-based metadata cannot be fetched: the root one is next.
+    flow.on_failure("connection refused", now());
+    match flow.step() {
+        Step::Send(r) => assert_eq!(r.url, PRM_ROOT),
+        s => panic!("{s:?}"),
+    }
+    // Inputs out of order fail the flow instead of confusing it.
+    flow.on_redirect("http://127.0.0.1:7777/callback?code=x");
+    assert!(matches!(flow.step(), Step::Failed(AuthError::Misuse(_))));
+    assert!(flow.is_over());
+}
+
+#[test]
+fn nothing_secret_in_debug_or_errors() {
+    let mut w = World::standard();
+    w.put(
+        "POST",
+        "https://as.example.com/register",
+        201,
+        json!({"client_id": "c9", "client_secret": "TOPSECRET-CLIENT", "token_endpoint_auth_method": "client_secret_post"}),
+    );
+    w.put(
+        "POST",
+        "https://as.example.com/token",
+        200,
+        json!({"access_token": "TOPSECRET-ACCESS", "token_type": "Bearer", "refresh_token": "TOPSECRET-REFRESH"}),
+    );
+    let r = run(&w);
+    let c = r.ok().clone();
+    let shown = format!("{c:?} {:?} {:?}", r.requests, r.authorizations);
+    for secret in ["TOPSECRET", "CODE"] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    let mut authorizer = Authorizer::new(MCP);
+    authorizer.install(c);
+    assert!(!format!("{authorizer:?}").contains("TOPSECRET"));
+    assert_eq!(
+        authorizer.bearer().unwrap().expose(),
+        "Bearer TOPSECRET-ACCESS"
+    );
+    assert_eq!(format!("{:?}", authorizer.bearer().unwrap()), "<redacted>");
+    assert!(!format!("{RANDOM:?}").contains('7'));
+}
+
+#[test]
+fn the_authorizer_retries_once_after_a_401_and_steps_up_at_most_three_times() {
+    let mut a = Authorizer::new(MCP);
+    let mut attempt = Attempt::default();
+    let g = a.generation();
+    let Verdict::Authorize(first) =
+        a.on_response(&mut attempt, g, 401, Some(r#"Bearer scope="a""#))
+    else {
+        panic!()
+    };
+    assert_eq!(first.reason, Reason::Unauthorized);
+    assert_eq!(
+        first.challenge.as_ref().unwrap().scope.as_deref(),
+        Some("a")
+    );
+    a.install(credentials(AS, "T1", None, None));
+    let g = a.generation();
+    // The new token is refused too: no second flow for this request.
+    assert!(matches!(
+        a.on_response(&mut attempt, g, 401, None),
+        Verdict::Fail(AuthError::Rejected { .. })
+    ));
+    // A response to a request sent before the credentials changed: just send it again.
+    let mut other = Attempt::default();
+    assert_eq!(a.on_response(&mut other, g - 1, 401, None), Verdict::Retry);
+    // 403 insufficient_scope: the first authorization counts; two step-ups more, then no.
+    let scope = r#"Bearer error="insufficient_scope", scope="b""#;
+    let mut attempt = Attempt {
+        reauthorized: 1,
+        ..Attempt::default()
+    };
+    for _ in 1..MAX_STEP_UPS {
+        let Verdict::Authorize(s) = a.on_response(&mut attempt, g, 403, Some(scope)) else {
+            panic!()
+        };
+        assert_eq!(s.reason, Reason::InsufficientScope);
+    }
+    let Verdict::Fail(AuthError::InsufficientScope {
+        scope, attempts, ..
+    }) = a.on_response(&mut attempt, g, 403, Some(scope))
+    else {
+        panic!()
+    };
+    assert_eq!((scope.as_str(), attempts), ("b", MAX_STEP_UPS));
+    // Another 403 is the caller's error; other statuses are not the authorizer's.
+    assert_eq!(
+        a.on_response(
+            &mut Attempt::default(),
+            g,
+            403,
+            Some("Bearer error=\"invalid_token\"")
+        ),
+        Verdict::Proceed
+    );
+    assert_eq!(
+        a.on_response(&mut Attempt::default(), g, 403, None),
+        Verdict::Proceed
+    );
+    assert_eq!(
+        a.on_response(&mut Attempt::default(), g, 200, None),
+        Verdict::Proceed
+    );
+}
+
+#[test]
+fn the_authorizer_refreshes_before_sending_an_expired_token() {
+    let mut a = Authorizer::new(MCP);
+    assert!(a.before_send(now()).is_none());
+    a.install(credentials(AS, "T", Some("R"), Some(unix(now()) + 10)));
+    // 10 s left of a 110 s token: inside the margin (a quarter, at most 30 s).
+    let s = a.before_send(now()).expect("a refresh");
+    assert_eq!(s.reason, Reason::Expired);
+    a.install(credentials(AS, "T", Some("R"), Some(unix(now()) + 1000)));
+    assert!(a.before_send(now()).is_none());
+    // No refresh token: nothing to do before the server says.
+    a.install(credentials(AS, "T", None, Some(unix(now()) - 1)));
+    assert!(a.before_send(now()).is_none());
+}
+
+#[test]
+fn odd_challenges_still_parse_and_methods_are_get_and_post_only() {
+    assert!(
+        parse_challenges("Bearer realm=\"a, b\", error=\"insufficient_scope\"")[0]
+            .param("error")
+            .is_some()
+    );
+    let r = run(&World::standard());
+    assert!(r
+        .requests
+        .iter()
+        .all(|q| matches!(q.method, Method::Get | Method::Post)));
+    // Metadata GETs carry no credentials.
+    assert!(r
+        .requests
+        .iter()
+        .filter(|q| q.method == Method::Get)
+        .all(|q| header(q, "authorization").is_none()));
+}
