@@ -876,7 +876,16 @@ fn the_2025_03_26_fallbacks_without_resource_metadata() {
         200,
         json!({"access_token": "LEGACY", "token_type": "Bearer"}),
     );
+    // Only when the server asked for a Bearer token.
     let r = run(&w);
+    assert!(
+        matches!(r.err(), AuthError::NoResourceMetadata { .. }),
+        "{:?}",
+        r.result
+    );
+    assert_eq!(r.urls(), [format!("GET {PRM}"), format!("GET {PRM_ROOT}")]);
+    let bearer = r#"Bearer error="invalid_token""#;
+    let r = drive(unauthorized(Some(bearer)), options(), &w, None, &approve);
     assert_eq!(r.ok().tokens.access_token.expose(), "LEGACY");
     assert_eq!(r.ok().issuer, origin);
     // No metadata at all: the default endpoints.
@@ -885,7 +894,7 @@ fn the_2025_03_26_fallbacks_without_resource_metadata() {
         &format!("{origin}/.well-known/oauth-authorization-server"),
     );
     let r = drive(
-        unauthorized(None),
+        unauthorized(Some(bearer)),
         options(),
         &w,
         None,
@@ -898,7 +907,7 @@ fn the_2025_03_26_fallbacks_without_resource_metadata() {
     // With the fallbacks off: a clear error naming what was tried.
     let mut o = options();
     o.legacy_fallbacks = false;
-    let r = drive(unauthorized(None), o, &w, None, &approve);
+    let r = drive(unauthorized(Some(bearer)), o, &w, None, &approve);
     let AuthError::NoResourceMetadata { tried, .. } = r.err() else {
         panic!("{:?}", r.result);
     };

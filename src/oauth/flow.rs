@@ -115,9 +115,9 @@ pub struct AuthOptions {
     /// Ask for `offline_access` (a refresh token) when the authorization server lists it in
     /// `scopes_supported` (default on).
     pub offline_access: bool,
-    /// The 2025-03-26 fallbacks when the MCP server has no protected resource metadata: the
-    /// authorization server's metadata at the MCP server's origin, else its default endpoints
-    /// `/authorize`, `/token`, `/register` (default on).
+    /// The 2025-03-26 fallbacks when the MCP server has no protected resource metadata but
+    /// asked for a Bearer token: the authorization server's metadata at the MCP server's
+    /// origin, else its default endpoints `/authorize`, `/token`, `/register` (default on).
     pub legacy_fallbacks: bool,
 }
 
@@ -792,7 +792,9 @@ impl Flow {
             let request = get(&urls[next]);
             return self.send(State::ResourceMetadata { urls, at: next }, request);
         }
-        if self.options.legacy_fallbacks {
+        // Only for a server that asked for a Bearer token: a 401 without such a challenge (an
+        // API key, another scheme) is not an invitation to guess its authorization server.
+        if self.options.legacy_fallbacks && self.start.challenge.is_some() {
             // > "For servers that do not implement [protected resource metadata] … the
             // > authorization base URL MUST be determined from the MCP server URL by discarding
             // > any existing path component" — MCP 2025-03-26, Authorization § 2.3.2
