@@ -79,6 +79,13 @@ fn oauth_seeds() {
 }
 
 #[test]
+fn oauth_crash_reproducers() {
+    let (_, crashes) = seeds("oauth");
+    assert!(!crashes.is_empty());
+    replay(&crashes, |data| drop(checks::check_oauth(data)));
+}
+
+#[test]
 fn oauth_seeds_reach_where_their_names_say() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/oauth");
     let end = |name: &str| checks::check_oauth(&std::fs::read(dir.join(name)).unwrap());

@@ -920,17 +920,24 @@ impl Flow {
         })
     }
 
-    fn with_server(&mut self, found: Found) {
-        let md = &found.server;
-        let mut endpoints = vec![md.token_endpoint.as_str()];
-        endpoints.extend(md.authorization_endpoint.as_deref());
-        endpoints.extend(md.registration_endpoint.as_deref());
-        if let Some(bad) = endpoints.into_iter().find(|u| !is_secure(u)) {
-            return self.fail(AuthError::InsecureEndpoint {
-                issuer: found.issuer.clone(),
-                url: redact_url(bad),
-            });
+    fn with_server(&mut self, mut found: Found) {
+        // Each endpoint as the URL parser reads it (what is sent is what was checked: a lenient
+        // parse of `https:/host/x` must not pass the check and go out as something else).
+        let issuer = found.issuer.clone();
+        let md = &mut found.server;
+        let mut endpoints = vec![&mut md.token_endpoint];
+        endpoints.extend(md.authorization_endpoint.as_mut());
+        endpoints.extend(md.registration_endpoint.as_mut());
+        for endpoint in endpoints {
+            match url::Url::parse(endpoint) {
+                Ok(u) if is_secure(u.as_str()) => *endpoint = u.into(),
+                _ => {
+                    let url = redact_url(endpoint);
+                    return self.fail(AuthError::InsecureEndpoint { issuer, url });
+                }
+            }
         }
+        let md = &found.server;
         if self.options.grant == Grant::AuthorizationCode
             && !md
                 .code_challenge_methods_supported
