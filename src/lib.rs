@@ -18,8 +18,10 @@
 //! - [`http`]: the Streamable HTTP transport's rules: requests, responses, sessions, resumption
 //! - [`headers`]: the request-metadata headers of Streamable HTTP (2026-07-28): `Mcp-Method`,
 //!   `Mcp-Name`, `x-mcp-header` parameters, the Base64 value encoding
-//! - [`oauth`]: authorization's pure parts: `WWW-Authenticate` challenges, discovery URLs
+//! - [`oauth`]: OAuth 2.1 as a sans-IO flow: discovery, client identity, PKCE, tokens, step-up
 //! - [`bridge`]: tools as an agent registers them, results as a model reads them
+//! - [`toolset`]: the pure half of a tool set over many servers: names, filters, routes,
+//!   restart backoff
 //!
 //! See [`Session`] for the driving loop.
 //!
@@ -60,6 +62,7 @@ pub mod pagination;
 pub mod session;
 pub mod sse;
 pub mod text;
+pub mod toolset;
 pub mod types;
 
 pub use bridge::{tool_output, ToolDefinition, ToolOutput};

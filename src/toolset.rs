@@ -1,0 +1,477 @@
+//! The pure half of a tool set over many servers: the names the model sees (prefixed, kept to
+//! what model APIs accept, shortened predictably), which tools each server offers (allow and
+//! deny lists), the routing from a name the model sees to a server and the tool's own name, and
+//! when a server that died may be started again (backoff, a cap per minute; time is an input).
+//!
+//! > Tool names "SHOULD be between 1 and 128 characters in length (inclusive)" and "SHOULD only
+//! > contain … uppercase and lowercase ASCII letters (A-Z, a-z), digits (0-9), underscore (_),
+//! > hyphen (-), and dot (.)" — MCP 2025-11-25, Tools § Tool Names
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+/// The longest name a model sees.
+pub const MAX_NAME: usize = 128;
+
+/// When the server's name goes in front of a tool's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Prefix {
+    /// Always: `server__tool` (the default; a name says where it goes).
+    #[default]
+    Always,
+    /// Only for tool names that more than one server offers; the others keep their own.
+    OnCollision,
+    /// Never: a name offered by two servers goes to the first (in configuration order); the
+    /// others are left out with a [`Skipped::Collision`].
+    Never,
+}
+
+/// How names are made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameRules {
+    /// Between the server's name and the tool's (default `__`).
+    pub separator: String,
+    /// When to prefix.
+    pub prefix: Prefix,
+}
+
+impl Default for NameRules {
+    fn default() -> Self {
+        NameRules {
+            separator: "__".to_owned(),
+            prefix: Prefix::Always,
+        }
+    }
+}
+
+/// Which of a server's tools are offered: only those of `allow` when given, never those of
+/// `deny` (exact names, as the server gives them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    /// The only tools offered, when given.
+    pub allow: Option<Vec<String>>,
+    /// Tools never offered.
+    pub deny: Vec<String>,
+}
+
+impl ToolFilter {
+    /// Whether `tool` is offered.
+    pub fn offers(&self, tool: &str) -> bool {
+        self.allow
+            .as_ref()
+            .is_none_or(|a| a.iter().any(|t| t == tool))
+            && !self.deny.iter().any(|t| t == tool)
+    }
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
+}
+
+/// A name with every character outside `[A-Za-z0-9_.-]` replaced by `_` (an empty one is `_`).
+pub fn sanitize(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| if is_name_char(c) { c } else { '_' })
+        .collect();
+    if s.is_empty() {
+        "_".to_owned()
+    } else {
+        s
+    }
+}
+
+/// Eight hex digits of SHA-256 over the parts: what keeps a shortened name apart from others.
+fn digest(parts: &[&str]) -> String {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0]);
+    }
+    h.finalize()[..4]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `name`, cut to [`MAX_NAME`] characters when longer: its first 119 characters, `_`, and eight
+/// hex digits of a digest of `parts` (the same inputs give the same name, other inputs another).
+fn fit(name: String, parts: &[&str]) -> String {
+    if name.len() <= MAX_NAME {
+        return name;
+    }
+    let tag = digest(parts);
+    // Sanitized names are ASCII: any byte index is a character boundary.
+    format!("{}_{tag}", &name[..MAX_NAME - 1 - tag.len()])
+}
+
+/// The name the model sees for `tool` of `server`, prefixed: the server's name and the tool's,
+/// sanitized, joined by the separator, and shortened predictably past [`MAX_NAME`].
+pub fn prefixed_name(server: &str, tool: &str, rules: &NameRules) -> String {
+    let name = format!("{}{}{}", sanitize(server), rules.separator, sanitize(tool));
+    fit(name, &[server, tool])
+}
+
+/// The name the model sees for an unprefixed tool.
+pub fn plain_name(tool: &str) -> String {
+    fit(sanitize(tool), &[tool])
+}
+
+/// One tool of the set: the name the model sees, the server it goes to (its index in the input)
+/// and the name sent to that server. A prefix never reaches the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// What the model sees and calls.
+    pub exposed: String,
+    /// The server, by its index in [`plan`]'s input.
+    pub server: usize,
+    /// The tool's own name, sent in `tools/call`.
+    pub tool: String,
+}
+
+/// A tool the plan left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skipped {
+    /// Its server's filter does not offer it.
+    Filtered {
+        /// The server's index.
+        server: usize,
+        /// The tool.
+        tool: String,
+    },
+    /// Its name (as the model would see it) is taken by an earlier tool.
+    Collision {
+        /// The server's index.
+        server: usize,
+        /// The tool.
+        tool: String,
+        /// The name both would have.
+        exposed: String,
+    },
+}
+
+/// The routing of a tool set: every tool offered, by the name the model sees, and what was left
+/// out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// The tools, in server order then each server's order.
+    pub routes: Vec<Route>,
+    /// Left out, with why.
+    pub skipped: Vec<Skipped>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Plan {
+    /// The route of a name the model called.
+    pub fn route(&self, exposed: &str) -> Option<&Route> {
+        self.by_name.get(exposed).map(|&i| &self.routes[i])
+    }
+}
+
+/// A server as the plan sees it: its name, its filter, and the names of its tools (in its
+/// order).
+#[derive(Debug, Clone, Copy)]
+pub struct ServerTools<'a> {
+    /// The server's configured name.
+    pub name: &'a str,
+    /// Which tools are offered.
+    pub filter: &'a ToolFilter,
+    /// Its tools' names.
+    pub tools: &'a [String],
+}
+
+/// Names and routes every offered tool of `servers`. A name is never given twice: where two
+/// tools would have the same one (two servers' names that sanitize alike, a server offering the
+/// same name twice), the first keeps it and the later one gets a digest suffix; with
+/// [`Prefix::Never`], the later one is left out instead.
+pub fn plan(servers: &[ServerTools<'_>], rules: &NameRules) -> Plan {
+    // For OnCollision: how many servers offer each name.
+    let mut offered_by: HashMap<&str, HashSet<usize>> = HashMap::new();
+    for (i, s) in servers.iter().enumerate() {
+        for t in s.tools.iter().filter(|t| s.filter.offers(t)) {
+            offered_by.entry(t.as_str()).or_default().insert(i);
+        }
+    }
+    let mut out = Plan::default();
+    for (i, s) in servers.iter().enumerate() {
+        for tool in s.tools {
+            if !s.filter.offers(tool) {
+                out.skipped.push(Skipped::Filtered {
+                    server: i,
+                    tool: tool.clone(),
+                });
+                continue;
+            }
+            let prefixed = match rules.prefix {
+                Prefix::Always => true,
+                Prefix::OnCollision => offered_by.get(tool.as_str()).is_some_and(|s| s.len() > 1),
+                Prefix::Never => false,
+            };
+            let mut exposed = if prefixed {
+                prefixed_name(s.name, tool, rules)
+            } else {
+                plain_name(tool)
+            };
+            if out.by_name.contains_key(&exposed) {
+                if rules.prefix == Prefix::Never {
+                    out.skipped.push(Skipped::Collision {
+                        server: i,
+                        tool: tool.clone(),
+                        exposed,
+                    });
+                    continue;
+                }
+                // Apart by a digest of where it comes from (stable across listings).
+                let tag = digest(&[s.name, tool, &i.to_string()]);
+                let base = &exposed[..exposed.len().min(MAX_NAME - 1 - tag.len())];
+                exposed = format!("{base}_{tag}");
+                if out.by_name.contains_key(&exposed) {
+                    out.skipped.push(Skipped::Collision {
+                        server: i,
+                        tool: tool.clone(),
+                        exposed,
+                    });
+                    continue;
+                }
+            }
+            out.by_name.insert(exposed.clone(), out.routes.len());
+            out.routes.push(Route {
+                exposed,
+                server: i,
+                tool: tool.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// When a server that died may be started again: after a backoff that doubles from `initial`
+/// to `max` with each restart in the last minute, and at most `per_minute` restarts in any
+/// minute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// The wait before the first restart (default 0: at once).
+    pub initial: Duration,
+    /// The longest wait (default 8 s).
+    pub max: Duration,
+    /// The most restarts in any 60 s (default 5).
+    pub per_minute: u32,
+}
+
+impl Default for RestartPolicy {
+    fn default() -> Self {
+        RestartPolicy {
+            initial: Duration::ZERO,
+            max: Duration::from_secs(8),
+            per_minute: 5,
+        }
+    }
+}
+
+/// The restart history of one server.
+#[derive(Debug, Clone, Default)]
+pub struct Restarts {
+    recent: VecDeque<Instant>,
+}
+
+/// Whether a restart may happen now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestartVerdict {
+    /// Yes, after waiting this long (from `now`).
+    After(Duration),
+    /// No: the cap is reached; the next one is possible at this instant.
+    Exhausted {
+        /// When the oldest restart of the last minute leaves the window.
+        until: Instant,
+    },
+}
+
+impl Restarts {
+    /// Whether a restart may happen at `now`, by `policy`; a caller that restarts calls
+    /// [`record`](Self::record).
+    pub fn verdict(&mut self, policy: &RestartPolicy, now: Instant) -> RestartVerdict {
+        const WINDOW: Duration = Duration::from_secs(60);
+        while self
+            .recent
+            .front()
+            .is_some_and(|&t| now.saturating_duration_since(t) >= WINDOW)
+        {
+            self.recent.pop_front();
+        }
+        if self.recent.len() >= policy.per_minute as usize {
+            let oldest = self.recent.front().copied().unwrap_or(now);
+            return RestartVerdict::Exhausted {
+                until: oldest + WINDOW,
+            };
+        }
+        let n = self.recent.len() as u32;
+        let wait = if n == 0 {
+            policy.initial
+        } else {
+            let base = policy.initial.max(Duration::from_millis(250));
+            base.saturating_mul(1u32 << (n - 1).min(16)).min(policy.max)
+        };
+        RestartVerdict::After(wait)
+    }
+
+    /// Notes a restart at `now`.
+    pub fn record(&mut self, now: Instant) {
+        self.recent.push_back(now);
+        while self.recent.len() > 64 {
+            self.recent.pop_front();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn names_are_prefixed_sanitized_and_shortened_predictably() {
+        let r = NameRules::default();
+        assert_eq!(prefixed_name("everything", "echo", &r), "everything__echo");
+        assert_eq!(
+            prefixed_name("my server/1", "get:item", &r),
+            "my_server_1__get_item"
+        );
+        assert_eq!(prefixed_name("", "x", &r), "___x");
+        let long = "s".repeat(200);
+        let a = prefixed_name(&long, "echo", &r);
+        assert_eq!(a.len(), MAX_NAME);
+        assert_eq!(a, prefixed_name(&long, "echo", &r));
+        assert_ne!(a, prefixed_name(&long, "echo2", &r));
+        assert!(a.chars().all(is_name_char));
+        let dot = NameRules {
+            separator: ".".into(),
+            prefix: Prefix::Always,
+        };
+        assert_eq!(prefixed_name("fs", "read", &dot), "fs.read");
+        assert_eq!(plain_name("ünïcode"), "_n_code");
+    }
+
+    #[test]
+    fn plans_route_filter_and_never_repeat_a_name() {
+        let everything = names(&["echo", "add", "secret"]);
+        let python = names(&["echo", "whoami"]);
+        let deny = ToolFilter {
+            allow: None,
+            deny: names(&["secret"]),
+        };
+        let open = ToolFilter::default();
+        let servers = [
+            ServerTools {
+                name: "everything",
+                filter: &deny,
+                tools: &everything,
+            },
+            ServerTools {
+                name: "python",
+                filter: &open,
+                tools: &python,
+            },
+        ];
+        let p = plan(&servers, &NameRules::default());
+        let exposed: Vec<_> = p.routes.iter().map(|r| r.exposed.as_str()).collect();
+        assert_eq!(
+            exposed,
+            [
+                "everything__echo",
+                "everything__add",
+                "python__echo",
+                "python__whoami"
+            ]
+        );
+        let r = p.route("python__echo").unwrap();
+        assert_eq!((r.server, r.tool.as_str()), (1, "echo"));
+        assert_eq!(
+            p.skipped,
+            [Skipped::Filtered {
+                server: 0,
+                tool: "secret".into()
+            }]
+        );
+        // Only where two servers collide.
+        let rules = NameRules {
+            prefix: Prefix::OnCollision,
+            ..NameRules::default()
+        };
+        let p = plan(&servers, &rules);
+        let exposed: Vec<_> = p.routes.iter().map(|r| r.exposed.as_str()).collect();
+        assert_eq!(
+            exposed,
+            ["everything__echo", "add", "python__echo", "whoami"]
+        );
+        // Never: the first keeps it.
+        let rules = NameRules {
+            prefix: Prefix::Never,
+            ..NameRules::default()
+        };
+        let p = plan(&servers, &rules);
+        assert_eq!(p.route("echo").unwrap().server, 0);
+        assert!(
+            matches!(&p.skipped[1], Skipped::Collision { server: 1, tool, .. } if tool == "echo")
+        );
+        // Two server names that sanitize alike: the later gets a digest, stably.
+        let a = names(&["t"]);
+        let servers = [
+            ServerTools {
+                name: "a b",
+                filter: &open,
+                tools: &a,
+            },
+            ServerTools {
+                name: "a/b",
+                filter: &open,
+                tools: &a,
+            },
+        ];
+        let p = plan(&servers, &NameRules::default());
+        assert_eq!(p.routes[0].exposed, "a_b__t");
+        assert!(p.routes[1].exposed.starts_with("a_b__t_"));
+        assert_eq!(
+            p.routes[1].exposed,
+            plan(&servers, &NameRules::default()).routes[1].exposed
+        );
+        // The allow list.
+        let allow = ToolFilter {
+            allow: Some(names(&["add"])),
+            deny: vec![],
+        };
+        assert!(allow.offers("add") && !allow.offers("echo"));
+    }
+
+    #[test]
+    fn restarts_back_off_and_are_capped_per_minute() {
+        let policy = RestartPolicy::default();
+        let mut r = Restarts::default();
+        let t0 = Instant::now();
+        let mut waits = Vec::new();
+        for i in 0..5 {
+            let now = t0 + Duration::from_secs(i);
+            match r.verdict(&policy, now) {
+                RestartVerdict::After(d) => waits.push(d),
+                v => panic!("{v:?}"),
+            }
+            r.record(now);
+        }
+        assert_eq!(waits, [0, 250, 500, 1000, 2000].map(Duration::from_millis));
+        let now = t0 + Duration::from_secs(10);
+        assert_eq!(
+            r.verdict(&policy, now),
+            RestartVerdict::Exhausted {
+                until: t0 + Duration::from_secs(60)
+            }
+        );
+        // A minute after the first, one more is allowed.
+        assert!(matches!(
+            r.verdict(&policy, t0 + Duration::from_secs(60)),
+            RestartVerdict::After(_)
+        ));
+    }
+}
