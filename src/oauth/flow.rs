@@ -810,6 +810,14 @@ impl Flow {
     }
 
     fn server_metadata(&mut self, issuer: String, scopes: Option<Vec<String>>, legacy: bool) {
+        // > "The authorization server's issuer identifier, which is a URL that uses the "https"
+        // > scheme and has no query or fragment components." — RFC 8414 § 2 (or this machine).
+        let plain = url::Url::parse(&issuer)
+            .is_ok_and(|u| u.query().is_none() && u.fragment().is_none());
+        if !legacy && !(plain && is_secure(&issuer)) {
+            let url = redact_url(&issuer);
+            return self.fail(AuthError::InsecureEndpoint { issuer, url });
+        }
         let urls = if legacy {
             // The 2025-03-26 revision looks only at RFC 8414's URL at the origin.
             vec![format!("{issuer}/.well-known/oauth-authorization-server")]
