@@ -1,8 +1,11 @@
 //! The `mcp-client` example as a user runs it: the offline demo, and the stdio options, output
-//! formats and exit codes of its usage text. (`--url` is exercised in tests/peers_http.rs.)
+//! formats and exit codes of its usage text; with `--url`, its authorization (OAuth) against
+//! the conformance suite's authorization server, the browser played by a fake `xdg-open`.
+//! (`--url` itself is exercised in tests/peers_http.rs.)
 
-use mcp_testkit::{example_bin, run_within, serve_bin, Finished};
+use mcp_testkit::{example_bin, peer_bin, run_within, serve_bin, Finished, HttpPeer, TempDir};
 use serde_json::Value;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -251,4 +254,405 @@ fn the_examples_serve_mode_is_the_well_behaved_server_in_each_era() {
     let out = cli(&["--call", "echo", "--", me, "--serve", "--behave", "hang"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(out.stderr.contains("--serve [--era"), "{}", out.stderr);
+}
+
+// Authorization (OAuth) with --url.
+
+/// A scenario of the conformance suite (0.1.16) served with no client: `conformance client
+/// --scenario NAME` without `--command` starts its MCP server and authorization server, prints
+/// `Server URL: …` and serves until stopped, so several runs of the CLI meet the same servers.
+/// `None` when the suite is not installed (skipped; a failure under CI).
+struct Scenario {
+    peer: HttpPeer,
+    /// The MCP endpoint, as the scenario's documents name it (`http://localhost:PORT/mcp`).
+    url: String,
+}
+
+impl Scenario {
+    fn start(name: &str) -> Option<Scenario> {
+        let bin = peer_bin("conformance")?;
+        let mut command = Command::new(bin);
+        command.args(["client", "--scenario", name]);
+        // The runner's preload binds 127.0.0.1 (HttpPeer insists on that); its documents say
+        // `localhost`, and the resource check compares origins as sent, so the CLI is given that.
+        let peer = HttpPeer::start(command, |line| {
+            let url = line.strip_prefix("Server URL: ")?.trim();
+            Some(url.replace("//localhost:", "//127.0.0.1:"))
+        });
+        let url = peer.url.replace("//127.0.0.1:", "//localhost:");
+        Some(Scenario { peer, url })
+    }
+}
+
+/// The person, for the CLI's browser flow: a directory put first on `PATH` with an `xdg-open`
+/// that notes each call, then follows the authorization URL (the suite's authorization endpoint
+/// answers at once with a 302 to the redirect URI) to the CLI's loopback listener — the real
+/// RFC 8252 flow, end to end. Also the runs' home: `XDG_CONFIG_HOME` is under it, so that the
+/// default store is never the user's.
+struct Person {
+    dir: TempDir,
+}
+
+impl Person {
+    fn new() -> Person {
+        let dir = TempDir::new("mcp-cli-auth");
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let opened = dir.path().join("opened");
+        let script = format!(
+            "#!/bin/sh\necho \"$1\" >> '{}'\n\
+             if command -v curl >/dev/null; then exec curl -s -o /dev/null -L \"$1\"; fi\n\
+             exec python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1])' \"$1\"\n",
+            opened.display()
+        );
+        let xdg_open = bin.join("xdg-open");
+        std::fs::write(&xdg_open, script).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&xdg_open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Person { dir }
+    }
+
+    /// The CLI with these arguments, the fake browser first on `PATH`, the config home here.
+    fn cli(&self, args: &[&str], env: &[(&str, &str)]) -> Finished {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs = vec![self.dir.path().join("bin")];
+        dirs.extend(std::env::split_paths(&path));
+        let mut command = Command::new(example_bin("mcp-client"));
+        command
+            .args(args)
+            .env("PATH", std::env::join_paths(dirs).unwrap())
+            .env("XDG_CONFIG_HOME", self.config_home())
+            .envs(env.iter().copied());
+        run_within(&mut command, Duration::from_secs(60))
+    }
+
+    fn config_home(&self) -> PathBuf {
+        self.dir.path().join("config")
+    }
+
+    /// How many times the browser was opened.
+    fn opened(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("opened"))
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// No code, token or secret of the flow in what the CLI printed.
+fn shows_no_secret(out: &Finished, secrets: &[&str]) {
+    for secret in [
+        "test-auth-code",
+        "test-token",
+        "test-client-secret",
+        "Bearer ",
+    ]
+    .iter()
+    .chain(secrets)
+    {
+        assert!(
+            !out.stdout.contains(secret) && !out.stderr.contains(secret),
+            "the CLI shows {secret:?}: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn url_authorizes_in_the_browser_once_and_keeps_the_credentials_for_the_user_alone() {
+    let Some(scenario) = Scenario::start("auth/metadata-default") else {
+        return;
+    };
+    let person = Person::new();
+    let out = person.cli(&["--url", &scenario.url, "--verbose"], &[]);
+    assert!(out.status.success(), "{out:?}\n{}", scenario.peer.output());
+    assert_eq!(out.stdout, "test-tool\t\n");
+    assert_eq!(person.opened(), 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("A browser was opened to authorize with http://localhost:"),
+        "{}",
+        out.stderr
+    );
+    shows_no_secret(&out, &[]);
+    // The default store, created for the user alone.
+    let dir = person.config_home().join("mcp-client");
+    let store = dir.join("credentials.json");
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&store), 0o600);
+    let kept = std::fs::read_to_string(&store).unwrap();
+    assert!(kept.contains("test-token-"), "{kept}");
+    // The next run uses them: no browser.
+    let out = person.cli(&["--url", &scenario.url, "--call", "test-tool"], &[]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, "test\n");
+    assert_eq!(person.opened(), 1, "the browser was opened again: {out:?}");
+    assert!(!out.stderr.contains("authorize"), "{}", out.stderr);
+    assert_eq!(mode(&store), 0o600);
+}
+
+#[test]
+fn no_auth_exits_1_naming_the_authorization_server() {
+    let Some(scenario) = Scenario::start("auth/metadata-default") else {
+        return;
+    };
+    let person = Person::new();
+    let out = person.cli(&["--url", &scenario.url, "--no-auth"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    let needs = format!("{} needs authorization by http://localhost:", scenario.url);
+    let line = out.stderr.trim();
+    let issuer = line
+        .split_once(&needs)
+        .map(|(_, rest)| rest.split(':').next().unwrap_or(""))
+        .unwrap_or_else(|| panic!("{line}"));
+    // The authorization server's port, not the MCP server's.
+    assert!(!scenario.url.contains(&format!(":{issuer}/")), "{line}");
+    assert!(
+        line.ends_with("authorizing is turned off (--no-auth)"),
+        "{line}"
+    );
+    assert_eq!(person.opened(), 0);
+    assert!(!person.config_home().exists());
+}
+
+#[test]
+fn an_authorization_header_is_sent_as_given_and_no_flow_runs() {
+    let Some(scenario) = Scenario::start("auth/metadata-default") else {
+        return;
+    };
+    let person = Person::new();
+    // The suite's server takes any token that starts with `test-token`.
+    let out = person.cli(
+        &[
+            "--url",
+            &scenario.url,
+            "--header",
+            "Authorization: Bearer test-token-from-the-header",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, "test-tool\t\n");
+    let out = person.cli(
+        &[
+            "--url",
+            &scenario.url,
+            "--header",
+            "Authorization: Bearer not-a-good-one",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(out.stderr.contains("HTTP 401"), "{}", out.stderr);
+    assert!(!out.stderr.contains("not-a-good-one"), "{}", out.stderr);
+    assert_eq!(person.opened(), 0, "the header skips the flow");
+    assert!(!person.config_home().exists(), "nothing was stored");
+}
+
+#[test]
+fn a_pre_registered_client_with_its_secret_from_the_environment_and_a_store_file() {
+    let Some(scenario) = Scenario::start("auth/pre-registration") else {
+        return;
+    };
+    let person = Person::new();
+    let store = person.dir.path().join("new/dir/creds.json");
+    let out = person.cli(
+        &[
+            "--url",
+            &scenario.url,
+            "--client-id",
+            "pre-registered-client",
+            "--client-secret-env",
+            "MCP_TEST_CLIENT_SECRET",
+            "--auth-store",
+            store.to_str().unwrap(),
+            "--verbose",
+        ],
+        &[("MCP_TEST_CLIENT_SECRET", "pre-registered-secret")],
+    );
+    assert!(out.status.success(), "{out:?}\n{}", scenario.peer.output());
+    assert_eq!(out.stdout, "test-tool\t\n");
+    assert_eq!(person.opened(), 1);
+    assert!(
+        out.stderr.contains("client_id=pre-registered-client"),
+        "{}",
+        out.stderr
+    );
+    shows_no_secret(&out, &["pre-registered-secret"]);
+    assert_eq!(mode(&store), 0o600);
+    assert_eq!(mode(store.parent().unwrap()), 0o700);
+    assert_eq!(mode(&person.dir.path().join("new")), 0o700);
+    assert!(
+        !person.config_home().exists(),
+        "--auth-store replaces the default"
+    );
+    // Bound to another authorization server, the credentials are not sent to this one.
+    let out = person.cli(
+        &[
+            "--url",
+            &scenario.url,
+            "--client-id",
+            "pre-registered-client",
+            "--client-secret-env",
+            "MCP_TEST_CLIENT_SECRET",
+            "--client-issuer",
+            "https://as.example",
+            "--no-auth-store",
+        ],
+        &[("MCP_TEST_CLIENT_SECRET", "pre-registered-secret")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("the pre-registered client is for https://as.example"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(person.opened(), 1, "no browser for another server's client");
+    shows_no_secret(&out, &["pre-registered-secret"]);
+}
+
+#[test]
+fn client_credentials_need_no_person() {
+    let Some(scenario) = Scenario::start("auth/client-credentials-basic") else {
+        return;
+    };
+    let person = Person::new();
+    let out = person.cli(
+        &[
+            "--url",
+            &scenario.url,
+            "--client-credentials",
+            "--client-id",
+            "conformance-test-client",
+            "--client-secret-env",
+            "MCP_TEST_CLIENT_SECRET",
+            "--no-auth-store",
+            "--call",
+            "test-tool",
+        ],
+        &[("MCP_TEST_CLIENT_SECRET", "conformance-test-secret")],
+    );
+    assert!(out.status.success(), "{out:?}\n{}", scenario.peer.output());
+    assert_eq!(out.stdout, "test\n");
+    assert_eq!(person.opened(), 0);
+    shows_no_secret(&out, &["conformance-test-secret", "cc-token"]);
+    assert!(
+        !person.config_home().exists(),
+        "--no-auth-store keeps nothing"
+    );
+}
+
+#[test]
+fn without_a_browser_the_url_is_printed_and_the_wait_ends() {
+    let Some(scenario) = Scenario::start("auth/metadata-default") else {
+        return;
+    };
+    let person = Person::new();
+    let out = person.cli(
+        &[
+            "--url",
+            &scenario.url,
+            "--no-browser",
+            "--auth-timeout",
+            "1",
+            "--no-auth-store",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(person.opened(), 0);
+    assert!(
+        out.stderr
+            .contains("Open this URL to authorize with http://localhost:"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("/authorize?response_type=code&"),
+        "{}",
+        out.stderr
+    );
+    let last = out.stderr.lines().last().unwrap_or_default();
+    assert!(last.contains("nobody came back within 1 s"), "{last}");
+}
+
+#[test]
+fn auth_options_that_do_not_go_together_are_refused() {
+    let url = "http://127.0.0.1:9/mcp";
+    for (args, message) in [
+        (
+            vec!["--client-id", "a", "--", "cmd"],
+            "--client-id needs --url",
+        ),
+        (
+            vec!["--url", url, "--client-secret", "s3cret"],
+            "--client-secret needs --client-id",
+        ),
+        (
+            vec!["--url", url, "--no-auth", "--client-id", "a"],
+            "--no-auth turns authorizing off: --client-id has no use with it",
+        ),
+        (
+            vec!["--url", url, "--client-credentials", "--client-id", "a"],
+            "--client-credentials needs the client's secret",
+        ),
+        (
+            vec![
+                "--url",
+                url,
+                "--client-id",
+                "a",
+                "--client-secret",
+                "s3cret",
+                "--client-secret-env",
+                "PATH",
+            ],
+            "give --client-secret or --client-secret-env, not both",
+        ),
+        (
+            vec!["--url", url, "--auth-store", "f", "--no-auth-store"],
+            "give --auth-store or --no-auth-store, not both",
+        ),
+        (
+            vec![
+                "--url",
+                url,
+                "--client-id",
+                "a",
+                "--client-secret-env",
+                "MCP_TEST_SURELY_UNSET",
+            ],
+            "the environment variable MCP_TEST_SURELY_UNSET is not set",
+        ),
+        (
+            vec!["--url", url, "--auth-timeout", "0.5"],
+            "--auth-timeout needs at least 1 second",
+        ),
+    ] {
+        let out = cli(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        assert!(out.stderr.contains(message), "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("s3cret"), "{args:?}: {}", out.stderr);
+    }
+    let help = cli(&["--help"]);
+    assert!(help.status.success(), "{help:?}");
+    for flag in [
+        "--no-auth",
+        "--client-id",
+        "--client-secret-env",
+        "--client-credentials",
+        "--auth-store",
+        "--auth-timeout",
+    ] {
+        assert!(help.stdout.contains(flag), "{flag}: {}", help.stdout);
+    }
 }

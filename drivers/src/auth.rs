@@ -70,17 +70,19 @@ impl TokenStore for MemoryStore {
     }
 }
 
-/// Credentials in a JSON file that only its owner can read (created with mode 0600 on Unix),
-/// rewritten whole (through a temporary file and a rename) on every change. A file that cannot
-/// be read counts as empty; one that cannot be written loses the change (the flow still works,
-/// the next run authorizes again).
+/// Credentials in a JSON file that only its owner can read (mode 0600 on Unix, in a directory
+/// created with mode 0700 when it does not exist), rewritten whole (through a temporary file of
+/// this process and a rename) on every change. A file that cannot be read counts as empty; one
+/// that cannot be written loses the change (the flow still works, the next run authorizes
+/// again). Changes are serialized within a process, not between processes: two runs saving at
+/// once keep one of their changes.
 pub struct FileStore {
     path: PathBuf,
     lock: Mutex<()>,
 }
 
 impl FileStore {
-    /// A store in this file (its directory is created when needed).
+    /// A store in this file (its directory is created when needed, readable by its owner alone).
     pub fn new(path: impl Into<PathBuf>) -> FileStore {
         FileStore {
             path: path.into(),
@@ -115,10 +117,22 @@ impl FileStore {
         let Ok(json) = serde_json::to_vec_pretty(entries) else {
             return;
         };
-        if let Some(dir) = self.path.parent() {
-            let _ = std::fs::create_dir_all(dir);
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            {
+                // Only the directories created here; an existing one keeps its mode.
+                use std::os::unix::fs::DirBuilderExt;
+                builder.mode(0o700);
+            }
+            let _ = builder.create(dir);
         }
-        let tmp = self.path.with_extension("json.tmp");
+        // One temporary file per process, so that two runs saving at once do not write into
+        // the same file.
+        let mut tmp = self.path.clone().into_os_string();
+        tmp.push(format!(".{}.tmp", std::process::id()));
+        let tmp = PathBuf::from(tmp);
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create(true).truncate(true);
         #[cfg(unix)]
@@ -128,6 +142,12 @@ impl FileStore {
         }
         let written = options.open(&tmp).and_then(|mut f| {
             use std::io::Write;
+            // The mode above applies only to a file it creates: a leftover one is narrowed too.
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            }
             f.write_all(&json)?;
             f.sync_all()
         });

@@ -1,28 +1,7 @@
 //! `mcp-client`: the offline demo and a practical command-line MCP client.
 //!
 //! ```text
-//! mcp-client                                  offline demo: spawns itself as a minimal stdio MCP server, lists and calls its tools
-//! mcp-client --serve [--era E]                act as that minimal stdio MCP server (E: legacy, modern, dual)
-//! mcp-client [OPTIONS] -- COMMAND [ARG...]    connect to a stdio server started as COMMAND ARG... (no shell)
-//! mcp-client [OPTIONS] --url URL              connect to a Streamable HTTP endpoint
-//! OPTIONS
-//!   --call NAME       call tool NAME (without --call: list the tools)
-//!   --info            print the server's identity, the era and protocol version spoken, and its
-//!                     capabilities (with --json: one JSON object)
-//!   --roots DIR...    declare these directories as the client's roots (roots/list answers them)
-//!   --verbose         print the server's log messages on stderr
-//!   --era ERA         auto (default: probe with server/discover, fall back to initialize),
-//!                     legacy (initialize only, 2025-11-25 and before), modern (2026-07-28 only)
-//!   --args JSON       arguments for --call, a JSON object (default {})
-//!   --repeat N        make the call N times in a row in one session; last line on stderr: "calls/s: R"
-//!   --timeout SECS    per-request timeout (default 60; at least 0.001; too large for a Duration: none)
-//!   --header 'K: V'   extra HTTP header on every request, repeatable (with --url)
-//!   --json            list: the tools as a JSON array, each tool object exactly as the server sent it;
-//!                     call: one JSON object {"text": <bridged text>, "isError": bool, "structuredContent": <value|null>}
-//! Elicitation requests are answered on the terminal when stdin is one (declined otherwise), and a
-//! call's progress is shown on stderr as it arrives.
-//! EXIT
-//!   0 success; 2 the tool reported isError (its text on stdout); 1 any other failure, one-line cause on stderr
+#![doc = include_str!("help.txt")]
 //! ```
 //!
 //! `--era` picks the serve mode's protocol era: `legacy` (the `initialize` handshake, the
@@ -30,11 +9,12 @@
 //! kit's (`mcp_testkit::stdio_server`, a dev-dependency), well behaved; the misbehaving variants
 //! the tests use are its own binary's, `mcp-testkit-serve --behave …`.
 
+use mcp_client::proto::oauth::{AuthError, PreRegistered, Secret};
 use mcp_client::proto::{Config, Era, EraChoice, Implementation, LogMessage};
 use mcp_client::{
-    connect_http, connect_stdio, Client, ClientConfig, ElicitAnswer, Elicitation, Error,
-    HandlerError, Handlers, HttpTransportConfig, LogCallback, Request, Root, StderrMode,
-    StdioConfig, StdioTransport, Transport,
+    connect_http, connect_stdio, Authorize, Client, ClientConfig, ElicitAnswer, Elicitation, Error,
+    FileStore, HandlerError, Handlers, HttpTransportConfig, LogCallback, MemoryStore, OAuthConfig,
+    Request, Root, StderrMode, StdioConfig, StdioTransport, TokenStore, Transport,
 };
 use serde_json::Value;
 use std::ffi::OsString;
@@ -43,7 +23,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: mcp-client [--serve] [--info | --call NAME [--args JSON] [--repeat N]] [--era auto|legacy|modern] [--timeout SECS] [--json] [--header 'K: V']... (-- COMMAND [ARG...] | --url URL)";
+const USAGE: &str = "usage: mcp-client [--serve] [--info | --call NAME [--args JSON] [--repeat N]] [--era auto|legacy|modern] [--timeout SECS] [--json] [--verbose] [--roots DIR...] (-- COMMAND [ARG...] | --url URL [--header 'K: V']... [--no-auth | --client-id ID ...]); --help for more";
+
+/// What `--help` prints (on stdout, exit 0): every option (the file's docs show the same text).
+const HELP: &str = include_str!("help.txt");
 
 #[derive(Debug, Default)]
 struct Options {
@@ -60,6 +43,36 @@ struct Options {
     era: EraChoice,
     url: Option<String>,
     command: Vec<OsString>,
+    auth: AuthFlags,
+    /// `--help`: print [`HELP`] and do nothing else.
+    help: bool,
+}
+
+/// How `--url` authorizes when the server asks.
+#[derive(Debug, Default)]
+struct AuthFlags {
+    /// `--no-auth`.
+    off: bool,
+    client_id: Option<String>,
+    /// From `--client-secret` or `--client-secret-env` (its `Debug` shows no value).
+    client_secret: Option<Secret>,
+    client_issuer: Option<String>,
+    client_credentials: bool,
+    store: StoreChoice,
+    no_browser: bool,
+    timeout: Option<Duration>,
+    /// The auth options given, in order, for the checks that need `--url`.
+    given: Vec<&'static str>,
+}
+
+/// Where the credentials are kept.
+#[derive(Debug, Default)]
+enum StoreChoice {
+    /// [`FileStore::default_path`] (in memory where there is none: no home directory).
+    #[default]
+    Default,
+    File(std::path::PathBuf),
+    Memory,
 }
 
 fn parse(argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
@@ -116,11 +129,19 @@ fn parse(argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
                 }
             }
             Some("--url") => o.url = Some(value(&mut argv, "--url")?),
+            Some(flag) if AUTH_FLAGS.contains(&flag) => {
+                let flag = AUTH_FLAGS[AUTH_FLAGS.iter().position(|f| *f == flag).unwrap_or(0)];
+                let mut next = || value(&mut argv, flag);
+                auth_flag(&mut o.auth, flag, &mut next)?;
+            }
             Some("--") => {
                 o.command = argv.collect();
                 break;
             }
-            Some("-h" | "--help") => return Err(USAGE.into()),
+            Some("-h" | "--help") => {
+                o.help = true;
+                return Ok(o);
+            }
             _ => return Err(format!("unexpected argument {arg:?}\n{USAGE}")),
         }
     }
@@ -136,7 +157,153 @@ fn parse(argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
     if !o.headers.is_empty() && o.url.is_none() {
         return Err("--header needs --url".into());
     }
+    check_auth(&o.auth, o.url.is_some())?;
     Ok(o)
+}
+
+/// The options of [`AuthFlags`].
+const AUTH_FLAGS: [&str; 10] = [
+    "--no-auth",
+    "--client-id",
+    "--client-secret",
+    "--client-secret-env",
+    "--client-issuer",
+    "--client-credentials",
+    "--auth-store",
+    "--no-auth-store",
+    "--no-browser",
+    "--auth-timeout",
+];
+
+/// One auth option; `value` reads its value.
+fn auth_flag(
+    a: &mut AuthFlags,
+    flag: &'static str,
+    value: &mut dyn FnMut() -> Result<String, String>,
+) -> Result<(), String> {
+    if a.given.contains(&flag) {
+        return Err(format!("{flag} is given twice"));
+    }
+    a.given.push(flag);
+    match flag {
+        "--no-auth" => a.off = true,
+        "--client-id" => a.client_id = Some(value()?),
+        "--client-secret" => a.client_secret = Some(Secret::new(value()?)),
+        "--client-secret-env" => {
+            let var = value()?;
+            // The message names the variable, never a value.
+            match std::env::var(&var) {
+                Ok(secret) if !secret.is_empty() => a.client_secret = Some(Secret::new(secret)),
+                _ => {
+                    return Err(format!(
+                        "--client-secret-env: the environment variable {var} is not set"
+                    ))
+                }
+            }
+        }
+        "--client-issuer" => a.client_issuer = Some(value()?),
+        "--client-credentials" => a.client_credentials = true,
+        "--auth-store" => a.store = StoreChoice::File(value()?.into()),
+        "--no-auth-store" => a.store = StoreChoice::Memory,
+        "--no-browser" => a.no_browser = true,
+        _ => {
+            let secs: f64 = value()?
+                .parse()
+                .map_err(|_| "--auth-timeout needs seconds")?;
+            if secs.is_nan() || secs < 1.0 {
+                return Err("--auth-timeout needs at least 1 second".into());
+            }
+            // Too long for a Duration: as good as forever.
+            a.timeout = Some(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
+        }
+    }
+    Ok(())
+}
+
+/// The auth options that do not go together, or lack what they need.
+fn check_auth(a: &AuthFlags, url: bool) -> Result<(), String> {
+    let has = |flag: &str| a.given.contains(&flag);
+    if let (Some(first), false) = (a.given.first(), url) {
+        return Err(format!("{first} needs --url"));
+    }
+    if a.off {
+        if let Some(other) = a.given.iter().find(|f| **f != "--no-auth") {
+            return Err(format!(
+                "--no-auth turns authorizing off: {other} has no use with it"
+            ));
+        }
+    }
+    if has("--client-secret") && has("--client-secret-env") {
+        return Err("give --client-secret or --client-secret-env, not both".into());
+    }
+    if has("--auth-store") && has("--no-auth-store") {
+        return Err("give --auth-store or --no-auth-store, not both".into());
+    }
+    if a.client_id.is_none() {
+        for needs_id in [
+            "--client-secret",
+            "--client-secret-env",
+            "--client-issuer",
+            "--client-credentials",
+        ] {
+            if has(needs_id) {
+                return Err(format!("{needs_id} needs --client-id"));
+            }
+        }
+    }
+    if a.client_credentials {
+        if a.client_secret.is_none() {
+            return Err(
+                "--client-credentials needs the client's secret (--client-secret-env VAR or --client-secret)"
+                    .into(),
+            );
+        }
+        for browser in ["--no-browser", "--auth-timeout"] {
+            if has(browser) {
+                return Err(format!(
+                    "--client-credentials involves no person: {browser} has no use with it"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The OAuth settings the auth options say.
+fn oauth_config(a: &AuthFlags) -> OAuthConfig {
+    if a.off {
+        // Refused once the authorization server is known, so the message can name it.
+        return OAuthConfig::new(Authorize::Refuse);
+    }
+    let pre = a.client_id.clone().map(|client_id| PreRegistered {
+        client_id,
+        client_secret: a.client_secret.clone(),
+        auth_method: None,
+        issuer: a.client_issuer.clone(),
+    });
+    let mut config = match pre {
+        Some(pre) if a.client_credentials => OAuthConfig::client_credentials(pre),
+        pre => {
+            let mut authorize = Authorize::browser();
+            if let Authorize::Browser { open, timeout, .. } = &mut authorize {
+                *open = !a.no_browser;
+                *timeout = a.timeout.unwrap_or(*timeout);
+            }
+            let mut config = OAuthConfig::new(authorize);
+            config.options.pre_registered = pre;
+            config
+        }
+    };
+    let path = match &a.store {
+        StoreChoice::Default => FileStore::default_path(),
+        StoreChoice::File(path) => Some(path.clone()),
+        StoreChoice::Memory => None,
+    };
+    config.store = match path {
+        Some(path) => Arc::new(FileStore::new(path)) as Arc<dyn TokenStore>,
+        None => Arc::new(MemoryStore::new()),
+    };
+    config
 }
 
 fn main() -> ExitCode {
@@ -147,6 +314,10 @@ fn main() -> ExitCode {
         _ => {}
     }
     let options = match parse(argv) {
+        Ok(o) if o.help => {
+            print!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
         Ok(o) => o,
         Err(e) => {
             eprintln!("mcp-client: {e}");
@@ -192,6 +363,17 @@ fn describe(e: impl std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// A client error on one line; a refusal under `--no-auth` says that it was this flag.
+fn failure(e: Error, options: &Options) -> String {
+    let refused = options.auth.off && matches!(e, Error::Auth(AuthError::NotAuthorized { .. }));
+    let text = describe(e);
+    if refused {
+        format!("{text} (--no-auth)")
+    } else {
+        text
+    }
 }
 
 fn one_line(s: &str) -> String {
@@ -309,8 +491,12 @@ async fn run(options: Options) -> Result<ExitCode, String> {
             };
             http = http.header(name.trim(), value.trim());
         }
+        // Not used when an Authorization header is given (HttpRules::has_configured_authorization).
+        http = http.oauth(oauth_config(&options.auth));
         // Opens in the era the server speaks (the probe, unless --era says).
-        let client = connect_http(http, config).await.map_err(describe)?;
+        let client = connect_http(http, config)
+            .await
+            .map_err(|e| failure(e, &options))?;
         let outcome = session(&client, &options).await;
         close(&client, outcome).await?
     } else {
@@ -353,7 +539,7 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
             Err(e) => return Err(format!("--args is not JSON: {e}")),
         },
     };
-    let fail = |e: Error| describe(e);
+    let fail = |e: Error| failure(e, options);
     let init = client.initialize().await.map_err(fail)?;
     let mut out = std::io::stdout().lock();
     if options.info {
