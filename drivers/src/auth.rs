@@ -621,7 +621,9 @@ async fn receive_redirect(
                 }
             }
         };
-        smol::future::or(read, smol::Timer::after(Duration::from_secs(10)).map_unit()).await;
+        // A browser sends its request at once; a connection that does not cannot hold the
+        // listener for long.
+        smol::future::or(read, smol::Timer::after(Duration::from_secs(2)).map_unit()).await;
         let line = String::from_utf8_lossy(&head);
         let target = line
             .lines()

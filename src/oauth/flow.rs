@@ -598,8 +598,8 @@ enum State {
     },
     /// Waiting for stored credentials.
     Loading,
-    /// A registration request is out.
-    Registering,
+    /// A registration request is out, asking for this authentication method.
+    Registering { method: AuthMethod },
     /// Waiting for the redirect back.
     Authorizing {
         pkce: Pkce,
@@ -730,7 +730,7 @@ impl Flow {
                 status,
                 body,
             ),
-            State::Registering => self.on_registered(status, body),
+            State::Registering { method } => self.on_registered(status, body, method),
             State::Exchanging { scope } => self.on_tokens(status, body, now, scope),
             State::Refreshing { then } => self.on_refreshed(status, body, now, then),
             other => {
@@ -750,7 +750,7 @@ impl Flow {
             State::ResourceMetadata { .. }
             | State::ServerMetadata { .. }
             | State::Refreshing { .. } => self.on_response(0, &[], b"", now),
-            State::Registering | State::Exchanging { .. } => {
+            State::Registering { .. } | State::Exchanging { .. } => {
                 let url = match &self.step {
                     Step::Send(r) => redact_url(&r.url),
                     _ => String::new(),
@@ -812,8 +812,8 @@ impl Flow {
     fn server_metadata(&mut self, issuer: String, scopes: Option<Vec<String>>, legacy: bool) {
         // > "The authorization server's issuer identifier, which is a URL that uses the "https"
         // > scheme and has no query or fragment components." — RFC 8414 § 2 (or this machine).
-        let plain = url::Url::parse(&issuer)
-            .is_ok_and(|u| u.query().is_none() && u.fragment().is_none());
+        let plain =
+            url::Url::parse(&issuer).is_ok_and(|u| u.query().is_none() && u.fragment().is_none());
         if !legacy && !(plain && is_secure(&issuer)) {
             let url = redact_url(&issuer);
             return self.fail(AuthError::InsecureEndpoint { issuer, url });
@@ -1149,10 +1149,11 @@ impl Flow {
             ],
             body: Some(body.to_string().into_bytes()),
         };
-        self.send(State::Registering, request);
+        let method = AuthMethod::from_name(method).unwrap_or(AuthMethod::ClientSecretBasic);
+        self.send(State::Registering { method }, request);
     }
 
-    fn on_registered(&mut self, status: u16, body: &[u8]) {
+    fn on_registered(&mut self, status: u16, body: &[u8], requested: AuthMethod) {
         let issuer = self
             .found
             .as_ref()
@@ -1173,14 +1174,19 @@ impl Flow {
         };
         match RegistrationResponse::parse(body) {
             Ok(r) => {
+                // "The authorization server MUST return all registered metadata about the
+                // client" (RFC 7591 § 3.2.1): an answer without the method registered what was
+                // asked for — unless that was `none` and a secret came, which only a method
+                // with a secret can use (RFC 7591 § 2's default, `client_secret_basic`).
                 let auth_method = r
                     .token_endpoint_auth_method
                     .as_deref()
                     .and_then(AuthMethod::from_name)
-                    .unwrap_or(if r.client_secret.is_some() {
-                        AuthMethod::ClientSecretBasic
-                    } else {
-                        AuthMethod::None
+                    .unwrap_or(match (requested, &r.client_secret) {
+                        (AuthMethod::None, Some(_)) => AuthMethod::ClientSecretBasic,
+                        (AuthMethod::None, None) => AuthMethod::None,
+                        (m, Some(_)) => m,
+                        (_, None) => AuthMethod::None,
                     });
                 self.client = Some(Client {
                     client_id: r.client_id,
