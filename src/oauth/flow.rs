@@ -814,7 +814,8 @@ impl Flow {
         // > scheme and has no query or fragment components." — RFC 8414 § 2 (or this machine).
         let plain =
             url::Url::parse(&issuer).is_ok_and(|u| u.query().is_none() && u.fragment().is_none());
-        if !legacy && !(plain && is_secure(&issuer)) {
+        let acceptable = plain && is_secure(&issuer);
+        if !legacy && !acceptable {
             let url = redact_url(&issuer);
             return self.fail(AuthError::InsecureEndpoint { issuer, url });
         }
