@@ -622,6 +622,15 @@ impl<T: Transport> Client<T> {
         }
     }
 
+    /// Why the session ended, once it has (the server exited — with its status and stderr's
+    /// tail —, the connection closed, [`close`](Self::close) was called); `None` while it is open
+    /// or opening.
+    pub fn closed(&self) -> Option<Error> {
+        let st = self.lock();
+        (st.session.state() == mcp_proto::State::Closed)
+            .then(|| st.close_reason.clone().unwrap_or(Error::Closed))
+    }
+
     /// Closes the session and the transport (for a child process: ends it and reaps it). Pending
     /// requests fail with [`Error::Closed`].
     pub async fn close(&self) -> Result<(), Error> {

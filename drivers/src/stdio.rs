@@ -339,6 +339,12 @@ impl StdioTransport {
         self.process.pid
     }
 
+    /// The child's exit status once it has exited (observed without reaping it: the transport
+    /// still reaps it when closed).
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        self.process.exit_status()
+    }
+
     /// The last lines the server wrote to stderr, oldest first.
     pub fn stderr_tail(&self) -> String {
         self.stderr.text()

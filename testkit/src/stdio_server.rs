@@ -707,7 +707,10 @@ fn call(
         let _ = out
             .write_all(b"this is not JSON\n\x1b[31mnor this\x1b[0m\n[1,2\n{\"hello\":\"world\"}\n");
     }
-    let mut extra = String::new();
+    // `MCP_TESTKIT_TAG` marks the answers of this server (tests of several servers).
+    let mut extra = std::env::var("MCP_TESTKIT_TAG")
+        .map(|t| format!("[{t}]"))
+        .unwrap_or_default();
     if b.ping_first {
         extra = ask_client(input, out);
     }
