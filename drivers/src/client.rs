@@ -105,6 +105,9 @@ pub struct ClientConfig {
     pub on_log: Option<LogCallback>,
     /// Told when the server says a list changed (tools, resources, prompts).
     pub on_list_changed: Option<ListChangedCallback>,
+    /// The server's name in this application (its key in a configuration): the `mcp.server`
+    /// field of the `tracing` feature's spans and events.
+    pub label: Option<String>,
 }
 
 impl Default for ClientConfig {
@@ -121,6 +124,7 @@ impl Default for ClientConfig {
             handlers: Handlers::default(),
             on_log: None,
             on_list_changed: None,
+            label: None,
         }
     }
 }
@@ -182,6 +186,9 @@ struct State {
     progress_sinks: HashMap<RequestId, ProgressSink>,
     /// How many times each list was announced changed: tools, resources, prompts.
     lists_changed: [u64; 3],
+    /// [`ClientConfig::label`].
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    label: Option<String>,
 }
 
 impl State {
@@ -299,7 +306,9 @@ impl State {
                         self.defer(Deferred::Progress(sink, progress));
                     }
                 }
-                Event::Log(message) if self.on_log.is_some() => self.defer(Deferred::Log(message)),
+                Event::Log(message) if self.on_log.is_some() || cfg!(feature = "tracing") => {
+                    self.defer(Deferred::Log(message))
+                }
                 Event::Closed => {
                     let error = self.closed_error();
                     for (_, w) in std::mem::take(&mut self.waiters) {
@@ -309,7 +318,8 @@ impl State {
                 }
                 // Tolerated peer misbehaviour: counted in the session's stats, kept, reported.
                 Event::Warning(w) => {
-                    if self.on_warning.is_some() && self.deferred_warnings < RECENT_WARNINGS {
+                    let told = self.on_warning.is_some() || cfg!(feature = "tracing");
+                    if told && self.deferred_warnings < RECENT_WARNINGS {
                         self.deferred_warnings += 1;
                         self.defer(Deferred::Warning(w.clone()));
                     }
@@ -365,6 +375,7 @@ impl<T: Transport> Client<T> {
                 running: HashMap::new(),
                 progress_sinks: HashMap::new(),
                 lists_changed: [0; 3],
+                label: config.label,
             }),
             callers: AtomicUsize::new(0),
             waits_begun: AtomicU64::new(0),
@@ -494,6 +505,29 @@ impl<T: Transport> Client<T> {
         request: Request,
         progress: Option<ProgressSink>,
     ) -> Result<Reply, Error> {
+        #[cfg(feature = "tracing")]
+        {
+            let label = self.lock().label.clone();
+            let span =
+                crate::trace::request_span(&request, label.as_deref(), self.shared.transport.kind());
+            let started = Instant::now();
+            let result = tracing::Instrument::instrument(
+                self.request_untraced(request, progress),
+                span.clone(),
+            )
+            .await;
+            crate::trace::finish(&span, &result, started);
+            result
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.request_untraced(request, progress).await
+    }
+
+    async fn request_untraced(
+        &self,
+        request: Request,
+        progress: Option<ProgressSink>,
+    ) -> Result<Reply, Error> {
         let (id, rx, deadline) = {
             let mut st = self.lock();
             let id = match st.session.send(request, Instant::now()) {
@@ -510,6 +544,8 @@ impl<T: Transport> Client<T> {
             st.flush(&self.shared.transport);
             (id, rx, st.session.wake_at(id))
         };
+        #[cfg(feature = "tracing")]
+        tracing::Span::current().record("jsonrpc.request.id", id.0);
         let mut guard = CancelOnDrop {
             shared: &self.shared,
             id,
@@ -799,6 +835,8 @@ impl<T: Transport> Shared<T> {
         let on_log = st.on_log.clone();
         let on_list_changed = st.on_list_changed.clone();
         let handlers = st.handlers.clone();
+        #[cfg(feature = "tracing")]
+        let label = st.label.clone();
         drop(st);
         let quietly = |f: &dyn Fn()| {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
@@ -806,12 +844,16 @@ impl<T: Transport> Shared<T> {
         for item in items {
             match item {
                 Deferred::Warning(w) => {
+                    #[cfg(feature = "tracing")]
+                    crate::trace::warning(label.as_deref(), &w);
                     if let Some(WarningCallback(cb)) = &on_warning {
                         quietly(&|| cb(&w));
                     }
                 }
                 Deferred::Progress(sink, p) => quietly(&|| sink(&p)),
                 Deferred::Log(m) => {
+                    #[cfg(feature = "tracing")]
+                    crate::trace::log_message(label.as_deref(), &m);
                     if let Some(LogCallback(cb)) = &on_log {
                         quietly(&|| cb(&m));
                     }

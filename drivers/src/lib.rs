@@ -64,6 +64,8 @@ pub mod http;
 pub mod servers;
 pub mod stdio;
 pub mod tools;
+#[cfg(feature = "tracing")]
+pub mod trace;
 pub mod transport;
 
 pub use auth::{Authorize, FileStore, MemoryStore, OAuthConfig, TokenStore};

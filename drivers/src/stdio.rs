@@ -321,6 +321,7 @@ impl StdioTransport {
             tail.clone(),
             config.stderr,
             stderr_done_tx,
+            process.pid,
         ));
         Ok(StdioTransport {
             writer,
@@ -945,6 +946,7 @@ async fn drain_stderr(
     tail: Arc<StderrTail>,
     mode: StderrMode,
     _done: Sender<()>,
+    #[cfg_attr(not(feature = "tracing"), allow(unused_variables))] pid: u32,
 ) {
     let mut buf = vec![0u8; 16 * 1024];
     let mut line: Vec<u8> = Vec::new();
@@ -956,6 +958,8 @@ async fn drain_stderr(
             StderrMode::Forward => eprintln!("{text}"),
             StderrMode::Callback(f) => f(&text),
         }
+        #[cfg(feature = "tracing")]
+        crate::trace::stderr_line(pid, &text);
         tail.push(text);
     };
     loop {

@@ -242,6 +242,11 @@ impl Request {
     pub fn method(&self) -> &str {
         &self.method
     }
+
+    /// The params, as they will be sent (before any `_meta` the era adds).
+    pub fn params(&self) -> Option<&Value> {
+        self.params.as_ref()
+    }
 }
 
 impl Core {

@@ -1,0 +1,128 @@
+//! Tracing (the `tracing` feature): one span per request, events for what the server says.
+//!
+//! Field names follow the OpenTelemetry semantic conventions for MCP where they exist
+//! (`mcp.method.name`, `jsonrpc.request.id`, `gen_ai.tool.name`, `gen_ai.operation.name`,
+//! `network.transport`, `error.type`, `rpc.response.status_code`; the span's `otel.name` is
+//! `{mcp.method.name} {tool}`); `mcp.server` is the configured server name
+//! ([`ClientConfig::label`](crate::ClientConfig::label)), `outcome` is `ok`, `tool_error` or
+//! `error`, `duration_ms` the time to the answer.
+//!
+//! Levels: the request span at INFO; a failed request's event at WARN; the server's
+//! `notifications/message` at the level it names (debug → DEBUG, info and notice → INFO, warning
+//! → WARN, error and above → ERROR); its stderr lines at DEBUG (target `mcp_client::stderr`);
+//! the session's warnings (what the server did wrong) at WARN. No header, token, argument or
+//! result value is ever a field.
+
+use crate::Error;
+use mcp_proto::{LogMessage, Reply, Request, TransportKind, Warning};
+use std::time::Instant;
+use tracing::field::Empty;
+
+/// The span of one request.
+pub(crate) fn request_span(
+    request: &Request,
+    server: Option<&str>,
+    transport: TransportKind,
+) -> tracing::Span {
+    let method = request.method();
+    let tool = (method == "tools/call")
+        .then(|| {
+            request
+                .params()
+                .and_then(|p| p.get("name"))
+                .and_then(|n| n.as_str())
+        })
+        .flatten();
+    let name = match tool {
+        Some(t) => format!("{method} {t}"),
+        None => method.to_owned(),
+    };
+    let transport = match transport {
+        TransportKind::Stream => "pipe",
+        TransportKind::Http => "tcp",
+        _ => "other",
+    };
+    tracing::info_span!(
+        "mcp.request",
+        otel.name = %name,
+        otel.kind = "client",
+        mcp.method.name = method,
+        mcp.server = server.unwrap_or(""),
+        gen_ai.tool.name = tool,
+        gen_ai.operation.name = tool.map(|_| "execute_tool"),
+        network.transport = transport,
+        jsonrpc.request.id = Empty,
+        outcome = Empty,
+        error.type = Empty,
+        rpc.response.status_code = Empty,
+        duration_ms = Empty,
+    )
+}
+
+/// Records the outcome of a request on its span.
+pub(crate) fn finish(span: &tracing::Span, result: &Result<Reply, Error>, started: Instant) {
+    span.record("duration_ms", started.elapsed().as_secs_f64() * 1000.0);
+    match result {
+        Ok(Reply::ToolCall(r)) if r.is_error => {
+            span.record("outcome", "tool_error");
+        }
+        Ok(_) => {
+            span.record("outcome", "ok");
+        }
+        Err(e) => {
+            span.record("outcome", "error");
+            span.record("error.type", error_type(e));
+            if let Error::Protocol(rpc) = e {
+                span.record("rpc.response.status_code", rpc.code);
+            }
+            span.in_scope(|| tracing::warn!(error = %e, "request failed"));
+        }
+    }
+}
+
+/// A short, low-cardinality name of an error, for `error.type`.
+fn error_type(e: &Error) -> &'static str {
+    match e {
+        Error::Protocol(_) => "jsonrpc_error",
+        Error::Timeout(_) => "timeout",
+        Error::Cancelled(_) => "cancelled",
+        Error::ServerExited { .. } => "server_exited",
+        Error::Closed => "closed",
+        Error::Io { .. } => "io",
+        Error::Http { .. } => "http_status",
+        Error::HttpProtocol(_) => "http_protocol",
+        Error::Session(_) => "session",
+        Error::Request(_) => "request",
+        Error::Usage(_) => "usage",
+        Error::Config(_) => "config",
+        Error::Auth(_) => "authorization",
+        Error::Pagination(_) => "pagination",
+
+    }
+}
+
+/// A `notifications/message`, at the level it names.
+pub(crate) fn log_message(server: Option<&str>, m: &LogMessage) {
+    let server = server.unwrap_or("");
+    let logger = m.logger.as_deref().unwrap_or("");
+    let data = match &m.data {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match m.level.as_str() {
+        "debug" => tracing::debug!(mcp.server = server, logger, "{data}"),
+        "info" | "notice" => tracing::info!(mcp.server = server, logger, "{data}"),
+        "warning" => tracing::warn!(mcp.server = server, logger, "{data}"),
+        _ => tracing::error!(mcp.server = server, logger, level = %m.level, "{data}"),
+    }
+}
+
+/// Something the server did wrong that the session tolerated.
+pub(crate) fn warning(server: Option<&str>, w: &Warning) {
+    tracing::warn!(mcp.server = server.unwrap_or(""), "server misbehaved: {w}");
+}
+
+/// A line the server wrote to stderr.
+pub(crate) fn stderr_line(pid: u32, line: &str) {
+    tracing::debug!(target: "mcp_client::stderr", pid, "{line}");
+}
