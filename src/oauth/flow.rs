@@ -808,6 +808,14 @@ impl Flow {
     }
 
     fn server_metadata(&mut self, issuer: String, scopes: Option<Vec<String>>, legacy: bool) {
+        // Its metadata would come over plain HTTP from another host, where anyone on the way
+        // could name their own endpoints.
+        // > "The authorization server's issuer identifier, which is a URL that uses the "https"
+        // > scheme" — RFC 8414 § 2
+        if !is_secure(&issuer) {
+            let url = redact_url(&issuer);
+            return self.fail(AuthError::InsecureEndpoint { issuer, url });
+        }
         let urls = if legacy {
             // The 2025-03-26 revision looks only at RFC 8414's URL at the origin.
             vec![format!("{issuer}/.well-known/oauth-authorization-server")]
