@@ -310,19 +310,31 @@ impl std::fmt::Debug for OAuthConfig {
 
 /// One transport's OAuth state: the authorizer (behind a lock held only briefly), and a lock
 /// that lets one flow run at a time (requests that meet a `401` meanwhile wait for it and are
-/// sent again with its token).
+/// sent again with its token, or fail with its error).
 pub(crate) struct OAuth {
     config: OAuthConfig,
     authorizer: Mutex<Authorizer>,
-    single: smol::lock::Mutex<bool>,
+    single: smol::lock::Mutex<Single>,
+    /// Flows run to their end after a `401` or `403`, for the requests waiting on `single`.
+    flows: std::sync::atomic::AtomicU64,
     client: HttpClient,
+}
+
+/// What the flow lock guards.
+#[derive(Default)]
+struct Single {
+    /// The up-front flow was run (or found needless).
+    upfront_done: bool,
+    /// How the last flow after a `401` or `403` failed, if it did.
+    failed: Option<AuthError>,
 }
 
 impl OAuth {
     pub(crate) fn new(url: &str, config: OAuthConfig, client: HttpClient) -> OAuth {
         OAuth {
             authorizer: Mutex::new(Authorizer::new(url)),
-            single: smol::lock::Mutex::new(false),
+            single: smol::lock::Mutex::new(Single::default()),
+            flows: std::sync::atomic::AtomicU64::new(0),
             config,
             client,
         }
@@ -337,17 +349,19 @@ impl OAuth {
         };
         let upfront = self.config.upfront && lock(&self.authorizer).current().is_none();
         if start.is_some() || upfront {
-            let mut first = self.single.lock().await;
+            let mut single = self.single.lock().await;
             // Another request may have done it meanwhile.
             let start = {
                 let a = lock(&self.authorizer);
                 match a.before_send(SystemTime::now()) {
                     Some(s) => Some(s),
-                    None if upfront && !*first && a.current().is_none() => Some(a.upfront()),
+                    None if upfront && !single.upfront_done && a.current().is_none() => {
+                        Some(a.upfront())
+                    }
                     None => None,
                 }
             };
-            *first = true;
+            single.upfront_done = true;
             if let Some(start) = start {
                 self.run_and_install(start, rules).await?;
             }
@@ -373,13 +387,24 @@ impl OAuth {
             Verdict::Retry => Ok(true),
             Verdict::Fail(e) => Err(e),
             Verdict::Authorize(start) => {
-                let _one = self.single.lock().await;
-                // A flow that ran while this one waited may have answered the same challenge.
+                use std::sync::atomic::Ordering;
+                let flows = self.flows.load(Ordering::SeqCst);
+                let mut single = self.single.lock().await;
+                // A flow that ran while this one waited may have answered the same challenge…
                 if lock(&self.authorizer).generation() != generation {
                     return Ok(true);
                 }
-                self.run_and_install(*start, rules).await?;
-                Ok(true)
+                // …or failed: this request fails with it, rather than asking the person again
+                // once per waiting request.
+                if self.flows.load(Ordering::SeqCst) != flows {
+                    if let Some(e) = &single.failed {
+                        return Err(e.clone());
+                    }
+                }
+                let outcome = self.run_and_install(*start, rules).await;
+                single.failed = outcome.as_ref().err().cloned();
+                self.flows.fetch_add(1, Ordering::SeqCst);
+                outcome.map(|()| true)
             }
         }
     }

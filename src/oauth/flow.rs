@@ -810,12 +810,13 @@ impl Flow {
     }
 
     fn server_metadata(&mut self, issuer: String, scopes: Option<Vec<String>>, legacy: bool) {
+        // Its metadata would come over plain HTTP from another host, where anyone on the way
+        // could name their own endpoints.
         // > "The authorization server's issuer identifier, which is a URL that uses the "https"
         // > scheme and has no query or fragment components." — RFC 8414 § 2 (or this machine).
         let plain =
             url::Url::parse(&issuer).is_ok_and(|u| u.query().is_none() && u.fragment().is_none());
-        let acceptable = plain && is_secure(&issuer);
-        if !legacy && !acceptable {
+        if !is_secure(&issuer) || !(plain || legacy) {
             let url = redact_url(&issuer);
             return self.fail(AuthError::InsecureEndpoint { issuer, url });
         }

@@ -1,0 +1,1190 @@
+//! OAuth against hostile or broken servers: small fake HTTP servers written here (std
+//! `TcpListener` on 127.0.0.1, a thread per connection, canned answers, every request recorded
+//! with its method, path, headers and body) play the MCP server, its protected resource
+//! metadata, the authorization server and "another origin". Each test checks what the client
+//! refused and what it did not send: no token to another origin, no authorization or token
+//! request after a refused document, bounded failures for broken token endpoints, the retry
+//! and step-up limits, one flow for concurrent `401`s, and no secret in any error or `Debug`.
+
+use mcp_client::proto::oauth::{AuthError, AuthorizationRequest, PreRegistered, Secret};
+use mcp_client::proto::EraChoice;
+use mcp_client::{
+    Authorize, Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, OAuthConfig,
+};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------------------------------------
+// The fake servers.
+
+/// One request a fake received.
+#[derive(Debug, Clone)]
+struct Req {
+    method: String,
+    /// The path with its query.
+    target: String,
+    /// Names lowercased.
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Req {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+    fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or("")
+    }
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+    /// A form body's field.
+    fn form(&self, name: &str) -> Option<String> {
+        url::form_urlencoded::parse(&self.body)
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    }
+}
+
+/// A canned answer.
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    /// Held this long before answering (a stalled server).
+    delay: Option<Duration>,
+}
+
+impl Resp {
+    fn new(status: u16) -> Resp {
+        Resp {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+            delay: None,
+        }
+    }
+    fn json(status: u16, body: Value) -> Resp {
+        Resp::raw(status, "application/json", body.to_string().into_bytes())
+    }
+    fn raw(status: u16, content_type: &str, body: Vec<u8>) -> Resp {
+        Resp::new(status)
+            .header("Content-Type", content_type)
+            .body(body)
+    }
+    fn header(mut self, name: &str, value: &str) -> Resp {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+    fn body(mut self, body: Vec<u8>) -> Resp {
+        self.body = body;
+        self
+    }
+}
+
+type Handler = Arc<dyn Fn(&Req) -> Resp + Send + Sync>;
+
+/// A fake HTTP server on 127.0.0.1: bound at once (so its URL can go into another fake's
+/// documents), answering once [`serve`](Fake::serve) gave it a handler.
+struct Fake {
+    origin: String,
+    log: Arc<Mutex<Vec<Req>>>,
+    listener: Option<TcpListener>,
+}
+
+impl Fake {
+    fn new() -> Fake {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        Fake {
+            origin: format!("http://127.0.0.1:{port}"),
+            log: Arc::default(),
+            listener: Some(listener),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.origin)
+    }
+
+    fn serve(&mut self, handler: impl Fn(&Req) -> Resp + Send + Sync + 'static) {
+        let listener = self.listener.take().expect("served once");
+        let handler: Handler = Arc::new(handler);
+        let log = self.log.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let (handler, log) = (handler.clone(), log.clone());
+                std::thread::spawn(move || connection(stream, &handler, &log));
+            }
+        });
+    }
+
+    fn log(&self) -> Vec<Req> {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn count(&self, method: &str, path: &str) -> usize {
+        self.log()
+            .iter()
+            .filter(|r| r.method == method && r.path() == path)
+            .count()
+    }
+}
+
+/// Serves the requests of one connection (keep-alive) until it closes.
+fn connection(stream: TcpStream, handler: &Handler, log: &Mutex<Vec<Req>>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut out = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let method = parts.next().unwrap_or("").to_owned();
+        let target = parts.next().unwrap_or("").to_owned();
+        let mut headers = Vec::new();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+            }
+        }
+        let len: usize = headers
+            .iter()
+            .find(|(k, _)| k == "content-length")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; len];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let req = Req {
+            method,
+            target,
+            headers,
+            body,
+        };
+        log.lock().unwrap().push(req.clone());
+        let resp = handler(&req);
+        if let Some(d) = resp.delay {
+            std::thread::sleep(d);
+        }
+        let reason = match resp.status {
+            200 => "OK",
+            401 => "Unauthorized",
+            403 => "Forbidden",
+            _ => "Whatever",
+        };
+        let mut head = format!("HTTP/1.1 {} {reason}\r\n", resp.status);
+        for (k, v) in &resp.headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str(&format!("Content-Length: {}\r\n\r\n", resp.body.len()));
+        if out.write_all(head.as_bytes()).is_err() || out.write_all(&resp.body).is_err() {
+            return;
+        }
+        let _ = out.flush();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// An MCP server, its protected resource metadata, an authorization server.
+
+/// A well-behaved legacy MCP server's answer to a POST (JSON), GET (no stream) or DELETE.
+fn mcp_answer(req: &Req) -> Resp {
+    match req.method.as_str() {
+        "GET" => return Resp::new(405),
+        "DELETE" => return Resp::new(200),
+        _ => {}
+    }
+    let msg = req.json();
+    let Some(id) = msg.get("id").cloned() else {
+        return Resp::new(202);
+    };
+    let result = match msg["method"].as_str().unwrap_or("") {
+        "initialize" => json!({
+            "protocolVersion": msg["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fake-protected", "version": "1"}
+        }),
+        "tools/list" => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+        "tools/call" => json!({"content": [{"type": "text", "text": "ok"}]}),
+        _ => {
+            return Resp::json(
+                200,
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no"}}),
+            )
+        }
+    };
+    Resp::json(200, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+        .header("Mcp-Session-Id", "s1")
+}
+
+/// A `401` with a challenge naming `prm`.
+fn unauthorized(prm: &str) -> Resp {
+    Resp::json(401, json!({"error": "invalid_token"})).header(
+        "WWW-Authenticate",
+        &format!(r#"Bearer error="invalid_token", resource_metadata="{prm}""#),
+    )
+}
+
+/// The protected resource metadata of `mcp` (its `resource`), naming `issuer`.
+fn prm(resource: &str, issuer: &str) -> Resp {
+    Resp::json(
+        200,
+        json!({
+            "resource": resource,
+            "authorization_servers": [issuer],
+            "scopes_supported": ["mcp:tools"],
+        }),
+    )
+}
+
+const PRM_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
+
+/// An MCP server at `/mcp` on `fake` whose PRM names `issuer`: `gate` decides each `/mcp`
+/// request (`None`: answered as [`mcp_answer`]); the default gate is "a Bearer token or 401".
+fn serve_mcp(
+    fake: &mut Fake,
+    issuer: &str,
+    gate: impl Fn(&Req) -> Option<Resp> + Send + Sync + 'static,
+) {
+    let (resource, issuer) = (fake.url("/mcp"), issuer.to_owned());
+    fake.serve(move |req| match req.path() {
+        PRM_PATH => prm(&resource, &issuer),
+        "/mcp" => gate(req).unwrap_or_else(|| mcp_answer(req)),
+        _ => Resp::new(404),
+    });
+}
+
+/// "A Bearer token, else 401 naming the PRM."
+fn bearer_gate(prm_url: String) -> impl Fn(&Req) -> Option<Resp> + Send + Sync + 'static {
+    move |req: &Req| match req.header("authorization") {
+        Some(a) if a.starts_with("Bearer ") => None,
+        _ => Some(unauthorized(&prm_url)),
+    }
+}
+
+/// The access token a request carries.
+fn bearer(req: &Req) -> Option<String> {
+    req.header("authorization")
+        .and_then(|a| a.strip_prefix("Bearer "))
+        .map(str::to_owned)
+}
+
+/// An authorization server's metadata for `origin`, changed by `tweak`.
+fn as_metadata(origin: &str, tweak: &dyn Fn(&mut Value)) -> Value {
+    let mut md = json!({
+        "issuer": origin,
+        "authorization_endpoint": format!("{origin}/authorize"),
+        "token_endpoint": format!("{origin}/token"),
+        "registration_endpoint": format!("{origin}/register"),
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
+    });
+    tweak(&mut md);
+    md
+}
+
+/// The tokens a fake token endpoint hands out, numbered from 1.
+fn tokens(n: usize, refresh: bool) -> Value {
+    let mut t = json!({
+        "access_token": format!("TOPSECRET-ACCESS-{n}"),
+        "token_type": "Bearer",
+        "expires_in": 3600,
+    });
+    if refresh {
+        t["refresh_token"] = json!(format!("TOPSECRET-REFRESH-{n}"));
+    }
+    t
+}
+
+/// An authorization server on `fake`: metadata (changed by `tweak`), registration (a public
+/// client), and a token endpoint answered by `token` (given the request and how many token
+/// requests came before it, from 1).
+fn serve_as(
+    fake: &mut Fake,
+    tweak: impl Fn(&mut Value) + Send + Sync + 'static,
+    token: impl Fn(&Req, usize) -> Resp + Send + Sync + 'static,
+) {
+    let origin = fake.origin.clone();
+    let count = AtomicUsize::new(0);
+    fake.serve(move |req| match (req.method.as_str(), req.path()) {
+        ("GET", "/.well-known/oauth-authorization-server")
+        | ("GET", "/.well-known/openid-configuration") => {
+            Resp::json(200, as_metadata(&origin, &tweak))
+        }
+        ("POST", "/register") => Resp::json(
+            201,
+            json!({"client_id": "client-1", "token_endpoint_auth_method": "none"}),
+        ),
+        ("POST", "/token") => token(req, count.fetch_add(1, Ordering::SeqCst) + 1),
+        _ => Resp::new(404),
+    });
+}
+
+/// The usual token endpoint: numbered tokens with refresh tokens.
+fn good_tokens(_: &Req, n: usize) -> Resp {
+    Resp::json(200, tokens(n, true))
+}
+
+/// A person who approves at once: the redirect back carries a code and the request's `state`
+/// (the fake servers do not advertise `iss`), with every request kept and counted.
+#[derive(Clone, Default)]
+struct Person {
+    seen: Arc<Mutex<Vec<AuthorizationRequest>>>,
+}
+
+impl Person {
+    fn authorize(&self) -> Authorize {
+        let seen = self.seen.clone();
+        Authorize::callback(move |request: AuthorizationRequest| {
+            seen.lock().unwrap().push(request.clone());
+            let n = seen.lock().unwrap().len();
+            async move {
+                let state = query(&request.url, "state").ok_or("no state")?;
+                Ok(format!(
+                    "{}?code=TOPSECRET-CODE-{n}&state={state}",
+                    request.redirect_uri
+                ))
+            }
+        })
+    }
+    fn calls(&self) -> usize {
+        self.seen.lock().unwrap().len()
+    }
+    fn scopes(&self) -> Vec<Option<String>> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| query(&r.url, "scope"))
+            .collect()
+    }
+}
+
+fn query(url: &str, name: &str) -> Option<String> {
+    url::Url::parse(url)
+        .ok()?
+        .query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+fn oauth(person: &Person) -> OAuthConfig {
+    let mut config = OAuthConfig::new(person.authorize());
+    config.request_timeout = Duration::from_secs(2);
+    config
+}
+
+fn client(mcp: &str, oauth: OAuthConfig) -> Client<HttpTransport> {
+    let mut config = ClientConfig::default();
+    config.session.era = EraChoice::Legacy;
+    Client::with_config(
+        HttpTransport::new(HttpTransportConfig::new(mcp).oauth(oauth)).unwrap(),
+        config,
+    )
+}
+
+/// Runs `f` on smol, failing the test past `limit` (nothing here may hang).
+fn within<T>(limit: Duration, f: impl std::future::Future<Output = T>) -> T {
+    smol::block_on(async {
+        smol::future::or(async { Some(f.await) }, async {
+            smol::Timer::after(limit).await;
+            None
+        })
+        .await
+        .unwrap_or_else(|| panic!("the test did not finish within {limit:?}"))
+    })
+}
+
+/// Opens a session expecting the OAuth failure `expected` (within 20 s); gives the error.
+fn opening_fails(mcp: &str, oauth: OAuthConfig, expected: fn(&AuthError) -> bool) -> Error {
+    let c = client(mcp, oauth);
+    let error = within(Duration::from_secs(20), async {
+        let e = c.initialize().await.expect_err("the opening must fail");
+        let _ = c.close().await;
+        e
+    });
+    match &error {
+        Error::Auth(e) if expected(e) => {}
+        other => panic!("unexpected: {other:?} ({other})"),
+    }
+    assert_no_secret(&error);
+    error
+}
+
+/// Neither the message nor the `Debug` of `error` shows a secret.
+fn assert_no_secret(error: &impl std::fmt::Debug) {
+    let debug = format!("{error:?}");
+    assert!(!debug.contains("TOPSECRET"), "a secret in {debug}");
+}
+
+fn assert_no_secret_display(error: &impl std::fmt::Display) {
+    let shown = error.to_string();
+    assert!(!shown.contains("TOPSECRET"), "a secret in {shown}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tests.
+
+/// (a) After authorizing, the MCP server redirects to another origin: the core refuses the
+/// cross-origin redirect, and the other origin never sees the request (so never the token).
+/// The same-origin control shows the fake would have recorded it.
+#[test]
+fn a_redirect_never_takes_the_token_to_another_origin() {
+    for same_origin in [false, true] {
+        let mut other = Fake::new();
+        other.serve(mcp_answer);
+        let mut auth = Fake::new();
+        serve_as(&mut auth, |_| {}, good_tokens);
+        let mut mcp = Fake::new();
+        let prm_url = mcp.url(PRM_PATH);
+        let moved = if same_origin {
+            mcp.url("/moved")
+        } else {
+            other.url("/mcp")
+        };
+        let resource = mcp.url("/mcp");
+        let issuer = auth.origin.clone();
+        mcp.serve(move |req| match req.path() {
+            PRM_PATH => prm(&resource, &issuer),
+            "/moved" => mcp_answer(req),
+            "/mcp" if bearer(req).is_none() => unauthorized(&prm_url),
+            "/mcp" => Resp::new(307).header("Location", &moved),
+            _ => Resp::new(404),
+        });
+        let person = Person::default();
+        let c = client(&mcp.url("/mcp"), oauth(&person));
+        let opened = within(Duration::from_secs(20), async {
+            let r = c.initialize().await;
+            let _ = c.close().await;
+            r
+        });
+        assert_eq!(person.calls(), 1, "authorized once");
+        let with_token = |log: Vec<Req>| {
+            log.iter()
+                .filter(|r| bearer(r).as_deref() == Some("TOPSECRET-ACCESS-1"))
+                .count()
+        };
+        if same_origin {
+            opened.unwrap();
+            let moved: Vec<Req> = mcp
+                .log()
+                .into_iter()
+                .filter(|r| r.path() == "/moved")
+                .collect();
+            assert!(
+                with_token(moved) >= 1,
+                "the same-origin redirect is followed"
+            );
+        } else {
+            let e = opened.expect_err("a cross-origin redirect is refused");
+            assert!(
+                matches!(&e, Error::HttpProtocol(_)) && e.to_string().contains("origin"),
+                "{e:?}: {e}"
+            );
+            assert_no_secret(&e);
+            assert!(other.log().is_empty(), "{:?}", other.log());
+        }
+        assert_eq!(with_token(other.log()), 0);
+    }
+}
+
+/// (a') The flow's own requests follow no redirect either: a PRM or a token endpoint that
+/// answers 307 to another origin gets nothing sent there.
+#[test]
+fn the_flow_follows_no_redirect() {
+    // The token endpoint redirects: the code and verifier stay here.
+    let mut other = Fake::new();
+    other.serve(|_| Resp::json(200, tokens(99, true)));
+    let elsewhere = other.url("/token");
+    let mut auth = Fake::new();
+    serve_as(
+        &mut auth,
+        |_| {},
+        move |_, _| Resp::new(307).header("Location", &elsewhere),
+    );
+    let mut mcp = Fake::new();
+    let gate = bearer_gate(mcp.url(PRM_PATH));
+    serve_mcp(&mut mcp, &auth.origin, gate);
+    let person = Person::default();
+    opening_fails(&mcp.url("/mcp"), oauth(&person), |e| {
+        matches!(e, AuthError::Token { status: 307, .. })
+    });
+    assert_eq!(auth.count("POST", "/token"), 1);
+    assert!(other.log().is_empty(), "{:?}", other.log());
+
+    // The PRM the challenge names redirects elsewhere: not followed, so there is no PRM (the
+    // 2025-03-26 fallbacks are off here, so that the flow ends there).
+    let mut other = Fake::new();
+    other.serve(|_| Resp::new(500));
+    let mut mcp = Fake::new();
+    let prm_url = mcp.url(PRM_PATH);
+    let elsewhere = other.url(PRM_PATH);
+    mcp.serve(move |req| match req.path() {
+        PRM_PATH => Resp::new(307).header("Location", &elsewhere),
+        "/mcp" if bearer(req).is_none() => unauthorized(&prm_url),
+        "/mcp" => mcp_answer(req),
+        _ => Resp::new(404),
+    });
+    let person = Person::default();
+    let mut config = oauth(&person);
+    config.options.legacy_fallbacks = false;
+    opening_fails(&mcp.url("/mcp"), config, |e| {
+        matches!(e, AuthError::NoResourceMetadata { .. })
+    });
+    assert!(other.log().is_empty(), "{:?}", other.log());
+    assert_eq!(person.calls(), 0);
+}
+
+/// (b) The 401's `resource_metadata` points at another origin whose PRM names another
+/// resource: refused before anything is authorized; its authorization server is never asked.
+#[test]
+fn a_resource_mismatch_is_refused_before_authorizing() {
+    let mut evil_as = Fake::new();
+    serve_as(&mut evil_as, |_| {}, good_tokens);
+    let mut evil = Fake::new();
+    let (evil_resource, evil_issuer) = (evil.url("/mcp"), evil_as.origin.clone());
+    evil.serve(move |req| match req.path() {
+        PRM_PATH => prm(&evil_resource, &evil_issuer),
+        _ => Resp::new(404),
+    });
+    let mut mcp = Fake::new();
+    let evil_prm = evil.url(PRM_PATH);
+    mcp.serve(move |req| match bearer(req) {
+        None => unauthorized(&evil_prm),
+        Some(_) => mcp_answer(req),
+    });
+    let person = Person::default();
+    let error = opening_fails(&mcp.url("/mcp"), oauth(&person), |e| {
+        matches!(e, AuthError::ResourceMismatch { .. })
+    });
+    let shown = error.to_string();
+    assert!(shown.contains(&evil.url("/mcp")), "{shown}");
+    assert_eq!(evil.count("GET", PRM_PATH), 1, "the document was read");
+    assert!(evil_as.log().is_empty(), "{:?}", evil_as.log());
+    assert_eq!(person.calls(), 0);
+    // The MCP server saw only the unauthenticated initialize.
+    assert!(mcp.log().iter().all(|r| bearer(r).is_none()));
+}
+
+/// (c) The authorization server's metadata names another issuer: not used (both well-known
+/// documents are tried, then refused with the reason); its token endpoint never hears from us.
+#[test]
+fn metadata_naming_another_issuer_is_not_used() {
+    let mut sink = Fake::new();
+    sink.serve(|_| Resp::json(200, tokens(1, true)));
+    let mut auth = Fake::new();
+    let sink_origin = sink.origin.clone();
+    serve_as(
+        &mut auth,
+        move |md| {
+            md["issuer"] = json!("https://evil.example");
+            for e in [
+                "authorization_endpoint",
+                "token_endpoint",
+                "registration_endpoint",
+            ] {
+                md[e] = json!(format!("{sink_origin}/{e}"));
+            }
+        },
+        good_tokens,
+    );
+    let mut mcp = Fake::new();
+    let gate = bearer_gate(mcp.url(PRM_PATH));
+    serve_mcp(&mut mcp, &auth.origin, gate);
+    let person = Person::default();
+    let error = opening_fails(&mcp.url("/mcp"), oauth(&person), |e| {
+        matches!(e, AuthError::NoServerMetadata { reason: Some(r), tried, .. }
+            if r.contains("https://evil.example") && tried.len() == 2)
+    });
+    assert!(error.to_string().contains("names the issuer"), "{error}");
+    assert_eq!(
+        auth.count("GET", "/.well-known/oauth-authorization-server"),
+        1
+    );
+    assert_eq!(auth.count("GET", "/.well-known/openid-configuration"), 1);
+    assert!(sink.log().is_empty(), "{:?}", sink.log());
+    assert_eq!(person.calls(), 0);
+}
+
+/// (d) No `code_challenge_methods_supported`: PKCE is not supported, the flow refuses to go on.
+#[test]
+fn no_pkce_support_is_refused() {
+    for methods in [None, Some(json!(["plain"]))] {
+        let mut auth = Fake::new();
+        let m = methods.clone();
+        serve_as(
+            &mut auth,
+            move |md| match &m {
+                None => drop(
+                    md.as_object_mut()
+                        .unwrap()
+                        .remove("code_challenge_methods_supported"),
+                ),
+                Some(v) => md["code_challenge_methods_supported"] = v.clone(),
+            },
+            good_tokens,
+        );
+        let mut mcp = Fake::new();
+        let gate = bearer_gate(mcp.url(PRM_PATH));
+        serve_mcp(&mut mcp, &auth.origin, gate);
+        let person = Person::default();
+        opening_fails(&mcp.url("/mcp"), oauth(&person), |e| {
+            matches!(e, AuthError::PkceUnsupported { .. })
+        });
+        assert_eq!(person.calls(), 0, "{methods:?}");
+        assert!(
+            auth.log().iter().all(|r| r.method == "GET"),
+            "only metadata was read: {:?}",
+            auth.log()
+        );
+    }
+}
+
+/// (e) An endpoint on plain HTTP to another host: refused before anything goes there (or to
+/// any other endpoint of that server); an issuer on plain HTTP to another host is refused
+/// before its metadata is fetched.
+#[test]
+fn plain_http_to_another_host_is_refused() {
+    for endpoint in [
+        "token_endpoint",
+        "authorization_endpoint",
+        "registration_endpoint",
+    ] {
+        let mut auth = Fake::new();
+        serve_as(
+            &mut auth,
+            move |md| md[endpoint] = json!("http://example.com/oauth"),
+            good_tokens,
+        );
+        let mut mcp = Fake::new();
+        let gate = bearer_gate(mcp.url(PRM_PATH));
+        serve_mcp(&mut mcp, &auth.origin, gate);
+        let person = Person::default();
+        let error = opening_fails(
+            &mcp.url("/mcp"),
+            oauth(&person),
+            |e| matches!(e, AuthError::InsecureEndpoint { url, .. } if url == "http://example.com/oauth"),
+        );
+        assert!(error.to_string().contains("neither HTTPS"), "{error}");
+        assert_eq!(person.calls(), 0);
+        assert!(
+            auth.log().iter().all(|r| r.method == "GET"),
+            "{endpoint}: {:?}",
+            auth.log()
+        );
+    }
+    // The PRM names an authorization server on plain HTTP elsewhere: its metadata would come
+    // over plain HTTP, so it is not fetched.
+    let mut mcp = Fake::new();
+    let gate = bearer_gate(mcp.url(PRM_PATH));
+    serve_mcp(&mut mcp, "http://auth.invalid", gate);
+    let person = Person::default();
+    let started = Instant::now();
+    opening_fails(
+        &mcp.url("/mcp"),
+        oauth(&person),
+        |e| matches!(e, AuthError::InsecureEndpoint { issuer, .. } if issuer == "http://auth.invalid"),
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(person.calls(), 0);
+}
+
+/// (f) A broken token endpoint — junk, a body past 1 MiB, another token type, a 500, no answer —
+/// fails the request with a clear authorization error, soon, without a panic.
+#[test]
+fn broken_token_endpoints_fail_clearly_and_soon() {
+    type Check = fn(&AuthError) -> bool;
+    let huge = {
+        // A valid answer, padded past 1 MiB.
+        let mut t = tokens(1, true).to_string().into_bytes();
+        t.pop();
+        t.extend_from_slice(format!(r#","padding":"{}"}}"#, "x".repeat(1 << 21)).as_bytes());
+        t
+    };
+    let cases: Vec<(&str, Resp, Check)> = vec![
+        (
+            "junk",
+            Resp::raw(200, "application/json", b"<html>not json</html>".to_vec()),
+            |e| matches!(e, AuthError::InvalidDocument { .. }),
+        ),
+        ("huge", Resp::raw(200, "application/json", huge), |e| {
+            e.to_string().contains("larger than")
+        }),
+        (
+            "mac",
+            Resp::json(
+                200,
+                json!({"access_token": "TOPSECRET-ACCESS-1", "token_type": "mac"}),
+            ),
+            |e| {
+                matches!(e, AuthError::InvalidDocument { .. })
+                    && e.to_string().contains("token_type")
+            },
+        ),
+        (
+            "no access token",
+            Resp::json(200, json!({"token_type": "Bearer"})),
+            |e| matches!(e, AuthError::InvalidDocument { .. }),
+        ),
+        (
+            "500",
+            Resp::raw(500, "text/html", b"<h1>oops</h1>".to_vec()),
+            |e| matches!(e, AuthError::Token { status: 500, .. }),
+        ),
+        (
+            "400 invalid_grant",
+            Resp::json(
+                400,
+                json!({"error": "invalid_grant", "error_description": "code used"}),
+            ),
+            |e| matches!(e, AuthError::Token { status: 400, error: Some(g), .. } if g == "invalid_grant"),
+        ),
+        (
+            "stalled",
+            Resp {
+                delay: Some(Duration::from_secs(30)),
+                ..Resp::json(200, tokens(1, true))
+            },
+            |e| matches!(e, AuthError::Transport { message, .. } if message.contains("no answer within 2 s")),
+        ),
+    ];
+    for (name, answer, check) in cases {
+        let answer = Mutex::new(Some(answer));
+        let mut auth = Fake::new();
+        serve_as(
+            &mut auth,
+            |_| {},
+            move |_, _| {
+                answer
+                    .lock()
+                    .unwrap()
+                    .take()
+                    .unwrap_or_else(|| Resp::new(599))
+            },
+        );
+        let mut mcp = Fake::new();
+        let gate = bearer_gate(mcp.url(PRM_PATH));
+        serve_mcp(&mut mcp, &auth.origin, gate);
+        let person = Person::default();
+        let started = Instant::now();
+        let error = opening_fails(&mcp.url("/mcp"), oauth(&person), check);
+        eprintln!("{name}: {error} ({:?})", started.elapsed());
+        assert!(started.elapsed() < Duration::from_secs(10), "{name}");
+        assert_eq!(auth.count("POST", "/token"), 1, "{name}: one token request");
+        assert_eq!(person.calls(), 1, "{name}");
+        assert!(
+            mcp.log().iter().all(|r| bearer(r).is_none()),
+            "{name}: no token was sent"
+        );
+    }
+}
+
+/// (g) The MCP server refuses every token: one flow per request, then `Rejected`. With a token
+/// that worked until the server revoked it, that one flow is a refresh (no person), and the
+/// request is sent once more with the refreshed token before giving up.
+#[test]
+fn a_server_that_keeps_refusing_gets_one_reauthorization() {
+    // Every token refused from the start.
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, good_tokens);
+    let mut mcp = Fake::new();
+    let prm_url = mcp.url(PRM_PATH);
+    serve_mcp(&mut mcp, &auth.origin, move |_| {
+        Some(unauthorized(&prm_url))
+    });
+    let person = Person::default();
+    let error = opening_fails(&mcp.url("/mcp"), oauth(&person), |e| {
+        matches!(e, AuthError::Rejected { .. })
+    });
+    assert!(
+        error.to_string().contains("refused the new token"),
+        "{error}"
+    );
+    assert_eq!(person.calls(), 1);
+    assert_eq!(auth.count("POST", "/token"), 1);
+    let posts: Vec<Option<String>> = mcp
+        .log()
+        .iter()
+        .filter(|r| r.path() == "/mcp")
+        .map(bearer)
+        .collect();
+    assert_eq!(posts, [None, Some("TOPSECRET-ACCESS-1".into())]);
+
+    // A token that worked, then revoked: the next request refreshes once, then gives up.
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, good_tokens);
+    let revoked = Arc::new(AtomicBool::new(false));
+    let mut mcp = Fake::new();
+    let prm_url = mcp.url(PRM_PATH);
+    let r = revoked.clone();
+    serve_mcp(&mut mcp, &auth.origin, move |req| {
+        (bearer(req).is_none() || r.load(Ordering::SeqCst)).then(|| unauthorized(&prm_url))
+    });
+    let person = Person::default();
+    let c = client(&mcp.url("/mcp"), oauth(&person));
+    let error = within(Duration::from_secs(20), async {
+        c.initialize().await.unwrap();
+        revoked.store(true, Ordering::SeqCst);
+        let e = c.call_tool("echo", json!({})).await.expect_err("refused");
+        let _ = c.close().await;
+        e
+    });
+    assert!(
+        matches!(&error, Error::Auth(AuthError::Rejected { .. })),
+        "{error:?}"
+    );
+    assert_no_secret(&error);
+    assert_eq!(person.calls(), 1, "the refresh needed nobody");
+    let grants: Vec<Option<String>> = auth
+        .log()
+        .iter()
+        .filter(|r| r.path() == "/token")
+        .map(|r| r.form("grant_type"))
+        .collect();
+    assert_eq!(
+        grants,
+        [
+            Some("authorization_code".into()),
+            Some("refresh_token".into())
+        ]
+    );
+    let refresh = auth
+        .log()
+        .into_iter()
+        .filter(|r| r.path() == "/token")
+        .nth(1)
+        .unwrap();
+    assert_eq!(
+        refresh.form("refresh_token").as_deref(),
+        Some("TOPSECRET-REFRESH-1")
+    );
+    let calls: Vec<Option<String>> = mcp
+        .log()
+        .iter()
+        .filter(|r| r.json()["method"] == "tools/call")
+        .map(bearer)
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            Some("TOPSECRET-ACCESS-1".into()),
+            Some("TOPSECRET-ACCESS-2".into())
+        ]
+    );
+}
+
+/// (h) `403 insufficient_scope` every time, each naming one more scope: at most 3
+/// authorizations for the request, each asking for the union so far; then `InsufficientScope`.
+#[test]
+fn step_up_stops_after_three_authorizations_asking_for_the_union() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, good_tokens);
+    let mut mcp = Fake::new();
+    let prm_url = mcp.url(PRM_PATH);
+    let refusals = AtomicUsize::new(0);
+    serve_mcp(&mut mcp, &auth.origin, move |req| {
+        if bearer(req).is_none() {
+            return Some(unauthorized(&prm_url));
+        }
+        let n = refusals.fetch_add(1, Ordering::SeqCst) + 1;
+        Some(Resp::json(403, json!({"error": "insufficient_scope"})).header(
+            "WWW-Authenticate",
+            &format!(
+                r#"Bearer error="insufficient_scope", scope="mcp:step{n}", resource_metadata="{prm_url}""#
+            ),
+        ))
+    });
+    let person = Person::default();
+    let error = opening_fails(
+        &mcp.url("/mcp"),
+        oauth(&person),
+        |e| matches!(e, AuthError::InsufficientScope { attempts: 3, scope, .. } if scope == "mcp:step3"),
+    );
+    eprintln!("{error}");
+    assert_eq!(person.calls(), 3);
+    assert_eq!(
+        person.scopes(),
+        [
+            Some("mcp:tools".to_owned()),
+            Some("mcp:tools mcp:step1".to_owned()),
+            Some("mcp:tools mcp:step1 mcp:step2".to_owned()),
+        ]
+    );
+    assert_eq!(auth.count("POST", "/token"), 3);
+    assert_eq!(
+        auth.count("POST", "/register"),
+        1,
+        "the client is registered once"
+    );
+    // The MCP server saw the three tokens, once each.
+    let sent: Vec<Option<String>> = mcp
+        .log()
+        .iter()
+        .filter(|r| r.path() == "/mcp")
+        .map(bearer)
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            None,
+            Some("TOPSECRET-ACCESS-1".into()),
+            Some("TOPSECRET-ACCESS-2".into()),
+            Some("TOPSECRET-ACCESS-3".into()),
+        ]
+    );
+}
+
+/// (i) No secret — access token, refresh token, client secret, code — in any error's message or
+/// `Debug`, nor in the `Debug` of the settings or the stored credentials.
+#[test]
+fn no_secret_in_errors_or_debug() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, good_tokens);
+    let mut mcp = Fake::new();
+    let prm_url = mcp.url(PRM_PATH);
+    serve_mcp(&mut mcp, &auth.origin, move |_| {
+        Some(unauthorized(&prm_url))
+    });
+    let person = Person::default();
+    let store = Arc::new(mcp_client::MemoryStore::new());
+    let mut config = oauth(&person);
+    config.store = store.clone();
+    config.options.pre_registered = Some(PreRegistered {
+        client_id: "client-pre".into(),
+        client_secret: Some(Secret::new("TOPSECRET-CLIENT-SECRET")),
+        auth_method: None,
+        issuer: None,
+    });
+    let transport_config = HttpTransportConfig::new(mcp.url("/mcp")).oauth(config.clone());
+    for shown in [format!("{config:?}"), format!("{transport_config:?}")] {
+        assert!(!shown.contains("TOPSECRET"), "{shown}");
+        assert!(
+            shown.contains("client-pre"),
+            "the Debug shows the settings: {shown}"
+        );
+    }
+    let error = opening_fails(&mcp.url("/mcp"), config, |e| {
+        matches!(e, AuthError::Rejected { .. })
+    });
+    assert_no_secret_display(&error);
+    // The secrets were really used: sent where they belong, and stored.
+    let token = auth
+        .log()
+        .into_iter()
+        .find(|r| r.path() == "/token")
+        .unwrap();
+    assert!(token
+        .header("authorization")
+        .is_some_and(|a| a.starts_with("Basic ")));
+    assert_eq!(token.form("code").as_deref(), Some("TOPSECRET-CODE-1"));
+    let stored =
+        mcp_client::TokenStore::load(&*store, &auth.origin, &mcp.url("/mcp")).expect("stored");
+    assert_eq!(stored.tokens.access_token.expose(), "TOPSECRET-ACCESS-1");
+    assert_eq!(
+        stored.client.client_secret.as_ref().map(Secret::expose),
+        Some("TOPSECRET-CLIENT-SECRET")
+    );
+    assert_no_secret(&stored);
+    // A refusal at the token endpoint and a bad redirect back, with the code in flight.
+    let mut auth = Fake::new();
+    serve_as(
+        &mut auth,
+        |_| {},
+        |_, _| Resp::json(400, json!({"error": "invalid_grant"})),
+    );
+    let mut mcp = Fake::new();
+    let gate = bearer_gate(mcp.url(PRM_PATH));
+    serve_mcp(&mut mcp, &auth.origin, gate);
+    let person = Person::default();
+    let e = opening_fails(&mcp.url("/mcp"), oauth(&person), |e| {
+        matches!(e, AuthError::Token { .. })
+    });
+    assert_no_secret_display(&e);
+    let mut config = OAuthConfig::new(Authorize::callback(|r: AuthorizationRequest| async move {
+        Ok(format!(
+            "{}?code=TOPSECRET-CODE-X&state=wrong",
+            r.redirect_uri
+        ))
+    }));
+    config.request_timeout = Duration::from_secs(2);
+    let e = opening_fails(&mcp.url("/mcp"), config, |e| {
+        matches!(e, AuthError::StateMismatch)
+    });
+    assert_no_secret_display(&e);
+    let mut config = OAuthConfig::new(Authorize::callback(|_: AuthorizationRequest| async move {
+        Ok("http://127.0.0.1:9/elsewhere?code=TOPSECRET-CODE-Y".to_owned())
+    }));
+    config.request_timeout = Duration::from_secs(2);
+    let e = opening_fails(&mcp.url("/mcp"), config, |e| {
+        matches!(e, AuthError::BadRedirect(_))
+    });
+    assert_no_secret_display(&e);
+}
+
+/// (j) Concurrent requests that all meet a `401` run one flow: the person is asked once, the
+/// token endpoint hit once, and every request succeeds with the new token.
+#[test]
+fn concurrent_401s_run_one_flow() {
+    for refresh in [false, true] {
+        let mut auth = Fake::new();
+        serve_as(
+            &mut auth,
+            |_| {},
+            move |_, n| {
+                // Slow enough that the requests pile up behind the flow.
+                std::thread::sleep(Duration::from_millis(200));
+                Resp::json(200, tokens(n, refresh))
+            },
+        );
+        let mut mcp = Fake::new();
+        let prm_url = mcp.url(PRM_PATH);
+        // Only the newest token is good: after the test revokes the first, every request
+        // carrying it meets a 401.
+        let good = Arc::new(Mutex::new(String::new()));
+        let g = good.clone();
+        serve_mcp(&mut mcp, &auth.origin, move |req| {
+            let good = g.lock().unwrap().clone();
+            match bearer(req) {
+                Some(t) if good.is_empty() || t == good => None,
+                _ => Some(unauthorized(&prm_url)),
+            }
+        });
+        let person = Person::default();
+        let c = client(&mcp.url("/mcp"), oauth(&person));
+        let results = within(Duration::from_secs(30), async {
+            c.initialize().await.unwrap();
+            *good.lock().unwrap() = "TOPSECRET-ACCESS-2".into();
+            let calls = (0..8).map(|_| c.call_tool("echo", json!({})));
+            let results = futures_join_all(calls.collect()).await;
+            let _ = c.close().await;
+            results
+        });
+        for r in &results {
+            assert_eq!(
+                r.as_ref().map(|r| r.text()).ok(),
+                Some("ok".into()),
+                "{r:?}"
+            );
+        }
+        let expected_calls = if refresh { 1 } else { 2 };
+        assert_eq!(person.calls(), expected_calls, "refresh: {refresh}");
+        assert_eq!(auth.count("POST", "/token"), 2, "refresh: {refresh}");
+        // One discovery for the opening, one for the eight 401s (a flow per request would
+        // read the documents again, even if it then found the new token in the store).
+        assert_eq!(mcp.count("GET", PRM_PATH), 2, "refresh: {refresh}");
+        assert_eq!(
+            auth.count("GET", "/.well-known/oauth-authorization-server"),
+            2,
+            "refresh: {refresh}"
+        );
+        // Each tools/call was answered once, with the second token, after at most one refusal
+        // of the first.
+        let calls: Vec<Option<String>> = mcp
+            .log()
+            .iter()
+            .filter(|r| r.json()["method"] == "tools/call")
+            .map(bearer)
+            .collect();
+        let count = |t: &str| calls.iter().filter(|c| c.as_deref() == Some(t)).count();
+        assert_eq!(count("TOPSECRET-ACCESS-2"), 8, "{calls:?}");
+        let first = count("TOPSECRET-ACCESS-1");
+        assert!((1..=8).contains(&first), "{calls:?}");
+        assert_eq!(calls.len(), 8 + first, "{calls:?}");
+    }
+}
+
+/// Awaits every future (on the current task), in order.
+async fn futures_join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut pinned: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = pinned.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, slot) in pinned.iter_mut().zip(out.iter_mut()) {
+            if slot.is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *slot = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().map(Option::unwrap).collect()
+}
+
+/// (j') When the one flow for concurrent `401`s fails (the person refuses), the requests that
+/// waited for it fail with its error: the person is not asked again once per waiting request.
+#[test]
+fn concurrent_401s_share_a_failed_flow() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, |_, n| Resp::json(200, tokens(n, false)));
+    let mut mcp = Fake::new();
+    let prm_url = mcp.url(PRM_PATH);
+    let revoked = Arc::new(AtomicBool::new(false));
+    let r = revoked.clone();
+    serve_mcp(&mut mcp, &auth.origin, move |req| {
+        (bearer(req).is_none() || r.load(Ordering::SeqCst)).then(|| unauthorized(&prm_url))
+    });
+    // Approves the first time; then takes a while and refuses.
+    let asked = Arc::new(AtomicUsize::new(0));
+    let a = asked.clone();
+    let mut config = OAuthConfig::new(Authorize::callback(move |r: AuthorizationRequest| {
+        let n = a.fetch_add(1, Ordering::SeqCst) + 1;
+        async move {
+            if n > 1 {
+                smol::Timer::after(Duration::from_millis(300)).await;
+                return Err("the person said no".to_owned());
+            }
+            let state = query(&r.url, "state").ok_or("no state")?;
+            Ok(format!("{}?code=c&state={state}", r.redirect_uri))
+        }
+    }));
+    config.request_timeout = Duration::from_secs(2);
+    let c = client(&mcp.url("/mcp"), config);
+    let results = within(Duration::from_secs(30), async {
+        c.initialize().await.unwrap();
+        revoked.store(true, Ordering::SeqCst);
+        let calls = (0..8).map(|_| c.call_tool("echo", json!({})));
+        let results = futures_join_all(calls.collect()).await;
+        let _ = c.close().await;
+        results
+    });
+    for r in &results {
+        assert!(
+            matches!(r, Err(Error::Auth(AuthError::NotAuthorized { reason, .. })) if reason == "the person said no"),
+            "{r:?}"
+        );
+    }
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        2,
+        "asked once for the eight requests"
+    );
+}
