@@ -402,6 +402,21 @@ impl<T: Transport> Client<T> {
     /// handshake is under way waits for it (so a dropped `initialize()` future loses nothing);
     /// once it completed, it returns the server's answer again.
     pub async fn initialize(&self) -> Result<InitializeResult, Error> {
+        #[cfg(feature = "tracing")]
+        {
+            let label = self.lock().label.clone();
+            let span = crate::trace::opening_span(label.as_deref(), self.shared.transport.kind());
+            let started = Instant::now();
+            let result =
+                tracing::Instrument::instrument(self.initialize_untraced(), span.clone()).await;
+            crate::trace::opened(&span, &result, self.era(), started);
+            result
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.initialize_untraced().await
+    }
+
+    async fn initialize_untraced(&self) -> Result<InitializeResult, Error> {
         let (rx, deadline) = {
             let mut st = self.lock();
             if let Some(init) = st.session.initialize_result() {
@@ -508,8 +523,11 @@ impl<T: Transport> Client<T> {
         #[cfg(feature = "tracing")]
         {
             let label = self.lock().label.clone();
-            let span =
-                crate::trace::request_span(&request, label.as_deref(), self.shared.transport.kind());
+            let span = crate::trace::request_span(
+                &request,
+                label.as_deref(),
+                self.shared.transport.kind(),
+            );
             let started = Instant::now();
             let result = tracing::Instrument::instrument(
                 self.request_untraced(request, progress),

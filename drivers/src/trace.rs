@@ -59,6 +59,52 @@ pub(crate) fn request_span(
     )
 }
 
+/// The span of the opening (`server/discover` or `initialize`, whichever the era needs).
+pub(crate) fn opening_span(server: Option<&str>, transport: TransportKind) -> tracing::Span {
+    let transport = match transport {
+        TransportKind::Stream => "pipe",
+        TransportKind::Http => "tcp",
+        _ => "other",
+    };
+    tracing::info_span!(
+        "mcp.request",
+        otel.name = "initialize",
+        otel.kind = "client",
+        mcp.method.name = "initialize",
+        mcp.server = server.unwrap_or(""),
+        network.transport = transport,
+        mcp.protocol.version = Empty,
+        mcp.era = Empty,
+        outcome = Empty,
+        error.type = Empty,
+        duration_ms = Empty,
+    )
+}
+
+/// Records the outcome of the opening on its span.
+pub(crate) fn opened(
+    span: &tracing::Span,
+    result: &Result<mcp_proto::InitializeResult, Error>,
+    era: Option<mcp_proto::Era>,
+    started: Instant,
+) {
+    span.record("duration_ms", started.elapsed().as_secs_f64() * 1000.0);
+    match result {
+        Ok(init) => {
+            span.record("outcome", "ok");
+            span.record("mcp.protocol.version", init.protocol_version.as_str());
+            if let Some(era) = era {
+                span.record("mcp.era", tracing::field::debug(era));
+            }
+        }
+        Err(e) => {
+            span.record("outcome", "error");
+            span.record("error.type", error_type(e));
+            span.in_scope(|| tracing::warn!(error = %e, "opening failed"));
+        }
+    }
+}
+
 /// Records the outcome of a request on its span.
 pub(crate) fn finish(span: &tracing::Span, result: &Result<Reply, Error>, started: Instant) {
     span.record("duration_ms", started.elapsed().as_secs_f64() * 1000.0);
@@ -97,7 +143,6 @@ fn error_type(e: &Error) -> &'static str {
         Error::Config(_) => "config",
         Error::Auth(_) => "authorization",
         Error::Pagination(_) => "pagination",
-
     }
 }
 
