@@ -14,12 +14,14 @@ use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 
+type FieldMap = BTreeMap<String, String>;
+
 #[derive(Default, Clone)]
 struct Captured {
-    /// Each span: its name and fields (recorded later ones included), in creation order.
-    spans: Arc<Mutex<Vec<(u64, String, BTreeMap<String, String>)>>>,
+    /// Each span: its id, name and fields (recorded later ones included), in creation order.
+    spans: Arc<Mutex<Vec<(u64, String, FieldMap)>>>,
     /// Each event: level, target, fields (`message` included).
-    events: Arc<Mutex<Vec<(Level, String, BTreeMap<String, String>)>>>,
+    events: Arc<Mutex<Vec<(Level, String, FieldMap)>>>,
 }
 
 struct Fields<'a>(&'a mut BTreeMap<String, String>);
