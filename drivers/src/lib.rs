@@ -57,6 +57,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod config;
 pub mod connect;
 pub mod error;
 pub mod handlers;

@@ -1,0 +1,968 @@
+//! The MCP server config files people already write, read into one model.
+//!
+//! | format | file | servers under | reader |
+//! |---|---|---|---|
+//! | [`ConfigFormat::McpServers`] | Claude Desktop's `claude_desktop_config.json`, Cursor's `mcp.json`, and most others | `mcpServers` | [`mcp_servers`] |
+//! | [`ConfigFormat::VsCode`] | VS Code's `.vscode/mcp.json` | `servers` (and `inputs`) | [`vscode`] |
+//! | [`ConfigFormat::Codex`] | Codex's `config.toml` | `[mcp_servers.NAME]` | [`codex`] |
+//!
+//! [`load`] reads a file and tells the format from it: a `.toml` file is Codex's; a JSON file with
+//! `mcpServers` at the top level is the common format, one with `servers` VS Code's. Both JSON
+//! formats are read as JSONC, as VS Code writes them: `//` and `/* */` comments and trailing
+//! commas are accepted (nothing looser). Keys a format does not use are ignored, since each client
+//! adds its own (`autoApprove`, `alwaysAllow`, …).
+//!
+//! ```no_run
+//! let config = mcp_client::config::load("claude_desktop_config.json")?;
+//! for server in config.servers.iter().filter(|s| s.enabled) {
+//!     if let Some(stdio) = server.stdio_config() {
+//!         println!("{}: {:?}", server.name, stdio); // env values are not shown
+//!     }
+//! }
+//! # Ok::<(), mcp_client::config::ConfigError>(())
+//! ```
+//!
+//! # Variables
+//!
+//! Every string that is used as a value — `command`, `args`, `env` values, `cwd`, `url`, header
+//! values and VS Code's `envFile` — is expanded (names, keys, `type` and tool lists are not):
+//!
+//! | written | becomes |
+//! |---|---|
+//! | `${VAR}`, `${env:VAR}` | the environment variable `VAR` ([`ExpandOptions::env`]); **unset is an error** naming it, so an empty secret is never sent |
+//! | `${input:ID}` | the value supplied in [`ExpandOptions::inputs`]; not supplied is an error (VS Code would prompt; a library never does) |
+//! | `${workspaceFolder}` | the directory holding the `.vscode` (or `.cursor`) folder the file is in, otherwise the file's own directory |
+//! | `${workspaceFolderBasename}` | that directory's last component |
+//! | `${userHome}` | `HOME` (or `USERPROFILE`) from [`ExpandOptions::env`] |
+//! | `${pathSeparator}`, `${/}` | `/` (`\` on Windows) |
+//! | `$${` | a literal `${` (the one escape; any other `$` is kept as written) |
+//!
+//! Any other `${…}` (`${config:…}`, `${command:…}`) is an error, and so is a `${` without its `}`.
+//! Strings without `${` are never changed. A relative `cwd` (or `envFile`) is taken relative to the
+//! workspace folder as defined above.
+//!
+//! # Errors
+//!
+//! A [`ConfigError`] names the file, the line and column (1-based, columns in characters) of the
+//! offending value or key, and the server when there is one:
+//! `path/mcp.json:12:17: server "github": "args" must be an array of strings`. No message quotes
+//! a string's value, except a `type` it does not know.
+
+pub mod codex;
+pub mod mcp_servers;
+mod tree;
+pub mod vscode;
+
+use crate::{HttpTransportConfig, StdioConfig};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tree::{Key, Node, Value};
+
+/// A config file's servers, in the order the file lists them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServersConfig {
+    /// The file, as given to [`load`] or [`parse`].
+    pub path: PathBuf,
+    /// Its format.
+    pub format: ConfigFormat,
+    /// The servers, in file order (disabled ones included, with [`ServerEntry::enabled`] false).
+    pub servers: Vec<ServerEntry>,
+}
+
+impl ServersConfig {
+    /// The server of this name.
+    pub fn get(&self, name: &str) -> Option<&ServerEntry> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+}
+
+/// Which config file format a file is in. See the [module docs](self).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConfigFormat {
+    /// `{"mcpServers": {NAME: {…}}}`: Claude Desktop, Cursor, Windsurf, Cline and most others.
+    McpServers,
+    /// VS Code's `.vscode/mcp.json`: `{"servers": {NAME: {…}}, "inputs": […]}`.
+    VsCode,
+    /// Codex's `config.toml`: `[mcp_servers.NAME]` tables.
+    Codex,
+}
+
+/// One configured server: how to reach it, and what the tool set should do with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerEntry {
+    /// Its name, the key it is listed under (never empty).
+    pub name: String,
+    /// How to reach it.
+    pub transport: ServerTransport,
+    /// False when the file disables it (`"disabled": true`, Codex's `enabled = false`).
+    pub enabled: bool,
+    /// How long starting and initializing it may take (Codex's `startup_timeout_sec`).
+    pub startup_timeout: Option<Duration>,
+    /// How long one tool call may take (Codex's `tool_timeout_sec`).
+    pub tool_timeout: Option<Duration>,
+    /// When set, only these tools are offered (Codex's `enabled_tools`).
+    pub enabled_tools: Option<Vec<String>>,
+    /// These tools are never offered (Codex's `disabled_tools`).
+    pub disabled_tools: Vec<String>,
+}
+
+impl ServerEntry {
+    /// An enabled server with no timeouts and no tool lists.
+    pub fn new(name: impl Into<String>, transport: ServerTransport) -> Self {
+        ServerEntry {
+            name: name.into(),
+            transport,
+            enabled: true,
+            startup_timeout: None,
+            tool_timeout: None,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+        }
+    }
+
+    /// The stdio driver's config, for a stdio server: command, arguments, environment entries
+    /// (on top of the inherited environment) and working directory.
+    pub fn stdio_config(&self) -> Option<StdioConfig> {
+        match &self.transport {
+            ServerTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut config = StdioConfig::new(command).args(args);
+                for (key, value) in env {
+                    config = config.env(key, value);
+                }
+                if let Some(cwd) = cwd {
+                    config = config.dir(cwd);
+                }
+                Some(config)
+            }
+            ServerTransport::Http { .. } => None,
+        }
+    }
+
+    /// The Streamable HTTP driver's config, for an HTTP server: its URL and headers.
+    pub fn http_config(&self) -> Option<HttpTransportConfig> {
+        match &self.transport {
+            ServerTransport::Http { url, headers } => Some(
+                headers
+                    .iter()
+                    .fold(HttpTransportConfig::new(url), |c, (k, v)| c.header(k, v)),
+            ),
+            ServerTransport::Stdio { .. } => None,
+        }
+    }
+}
+
+/// How to reach a server, every variable expanded. Its `Debug` shows environment variable and
+/// header names but not their values, and the URL without user info or query.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerTransport {
+    /// A child process speaking MCP over stdin and stdout.
+    Stdio {
+        /// The program (looked up in `PATH` when started).
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Environment entries applied on top of the inherited environment.
+        env: BTreeMap<String, String>,
+        /// Its working directory, absolute when the file's was relative (see the
+        /// [module docs](self)); `None`: the caller's.
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// The endpoint's URL (`http` or `https`).
+        url: String,
+        /// Headers sent on every request, in file order (a bearer token from Codex's
+        /// `bearer_token_env_var` is an `Authorization: Bearer …` header, last).
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl fmt::Debug for ServerTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &Names(env.keys().map(String::as_str).collect()))
+                .field("cwd", cwd)
+                .finish(),
+            ServerTransport::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", &mcp_proto::http::redact_url(url))
+                .field(
+                    "headers",
+                    &Names(headers.iter().map(|(k, _)| k.as_str()).collect()),
+                )
+                .finish(),
+        }
+    }
+}
+
+/// Names shown as `["NAME=…", …]`.
+struct Names<'a>(Vec<&'a str>);
+
+impl fmt::Debug for Names<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|n| format!("{n}=…")))
+            .finish()
+    }
+}
+
+/// Where `${…}` values come from. [`Default`] is empty (hermetic, for tests);
+/// [`from_env`](Self::from_env) takes this process's environment, as [`load`] does.
+#[derive(Clone, Default)]
+pub struct ExpandOptions {
+    /// Environment variables, for `${VAR}`, `${env:VAR}`, `${userHome}` and Codex's
+    /// `bearer_token_env_var` and `env_http_headers`.
+    pub env: HashMap<String, String>,
+    /// Values of VS Code's `${input:ID}`, by ID.
+    pub inputs: HashMap<String, String>,
+}
+
+impl ExpandOptions {
+    /// This process's environment (variables whose name or value is not UTF-8 are left out), and
+    /// no inputs.
+    pub fn from_env() -> Self {
+        ExpandOptions {
+            env: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+            inputs: HashMap::new(),
+        }
+    }
+
+    /// Sets an environment variable.
+    pub fn var(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(name.into(), value.into());
+        self
+    }
+
+    /// Supplies an input's value.
+    pub fn input(mut self, id: impl Into<String>, value: impl Into<String>) -> Self {
+        self.inputs.insert(id.into(), value.into());
+        self
+    }
+}
+
+impl fmt::Debug for ExpandOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut env: Vec<&str> = self.env.keys().map(String::as_str).collect();
+        let mut inputs: Vec<&str> = self.inputs.keys().map(String::as_str).collect();
+        env.sort_unstable();
+        inputs.sort_unstable();
+        f.debug_struct("ExpandOptions")
+            .field("env", &Names(env))
+            .field("inputs", &Names(inputs))
+            .finish()
+    }
+}
+
+/// A config that cannot be used: which file, where in it, which server, and why.
+///
+/// Displayed as `FILE:LINE:COLUMN: server "NAME": MESSAGE` (the position and the server only when
+/// known).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    /// The file the error is in (an `envFile` for an error inside one).
+    pub path: PathBuf,
+    /// The line and column (1-based; columns count characters) of the offending value or key.
+    pub position: Option<(usize, usize)>,
+    /// The server whose entry is wrong.
+    pub server: Option<String>,
+    /// What is wrong.
+    pub kind: ConfigErrorKind,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some((line, column)) = self.position {
+            write!(f, ":{line}:{column}")?;
+        }
+        f.write_str(": ")?;
+        if let Some(server) = &self.server {
+            write!(f, "server {server:?}: ")?;
+        }
+        write!(f, "{}", self.kind)
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ConfigErrorKind::Read { error, .. } => Some(&**error),
+            _ => None,
+        }
+    }
+}
+
+/// What is wrong with a config.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigErrorKind {
+    /// The file (or an `envFile`) could not be read.
+    #[error("cannot read {what}: {error}")]
+    Read {
+        /// `the file`, or `"envFile" PATH`.
+        what: String,
+        /// The cause (also [`ConfigError`]'s `source()`).
+        error: Arc<std::io::Error>,
+    },
+    /// The file is not JSON (JSONC) or TOML.
+    #[error("invalid {syntax}: {message}")]
+    Syntax {
+        /// `JSON` or `TOML`.
+        syntax: &'static str,
+        /// The parser's message.
+        message: String,
+    },
+    /// A value is missing, of the wrong type, or not allowed (the message says which).
+    #[error("{0}")]
+    Invalid(String),
+    /// `${VAR}`, `${env:VAR}` or a Codex `*_env_var` names an unset variable.
+    #[error("environment variable {0:?} is not set")]
+    MissingVariable(String),
+    /// `${input:ID}` names an input not in [`ExpandOptions::inputs`].
+    #[error("input {id:?}{} must be supplied: pass its value in ExpandOptions::inputs (inputs are never prompted for)", description.as_ref().map(|d| format!(" ({d:?})")).unwrap_or_default())]
+    MissingInput {
+        /// The input's ID.
+        id: String,
+        /// Its `description` in the file's `inputs`, when declared.
+        description: Option<String>,
+    },
+}
+
+impl PartialEq for ConfigErrorKind {
+    fn eq(&self, other: &Self) -> bool {
+        use ConfigErrorKind::*;
+        match (self, other) {
+            (Read { what: a, error: x }, Read { what: b, error: y }) => {
+                a == b && x.kind() == y.kind() && x.to_string() == y.to_string()
+            }
+            (
+                Syntax {
+                    syntax: a,
+                    message: x,
+                },
+                Syntax {
+                    syntax: b,
+                    message: y,
+                },
+            ) => a == b && x == y,
+            (Invalid(a), Invalid(b)) | (MissingVariable(a), MissingVariable(b)) => a == b,
+            (
+                MissingInput {
+                    id: a,
+                    description: x,
+                },
+                MissingInput {
+                    id: b,
+                    description: y,
+                },
+            ) => a == b && x == y,
+            _ => false,
+        }
+    }
+}
+
+/// Reads a config file, telling its format from it (see the [module docs](self)), with `${…}` from
+/// this process's environment.
+pub fn load(path: impl AsRef<Path>) -> Result<ServersConfig, ConfigError> {
+    load_with(path, &ExpandOptions::from_env())
+}
+
+/// [`load`] with the variables' values from `options`.
+pub fn load_with(
+    path: impl AsRef<Path>,
+    options: &ExpandOptions,
+) -> Result<ServersConfig, ConfigError> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        path: path.to_owned(),
+        position: None,
+        server: None,
+        kind: ConfigErrorKind::Read {
+            what: "the file".into(),
+            error: Arc::new(e),
+        },
+    })?;
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("toml"))
+    {
+        return parse(&text, ConfigFormat::Codex, path, options);
+    }
+    // Told from the content, so read before the format is known (the reader's format only
+    // changes how messages say "object").
+    let mut reader = Reader::new(&text, path, ConfigFormat::McpServers, options);
+    let root = reader.json()?;
+    let top = reader.top(&root)?;
+    reader.format =
+        match (field(top, "mcpServers"), field(top, "servers")) {
+            (Some(_), None) => ConfigFormat::McpServers,
+            (None, Some(_)) => ConfigFormat::VsCode,
+            (Some(_), Some(servers)) => return Err(reader.error(
+                servers.0.span.start,
+                "has both \"mcpServers\" and \"servers\" at the top level: cannot tell the format",
+            )),
+            (None, None) => {
+                return Err(reader.error(
+                    root.span.start,
+                    "found neither \"mcpServers\" (Claude Desktop, Cursor and most others) nor \
+                 \"servers\" (VS Code) at the top level",
+                ))
+            }
+        };
+    reader.finish(&root)
+}
+
+/// Reads `text` as a config of `format`; `path` is where it came from (for errors, and for
+/// `${workspaceFolder}`, relative `cwd` and `envFile`).
+pub fn parse(
+    text: &str,
+    format: ConfigFormat,
+    path: impl AsRef<Path>,
+    options: &ExpandOptions,
+) -> Result<ServersConfig, ConfigError> {
+    let reader = Reader::new(text, path.as_ref(), format, options);
+    let root = match format {
+        ConfigFormat::Codex => reader.toml()?,
+        ConfigFormat::McpServers | ConfigFormat::VsCode => reader.json()?,
+    };
+    reader.finish(&root)
+}
+
+/// An object's entries with the key's node.
+type Entries = [(Key, Node)];
+
+/// The first entry named `name` (the readers refuse repeated keys before they look).
+fn field<'n>(entries: &'n Entries, name: &str) -> Option<(&'n Key, &'n Node)> {
+    entries
+        .iter()
+        .find(|(k, _)| k.name == name)
+        .map(|(k, v)| (k, v))
+}
+
+/// The two transports a server entry can name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Stdio,
+    Http,
+}
+
+/// Where a format's reader is: the file (for positions), the current server (for messages), the
+/// variables, and the workspace folder.
+pub(crate) struct Reader<'a> {
+    text: &'a str,
+    path: &'a Path,
+    format: ConfigFormat,
+    options: &'a ExpandOptions,
+    workspace: PathBuf,
+    /// The server being read, named in errors.
+    server: Option<String>,
+    /// VS Code's declared inputs: ID → description.
+    declared_inputs: HashMap<String, Option<String>>,
+}
+
+impl<'a> Reader<'a> {
+    fn new(
+        text: &'a str,
+        path: &'a Path,
+        format: ConfigFormat,
+        options: &'a ExpandOptions,
+    ) -> Self {
+        Reader {
+            text,
+            path,
+            format,
+            options,
+            workspace: workspace_folder(path),
+            server: None,
+            declared_inputs: HashMap::new(),
+        }
+    }
+
+    fn json(&self) -> Result<Node, ConfigError> {
+        match tree::parse_json(self.text) {
+            Ok(Some(root)) => Ok(root),
+            Ok(None) => Err(self.error(0, "the file holds no JSON value")),
+            Err(e) => Err(self.error_kind(
+                e.at,
+                ConfigErrorKind::Syntax {
+                    syntax: "JSON",
+                    message: e.message,
+                },
+            )),
+        }
+    }
+
+    fn toml(&self) -> Result<Node, ConfigError> {
+        tree::parse_toml(self.text).map_err(|e| {
+            self.error_kind(
+                e.at,
+                ConfigErrorKind::Syntax {
+                    syntax: "TOML",
+                    message: e.message,
+                },
+            )
+        })
+    }
+
+    fn top<'n>(&self, root: &'n Node) -> Result<&'n Entries, ConfigError> {
+        root.as_object()
+            .ok_or_else(|| self.error(root.span.start, "the top level must be an object"))
+    }
+
+    fn finish(mut self, root: &Node) -> Result<ServersConfig, ConfigError> {
+        let servers = match self.format {
+            ConfigFormat::McpServers => mcp_servers::read(&mut self, root)?,
+            ConfigFormat::VsCode => vscode::read(&mut self, root)?,
+            ConfigFormat::Codex => codex::read(&mut self, root)?,
+        };
+        Ok(ServersConfig {
+            path: self.path.to_owned(),
+            format: self.format,
+            servers,
+        })
+    }
+
+    // Errors.
+
+    fn error(&self, at: usize, message: impl Into<String>) -> ConfigError {
+        self.error_kind(at, ConfigErrorKind::Invalid(message.into()))
+    }
+
+    fn error_kind(&self, at: usize, kind: ConfigErrorKind) -> ConfigError {
+        ConfigError {
+            path: self.path.to_owned(),
+            position: Some(line_column(self.text, at)),
+            server: self.server.clone(),
+            kind,
+        }
+    }
+
+    /// "an object" in JSON, "a table" in TOML.
+    fn a_map(&self) -> &'static str {
+        match self.format {
+            ConfigFormat::Codex => "a table",
+            _ => "an object",
+        }
+    }
+
+    // The servers.
+
+    /// Reads each entry of the servers' object with `read`, refusing empty and repeated names.
+    fn servers(
+        &mut self,
+        key: &str,
+        node: &Node,
+        read: impl Fn(&mut Self, &Key, &Node) -> Result<ServerEntry, ConfigError>,
+    ) -> Result<Vec<ServerEntry>, ConfigError> {
+        let entries = node.as_object().ok_or_else(|| {
+            self.error(
+                node.span.start,
+                format!("\"{key}\" must be {}", self.a_map()),
+            )
+        })?;
+        let mut servers: Vec<ServerEntry> = Vec::with_capacity(entries.len());
+        for (name, value) in entries {
+            if name.name.is_empty() {
+                return Err(self.error(name.span.start, "a server's name must not be empty"));
+            }
+            self.server = Some(name.name.clone());
+            if servers.iter().any(|s| s.name == name.name) {
+                return Err(self.error(name.span.start, "listed twice"));
+            }
+            servers.push(read(self, name, value)?);
+            self.server = None;
+        }
+        Ok(servers)
+    }
+
+    /// A server's entry: a map without repeated keys.
+    fn entry<'n>(&self, node: &'n Node) -> Result<&'n Entries, ConfigError> {
+        let entries = node
+            .as_object()
+            .ok_or_else(|| self.error(node.span.start, format!("must be {}", self.a_map())))?;
+        self.unique(entries, None)?;
+        Ok(entries)
+    }
+
+    /// Refuses a key given twice (JSON allows it; the last would silently win elsewhere).
+    fn unique(&self, entries: &Entries, within: Option<&str>) -> Result<(), ConfigError> {
+        for (i, (key, _)) in entries.iter().enumerate() {
+            if entries[..i].iter().any(|(k, _)| k.name == key.name) {
+                let within = within.map(|w| format!(" in \"{w}\"")).unwrap_or_default();
+                return Err(self.error(
+                    key.span.start,
+                    format!("\"{}\" is given twice{within}", key.name),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `type`: one of `known` (the format's names and what each means), `sse` refused.
+    fn transport_type(
+        &self,
+        entries: &Entries,
+        known: &[(&str, Kind)],
+    ) -> Result<Option<(Kind, String, usize)>, ConfigError> {
+        let Some((_, node)) = field(entries, "type") else {
+            return Ok(None);
+        };
+        let name = self.string(node, "type")?;
+        if name == "sse" {
+            return Err(self.error(
+                node.span.start,
+                "\"type\" \"sse\" is the HTTP+SSE transport of MCP 2024-11-05, deprecated since \
+                 2025-03-26 and not supported: use \"http\" (Streamable HTTP) if the server offers it",
+            ));
+        }
+        match known.iter().find(|(n, _)| *n == name) {
+            Some((_, kind)) => Ok(Some((*kind, name, node.span.start))),
+            None => {
+                let names: Vec<String> = known.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+                let (last, rest) = names.split_last().expect("every format knows a type");
+                Err(self.error(
+                    node.span.start,
+                    format!(
+                        "unknown \"type\" {name:?}: expected {} or {last}",
+                        rest.join(", ")
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// Whether the entry is a stdio or an HTTP server, from its `type` (if any) and which of
+    /// `command` and `url` it has.
+    fn kind(
+        &self,
+        name_at: usize,
+        entries: &Entries,
+        declared: Option<(Kind, String, usize)>,
+    ) -> Result<Kind, ConfigError> {
+        let command = field(entries, "command");
+        let url = field(entries, "url");
+        match (command, url, declared) {
+            (Some(_), Some((key, _)), _) => Err(self.error(
+                key.span.start,
+                "has both \"command\" and \"url\": a server is either a command to start (stdio) \
+                 or a URL (Streamable HTTP)",
+            )),
+            (None, None, None) => Err(self.error(
+                name_at,
+                "has neither \"command\" (a stdio server) nor \"url\" (a Streamable HTTP server)",
+            )),
+            (None, _, Some((Kind::Stdio, name, at))) => Err(self.error(
+                at,
+                format!("\"type\" is {name:?} but \"command\" is missing"),
+            )),
+            (_, None, Some((Kind::Http, name, at))) => {
+                Err(self.error(at, format!("\"type\" is {name:?} but \"url\" is missing")))
+            }
+            (Some(_), None, _) => Ok(Kind::Stdio),
+            (None, Some(_), _) => Ok(Kind::Http),
+        }
+    }
+
+    /// A stdio transport from the entry's `command`, `args` and `cwd`, and `env` as read.
+    fn stdio(
+        &self,
+        entries: &Entries,
+        env: BTreeMap<String, String>,
+    ) -> Result<ServerTransport, ConfigError> {
+        let (_, node) = field(entries, "command").expect("kind() saw a command");
+        let command = self.expanded(node, "command")?;
+        if command.is_empty() {
+            return Err(self.error(node.span.start, "\"command\" must not be empty"));
+        }
+        let args = match field(entries, "args") {
+            Some((_, node)) => self.strings(node, "args", true)?,
+            None => Vec::new(),
+        };
+        let cwd = match field(entries, "cwd") {
+            Some((_, node)) => Some(self.path_value(node, "cwd")?),
+            None => None,
+        };
+        Ok(ServerTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        })
+    }
+
+    /// An HTTP transport from the entry's `url` and these headers.
+    fn http(
+        &self,
+        entries: &Entries,
+        headers: Vec<(String, String, usize)>,
+    ) -> Result<ServerTransport, ConfigError> {
+        let (_, node) = field(entries, "url").expect("kind() saw a url");
+        let url = self.expanded(node, "url")?;
+        match url::Url::parse(&url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+            Ok(u) => {
+                return Err(self.error(
+                    node.span.start,
+                    format!("\"url\" must be an http or https URL, not {}:", u.scheme()),
+                ))
+            }
+            Err(e) => return Err(self.error(node.span.start, format!("\"url\" is not a URL: {e}"))),
+        }
+        for (i, (name, _, at)) in headers.iter().enumerate() {
+            if headers[..i]
+                .iter()
+                .any(|(n, _, _)| n.eq_ignore_ascii_case(name))
+            {
+                return Err(self.error(*at, format!("header {name:?} is given twice")));
+            }
+        }
+        Ok(ServerTransport::Http {
+            url,
+            headers: headers.into_iter().map(|(k, v, _)| (k, v)).collect(),
+        })
+    }
+
+    // Values.
+
+    fn string(&self, node: &Node, key: &str) -> Result<String, ConfigError> {
+        node.as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| self.error(node.span.start, format!("\"{key}\" must be a string")))
+    }
+
+    fn expanded(&self, node: &Node, key: &str) -> Result<String, ConfigError> {
+        let raw = self.string(node, key)?;
+        self.expand(&raw, node)
+    }
+
+    /// A path, expanded, relative to the workspace folder.
+    fn path_value(&self, node: &Node, key: &str) -> Result<PathBuf, ConfigError> {
+        let value = self.expanded(node, key)?;
+        if value.is_empty() {
+            return Err(self.error(node.span.start, format!("\"{key}\" must not be empty")));
+        }
+        Ok(self.workspace.join(value))
+    }
+
+    fn strings(&self, node: &Node, key: &str, expand: bool) -> Result<Vec<String>, ConfigError> {
+        let message = || format!("\"{key}\" must be an array of strings");
+        let Value::Array(items) = &node.value else {
+            return Err(self.error(node.span.start, message()));
+        };
+        items
+            .iter()
+            .map(|item| match item.as_str() {
+                Some(s) if expand => self.expand(s, item),
+                Some(s) => Ok(s.to_owned()),
+                None => Err(self.error(item.span.start, message())),
+            })
+            .collect()
+    }
+
+    /// A map of strings (`env`, `headers`), each value expanded when `expand`: (key, value, where).
+    fn string_map(
+        &self,
+        node: &Node,
+        key: &str,
+        expand: bool,
+    ) -> Result<Vec<(String, String, usize)>, ConfigError> {
+        let message = || format!("\"{key}\" must be {} of strings", self.a_map());
+        let entries = node
+            .as_object()
+            .ok_or_else(|| self.error(node.span.start, message()))?;
+        self.unique(entries, Some(key))?;
+        entries
+            .iter()
+            .map(|(k, v)| {
+                let value = match v.as_str() {
+                    Some(s) if expand => self.expand(s, v)?,
+                    Some(s) => s.to_owned(),
+                    None => return Err(self.error(v.span.start, message())),
+                };
+                Ok((k.name.clone(), value, k.span.start))
+            })
+            .collect()
+    }
+
+    fn bool(&self, node: &Node, key: &str) -> Result<bool, ConfigError> {
+        match node.value {
+            Value::Bool(b) => Ok(b),
+            _ => Err(self.error(node.span.start, format!("\"{key}\" must be true or false"))),
+        }
+    }
+
+    /// A timeout: a positive number of `unit`s (`1` for seconds, `1000` for milliseconds).
+    fn duration(&self, node: &Node, key: &str, per_second: f64) -> Result<Duration, ConfigError> {
+        let (what, whole) = if per_second == 1.0 {
+            ("number of seconds", false)
+        } else {
+            ("whole number of milliseconds", true)
+        };
+        match node.value {
+            Value::Num(n) if n > 0.0 && (!whole || n.fract() == 0.0) => {
+                Duration::try_from_secs_f64(n / per_second)
+                    .ok()
+                    .filter(|d| *d <= MAX_TIMEOUT)
+                    .ok_or_else(|| {
+                        self.error(node.span.start, format!("\"{key}\" is more than a year"))
+                    })
+            }
+            _ => Err(self.error(
+                node.span.start,
+                format!("\"{key}\" must be a positive {what}"),
+            )),
+        }
+    }
+
+    /// An environment variable's value, for Codex's `*_env_var` keys: unset and empty are errors.
+    fn env_var(&self, name: &str, node: &Node, key: &str) -> Result<String, ConfigError> {
+        match self.options.env.get(name) {
+            None => Err(self.error_kind(
+                node.span.start,
+                ConfigErrorKind::MissingVariable(name.to_owned()),
+            )),
+            Some(v) if v.is_empty() => Err(self.error(
+                node.span.start,
+                format!("environment variable {name:?} (from \"{key}\") is empty"),
+            )),
+            Some(v) => Ok(v.clone()),
+        }
+    }
+
+    // Expansion.
+
+    /// Expands `${…}` in `raw`, the value of `node` (see the [module docs](self)).
+    fn expand(&self, raw: &str, node: &Node) -> Result<String, ConfigError> {
+        let mut out = String::with_capacity(raw.len());
+        let mut rest = raw;
+        while let Some(i) = rest.find('$') {
+            out.push_str(&rest[..i]);
+            let after = &rest[i + 1..];
+            if let Some(escaped) = after.strip_prefix("${") {
+                out.push_str("${");
+                rest = escaped;
+                continue;
+            }
+            let Some(body) = after.strip_prefix('{') else {
+                out.push('$');
+                rest = after;
+                continue;
+            };
+            let at = self.offset_in(node, raw.len() - rest.len() + i);
+            let Some(end) = body.find('}') else {
+                return Err(self.error(at, "\"${\" without its closing \"}\""));
+            };
+            out.push_str(&self.variable(&body[..end], at)?);
+            rest = &body[end + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    fn variable(&self, name: &str, at: usize) -> Result<String, ConfigError> {
+        let env = |var: &str| {
+            if var.is_empty() {
+                return Err(self.error(at, "\"${}\" names no variable"));
+            }
+            self.options.env.get(var).cloned().ok_or_else(|| {
+                self.error_kind(at, ConfigErrorKind::MissingVariable(var.to_owned()))
+            })
+        };
+        match name.split_once(':') {
+            Some(("env", var)) => env(var),
+            Some(("input", id)) => self.options.inputs.get(id).cloned().ok_or_else(|| {
+                self.error_kind(
+                    at,
+                    ConfigErrorKind::MissingInput {
+                        id: id.to_owned(),
+                        description: self.declared_inputs.get(id).cloned().flatten(),
+                    },
+                )
+            }),
+            Some(_) => Err(self.error(
+                at,
+                format!(
+                    "unknown variable \"${{{name}}}\": expected ${{VAR}}, ${{env:VAR}}, \
+                     ${{input:ID}}, ${{workspaceFolder}} or ${{userHome}}"
+                ),
+            )),
+            None => match name {
+                "workspaceFolder" => Ok(self.workspace.to_string_lossy().into_owned()),
+                "workspaceFolderBasename" => Ok(self
+                    .workspace
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()),
+                "userHome" => self
+                    .options
+                    .env
+                    .get("HOME")
+                    .or_else(|| self.options.env.get("USERPROFILE"))
+                    .cloned()
+                    .ok_or_else(|| self.error(at, "\"${userHome}\" is used but HOME is not set")),
+                "pathSeparator" | "/" => Ok(std::path::MAIN_SEPARATOR_STR.to_owned()),
+                var => env(var),
+            },
+        }
+    }
+
+    /// The file offset of byte `i` of a string value: exact when the value is written without
+    /// escapes, the value's start otherwise.
+    fn offset_in(&self, node: &Node, i: usize) -> usize {
+        let value = node.as_str().unwrap_or_default();
+        let source = self.text.get(node.span.clone()).unwrap_or_default();
+        match source.find(value) {
+            Some(start) if !value.is_empty() => node.span.start + start + i,
+            _ => node.span.start,
+        }
+    }
+}
+
+/// The longest timeout accepted.
+const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// The directory holding the `.vscode` or `.cursor` folder `path` is in, else `path`'s directory;
+/// absolute.
+fn workspace_folder(path: &Path) -> PathBuf {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
+    match (dir.file_name(), dir.parent()) {
+        (Some(name), Some(parent)) if name == ".vscode" || name == ".cursor" => parent.to_owned(),
+        _ => dir,
+    }
+}
+
+/// The 1-based line and column (in characters) of byte `at`.
+fn line_column(text: &str, at: usize) -> (usize, usize) {
+    let at = at.min(text.len());
+    let before = text.get(..at).unwrap_or(text);
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (
+        before.matches('\n').count() + 1,
+        before[line_start..].chars().count() + 1,
+    )
+}

@@ -1,0 +1,1153 @@
+//! The config readers (`mcp_client::config`): the three formats, variables, inputs, `envFile`,
+//! JSONC, the driver configs they turn into, `Debug` without secrets, and every error message.
+//!
+//! In the error tables, `‸` marks where the error must point; it is removed before parsing, and
+//! the expected `FILE:LINE:COLUMN: ` is computed from it.
+
+use mcp_client::config::{
+    load, load_with, parse, ConfigError, ConfigErrorKind, ConfigFormat, ExpandOptions, ServerEntry,
+    ServerTransport, ServersConfig,
+};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const MARK: char = '‸';
+
+fn path_of(format: ConfigFormat) -> &'static str {
+    match format {
+        ConfigFormat::McpServers => "/ws/mcp.json",
+        ConfigFormat::VsCode => "/ws/.vscode/mcp.json",
+        _ => "/ws/config.toml",
+    }
+}
+
+fn options() -> ExpandOptions {
+    ExpandOptions::default()
+        .var("HOME", "/home/me")
+        .var("TOKEN", "s3cr3t")
+        .var("EMPTY", "")
+}
+
+fn read(format: ConfigFormat, text: &str) -> Result<ServersConfig, ConfigError> {
+    parse(text, format, path_of(format), &options())
+}
+
+fn servers(format: ConfigFormat, text: &str) -> Vec<ServerEntry> {
+    match read(format, text) {
+        Ok(config) => config.servers,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn one(format: ConfigFormat, text: &str) -> ServerEntry {
+    let mut servers = servers(format, text);
+    assert_eq!(servers.len(), 1);
+    servers.remove(0)
+}
+
+/// Checks that `marked` (with `‸` where the error points) fails with `message` after the
+/// position.
+fn fails(format: ConfigFormat, marked: &str, message: &str) {
+    let at = marked
+        .find(MARK)
+        .unwrap_or_else(|| panic!("no mark in {marked}"));
+    let before = &marked[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before[before.rfind('\n').map_or(0, |i| i + 1)..]
+        .chars()
+        .count()
+        + 1;
+    let text = marked.replacen(MARK, "", 1);
+    let error = read(format, &text).expect_err(marked);
+    assert_eq!(
+        error.to_string(),
+        format!("{}:{line}:{column}: {message}", path_of(format)),
+        "{marked}"
+    );
+}
+
+fn stdio(command: &str, args: &[&str]) -> ServerTransport {
+    ServerTransport::Stdio {
+        command: command.into(),
+        args: args.iter().map(|&a| a.into()).collect(),
+        env: BTreeMap::new(),
+        cwd: None,
+    }
+}
+
+fn http(url: &str, headers: &[(&str, &str)]) -> ServerTransport {
+    ServerTransport::Http {
+        url: url.into(),
+        headers: headers.iter().map(|&(k, v)| (k.into(), v.into())).collect(),
+    }
+}
+
+use ConfigFormat::{Codex, McpServers, VsCode};
+
+// The same servers in the three formats.
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/config")
+        .join(name)
+}
+
+#[test]
+fn the_three_formats_load_to_the_same_servers() {
+    let dir = data("");
+    let dir = dir.to_str().unwrap().trim_end_matches('/');
+    let options = ExpandOptions::default()
+        .var("REPO", "/repo")
+        .var("PY_PORT", "8931")
+        .var("PY_TOKEN", "tok")
+        .input("py-token", "tok");
+    let mut everything = stdio("npx", &["-y", "@modelcontextprotocol/server-everything"]);
+    if let ServerTransport::Stdio { env, .. } = &mut everything {
+        env.insert("LOG_LEVEL".into(), "debug".into());
+    }
+    let mut python = stdio(
+        "/repo/.peers/bin/python",
+        &[
+            "/repo/tests/peers/fastmcp_server.py",
+            "--transport",
+            "stdio",
+        ],
+    );
+    if let ServerTransport::Stdio { cwd, .. } = &mut python {
+        *cwd = Some("/repo".into());
+    }
+    let expected = vec![
+        ServerEntry::new("everything", everything),
+        ServerEntry::new(
+            "filesystem",
+            stdio(
+                "npx",
+                &["-y", "@modelcontextprotocol/server-filesystem", dir],
+            ),
+        ),
+        ServerEntry::new("python", python),
+        ServerEntry::new(
+            "python-http",
+            http(
+                "http://127.0.0.1:8931/mcp",
+                &[("Authorization", "Bearer tok")],
+            ),
+        ),
+    ];
+    for (file, format) in [
+        ("claude_desktop_config.json", McpServers),
+        ("mcp.json", VsCode),
+        ("config.toml", Codex),
+    ] {
+        let config = load_with(data(file), &options).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.format, format, "{file}");
+        assert_eq!(config.path, data(file));
+        assert_eq!(config.servers, expected, "{file}");
+    }
+}
+
+#[test]
+fn load_tells_the_format_and_refuses_what_it_cannot_tell() {
+    let dir = std::env::temp_dir().join(format!("mcp-config-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let options = ExpandOptions::default();
+
+    let any = write("any.conf", r#"{"mcpServers": {}}"#);
+    assert_eq!(load_with(&any, &options).unwrap().format, McpServers);
+    let vscode = write("x.json", r#"{"servers": {}}"#);
+    assert_eq!(load_with(&vscode, &options).unwrap().format, VsCode);
+    let codex = write("x.TOML", "[mcp_servers]\n");
+    assert_eq!(load_with(&codex, &options).unwrap().format, Codex);
+
+    let neither = write("neither.json", "\n  {\"other\": {}}");
+    assert_eq!(
+        load_with(&neither, &options).unwrap_err().to_string(),
+        format!(
+            "{}:2:3: found neither \"mcpServers\" (Claude Desktop, Cursor and most others) nor \
+             \"servers\" (VS Code) at the top level",
+            neither.display()
+        )
+    );
+    let both = write("both.json", "{\"mcpServers\": {},\n \"servers\": {}}");
+    assert_eq!(
+        load_with(&both, &options).unwrap_err().to_string(),
+        format!(
+            "{}:2:2: has both \"mcpServers\" and \"servers\" at the top level: cannot tell the \
+             format",
+            both.display()
+        )
+    );
+    let not_object = write("array.json", "[]");
+    assert_eq!(
+        load_with(&not_object, &options).unwrap_err().to_string(),
+        format!(
+            "{}:1:1: the top level must be an object",
+            not_object.display()
+        )
+    );
+    let bad_toml = write("bad.toml", "[mcp_servers\n");
+    assert!(load_with(&bad_toml, &options)
+        .unwrap_err()
+        .to_string()
+        .starts_with(&format!("{}:1:", bad_toml.display())));
+
+    let missing = dir.join("missing.json");
+    let error = load(&missing).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "{}: cannot read the file: No such file or directory (os error 2)",
+            missing.display()
+        )
+    );
+    assert!(matches!(error.kind, ConfigErrorKind::Read { .. }));
+    assert_eq!(error.position, None);
+    let source = std::error::Error::source(&error).expect("the io error");
+    assert_eq!(
+        source.downcast_ref::<std::io::Error>().map(|e| e.kind()),
+        Some(std::io::ErrorKind::NotFound)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// The mcpServers format.
+
+#[test]
+fn mcp_servers_reads_stdio_and_http_in_file_order() {
+    let servers = servers(
+        McpServers,
+        r#"{
+          "mcpServers": {
+            "z": {"command": "z-server", "args": ["a", "b"], "env": {"B": "2", "A": "1"}, "cwd": "/srv"},
+            "a": {"url": "https://example.com/mcp", "headers": {"X-Key": "${TOKEN}", "X-Team": "core"}},
+            "m": {"type": "stdio", "command": "m", "disabled": true, "autoApprove": ["x"]},
+            "h1": {"type": "http", "url": "http://h/mcp"},
+            "h2": {"type": "streamable-http", "url": "http://h/mcp"},
+            "h3": {"type": "streamable_http", "url": "http://h/mcp"},
+            "h4": {"type": "streamableHttp", "url": "http://h/mcp"},
+            "rel": {"command": "r", "cwd": "sub/dir", "disabled": false}
+          }
+        }"#,
+    );
+    let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["z", "a", "m", "h1", "h2", "h3", "h4", "rel"]);
+    assert_eq!(
+        servers[0].transport,
+        ServerTransport::Stdio {
+            command: "z-server".into(),
+            args: vec!["a".into(), "b".into()],
+            env: [("A".into(), "1".into()), ("B".into(), "2".into())].into(),
+            cwd: Some("/srv".into()),
+        }
+    );
+    assert_eq!(
+        servers[1].transport,
+        http(
+            "https://example.com/mcp",
+            &[("X-Key", "s3cr3t"), ("X-Team", "core")]
+        )
+    );
+    assert!(servers[0].enabled && servers[1].enabled && !servers[2].enabled);
+    assert_eq!(servers[2].transport, stdio("m", &[]));
+    for s in &servers[3..7] {
+        assert_eq!(s.transport, http("http://h/mcp", &[]));
+    }
+    assert_eq!(
+        servers[7].transport,
+        ServerTransport::Stdio {
+            command: "r".into(),
+            args: vec![],
+            env: BTreeMap::new(),
+            cwd: Some("/ws/sub/dir".into()),
+        }
+    );
+    assert!(servers[7].enabled);
+    let entry = &servers[0];
+    assert_eq!(
+        (
+            entry.startup_timeout,
+            entry.tool_timeout,
+            &entry.enabled_tools,
+            entry.disabled_tools.len()
+        ),
+        (None, None, &None, 0)
+    );
+}
+
+#[test]
+fn both_json_formats_accept_jsonc() {
+    let text = |key: &str| {
+        format!(
+            "// servers\n{{\n  /* block */ \"{key}\": {{\n    \"a\": {{\"command\": \"x\", \"args\": [\"1\",],}}, // trailing\n  }},\n}}\n"
+        )
+    };
+    for (format, key) in [(McpServers, "mcpServers"), (VsCode, "servers")] {
+        assert_eq!(one(format, &text(key)).transport, stdio("x", &["1"]));
+    }
+    assert!(servers(McpServers, r#"{"mcpServers": {}}"#).is_empty());
+}
+
+#[test]
+fn mcp_servers_errors() {
+    let m = McpServers;
+    fails(
+        m,
+        "{\"mcpServers\": {\"a\": {\"command\": \"x\",\n  \"args\": ‸\"-y\"}}}",
+        r#"server "a": "args" must be an array of strings"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "x", "args": ["ok", ‸3]}}}"#,
+        r#"server "a": "args" must be an array of strings"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": ‸["x"]}}}"#,
+        r#"server "a": "command" must be a string"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": ‸""}}}"#,
+        r#"server "a": "command" must not be empty"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "x", "env": ‸["A=1"]}}}"#,
+        r#"server "a": "env" must be an object of strings"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "x", "env": {"A": ‸1}}}}"#,
+        r#"server "a": "env" must be an object of strings"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "x", "env": {"A": "1", ‸"A": "2"}}}}"#,
+        r#"server "a": "A" is given twice in "env""#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "x", "cwd": ‸1}}}"#,
+        r#"server "a": "cwd" must be a string"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "x", "cwd": ‸""}}}"#,
+        r#"server "a": "cwd" must not be empty"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "x", "disabled": ‸"yes"}}}"#,
+        r#"server "a": "disabled" must be true or false"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "x", ‸"command": "y"}}}"#,
+        r#"server "a": "command" is given twice"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "x"}, ‸"a": {"command": "y"}}}"#,
+        r#"server "a": listed twice"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {‸"": {"command": "x"}}}"#,
+        r#"a server's name must not be empty"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": ‸"npx"}}"#,
+        r#"server "a": must be an object"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": ‸[]}"#,
+        r#""mcpServers" must be an object"#,
+    );
+    fails(
+        m,
+        r#"‸{"servers": {}}"#,
+        r#"no "mcpServers" at the top level"#,
+    );
+    fails(m, r#"‸"mcpServers""#, r#"the top level must be an object"#);
+    fails(
+        m,
+        "‸// nothing but a comment\n",
+        r#"the file holds no JSON value"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "x", ‸"url": "http://h/"}}}"#,
+        r#"server "a": has both "command" and "url": a server is either a command to start (stdio) or a URL (Streamable HTTP)"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {‸"a": {"args": ["x"]}}}"#,
+        r#"server "a": has neither "command" (a stdio server) nor "url" (a Streamable HTTP server)"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"type": ‸"stdio", "url": "http://h/"}}}"#,
+        r#"server "a": "type" is "stdio" but "command" is missing"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"type": ‸"streamable-http", "command": "x"}}}"#,
+        r#"server "a": "type" is "streamable-http" but "url" is missing"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"type": ‸"websocket", "url": "ws://h/"}}}"#,
+        r#"server "a": unknown "type" "websocket": expected "stdio", "http", "streamable-http", "streamable_http" or "streamableHttp""#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"type": ‸7, "url": "http://h/"}}}"#,
+        r#"server "a": "type" must be a string"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"type": ‸"sse", "url": "http://h/sse"}}}"#,
+        r#"server "a": "type" "sse" is the HTTP+SSE transport of MCP 2024-11-05, deprecated since 2025-03-26 and not supported: use "http" (Streamable HTTP) if the server offers it"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"url": ‸"ftp://h/mcp"}}}"#,
+        r#"server "a": "url" must be an http or https URL, not ftp:"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"url": ‸"/mcp"}}}"#,
+        r#"server "a": "url" is not a URL: relative URL without a base"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"url": ‸true}}}"#,
+        r#"server "a": "url" must be a string"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"url": "http://h/", "headers": ‸"X: 1"}}}"#,
+        r#"server "a": "headers" must be an object of strings"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"url": "http://h/", "headers": {"x-key": "1", ‸"X-Key": "2"}}}}"#,
+        r#"server "a": header "X-Key" is given twice"#,
+    );
+}
+
+#[test]
+fn json_syntax_errors_have_a_position() {
+    fails(
+        McpServers,
+        "{\"mcpServers\": {\n  \"a\": {\"command\" ‸\"x\"}}}",
+        "invalid JSON: expected colon after the string or word in object property",
+    );
+    fails(
+        McpServers,
+        "{\"mcpServers\": {\"a\": ‸'x'}}",
+        "invalid JSON: single-quoted strings are not allowed",
+    );
+    fails(
+        VsCode,
+        "{\"servers\": ‸{\"a\": {}",
+        "invalid JSON: unterminated object",
+    );
+    fails(
+        VsCode,
+        "{\"servers\": {‸a: {}}}",
+        "invalid JSON: expected string for object property",
+    );
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let json = format!("{{\"mcpServers\": {}", "[".repeat(100_000));
+    let error = read(McpServers, &json).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("invalid JSON: maximum nesting depth exceeded"),
+        "{error}"
+    );
+    let toml = format!("x = {}", "[".repeat(100_000));
+    let error = read(Codex, &toml).unwrap_err();
+    assert!(
+        error.to_string().starts_with("/ws/config.toml:1:"),
+        "{error}"
+    );
+}
+
+// Variables.
+
+#[test]
+fn variables_are_expanded_in_every_value() {
+    let entry = one(
+        McpServers,
+        r#"{"mcpServers": {"a": {
+            "command": "${HOME}/bin/${env:TOKEN}",
+            "args": ["--home=${userHome}", "${workspaceFolder}", "${workspaceFolderBasename}", "a${/}b${pathSeparator}c"],
+            "env": {"T": "Bearer ${TOKEN}", "E": "[${EMPTY}]"},
+            "cwd": "${workspaceFolder}/x"
+        }}}"#,
+    );
+    assert_eq!(
+        entry.transport,
+        ServerTransport::Stdio {
+            command: "/home/me/bin/s3cr3t".into(),
+            args: vec![
+                "--home=/home/me".into(),
+                "/ws".into(),
+                "ws".into(),
+                "a/b/c".into()
+            ],
+            env: [
+                ("E".into(), "[]".into()),
+                ("T".into(), "Bearer s3cr3t".into())
+            ]
+            .into(),
+            cwd: Some("/ws/x".into()),
+        }
+    );
+    let entry = one(
+        McpServers,
+        r#"{"mcpServers": {"a": {"url": "https://${TOKEN}.example/mcp?k=${env:TOKEN}", "headers": {"K": "${TOKEN}"}}}}"#,
+    );
+    assert_eq!(
+        entry.transport,
+        http("https://s3cr3t.example/mcp?k=s3cr3t", &[("K", "s3cr3t")])
+    );
+}
+
+#[test]
+fn dollar_escapes_and_plain_dollars() {
+    let entry = one(
+        Codex,
+        r#"[mcp_servers.a]
+command = "sh"
+args = ["-c", "echo $HOME $$ $", "$${HOME}", "$$${TOKEN}", "a$b", "${TOKEN}$"]
+"#,
+    );
+    assert_eq!(
+        entry.transport,
+        stdio(
+            "sh",
+            &[
+                "-c",
+                "echo $HOME $$ $",
+                "${HOME}",
+                "$${TOKEN}",
+                "a$b",
+                "s3cr3t$"
+            ]
+        )
+    );
+    // Names, keys, tool lists and `type` are not expanded.
+    let entry = one(
+        Codex,
+        "[mcp_servers.\"${TOKEN}\"]\ncommand = \"x\"\nenv = { \"${K}\" = \"v\" }\nenabled_tools = [\"${T}\"]\n",
+    );
+    assert_eq!(entry.name, "${TOKEN}");
+    assert_eq!(entry.enabled_tools, Some(vec!["${T}".to_owned()]));
+    if let ServerTransport::Stdio { env, .. } = &entry.transport {
+        assert!(env.contains_key("${K}"));
+    }
+}
+
+#[test]
+fn variable_errors_name_the_variable_and_point_at_it() {
+    let m = McpServers;
+    fails(
+        m,
+        r#"{"mcpServers": {"github": {"command": "x", "env": {"T": "Bearer ‸${GITHUB_TOKEN}"}}}}"#,
+        r#"server "github": environment variable "GITHUB_TOKEN" is not set"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "x", "args": ["‸${env:NOPE}"]}}}"#,
+        r#"server "a": environment variable "NOPE" is not set"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"url": "http://h/${TOKEN}/‸${env:MISSING}"}}}"#,
+        r#"server "a": environment variable "MISSING" is not set"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "‸${config:editor.tabSize}"}}}"#,
+        r#"server "a": unknown variable "${config:editor.tabSize}": expected ${VAR}, ${env:VAR}, ${input:ID}, ${workspaceFolder} or ${userHome}"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "x‸${TOKEN"}}}"#,
+        r#"server "a": "${" without its closing "}""#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "‸${}"}}}"#,
+        r#"server "a": "${}" names no variable"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": "‸${env:}"}}}"#,
+        r#"server "a": "${}" names no variable"#,
+    );
+    // With an escape in the string the position is the string's start.
+    fails(
+        m,
+        r#"{"mcpServers": {"a": {"command": ‸"\u0078${NOPE}"}}}"#,
+        r#"server "a": environment variable "NOPE" is not set"#,
+    );
+    fails(
+        Codex,
+        "[mcp_servers.a]\ncommand = '‸${NOPE}'\n",
+        r#"server "a": environment variable "NOPE" is not set"#,
+    );
+
+    let error = parse(
+        r#"{"mcpServers": {"a": {"command": "${userHome}/x"}}}"#,
+        McpServers,
+        "/ws/mcp.json",
+        &ExpandOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        r#"/ws/mcp.json:1:35: server "a": "${userHome}" is used but HOME is not set"#
+    );
+    let error = read(
+        McpServers,
+        r#"{"mcpServers": {"github": {"command": "x", "env": {"T": "${GITHUB_TOKEN}"}}}}"#,
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.kind,
+        ConfigErrorKind::MissingVariable("GITHUB_TOKEN".into())
+    );
+    assert_eq!(error.server.as_deref(), Some("github"));
+    assert_eq!(error.position, Some((1, 58)));
+    assert_eq!(error.path, PathBuf::from("/ws/mcp.json"));
+}
+
+#[test]
+fn userprofile_stands_in_for_home() {
+    let options = ExpandOptions::default().var("USERPROFILE", "C:/Users/me");
+    let config = parse(
+        r#"{"mcpServers": {"a": {"command": "${userHome}/x"}}}"#,
+        McpServers,
+        "/ws/mcp.json",
+        &options,
+    )
+    .unwrap();
+    assert_eq!(config.servers[0].transport, stdio("C:/Users/me/x", &[]));
+}
+
+// VS Code.
+
+#[test]
+fn vscode_reads_types_inputs_and_the_workspace_folder() {
+    let text = r#"{
+      "inputs": [{"type": "promptString", "id": "key", "description": "API key", "password": true}],
+      "servers": {
+        "fs": {"type": "stdio", "command": "npx", "args": ["${workspaceFolder}"], "dev": {"watch": "src/**"}},
+        "remote": {"type": "http", "url": "https://h/mcp", "headers": {"Authorization": "Bearer ${input:key}"}},
+        "plain": {"url": "https://h/mcp"}
+      }
+    }"#;
+    let config = parse(
+        text,
+        VsCode,
+        "/proj/.vscode/mcp.json",
+        &ExpandOptions::default().input("key", "k-123"),
+    )
+    .unwrap();
+    assert_eq!(config.format, VsCode);
+    assert_eq!(config.servers[0].transport, stdio("npx", &["/proj"]));
+    assert_eq!(
+        config.servers[1].transport,
+        http("https://h/mcp", &[("Authorization", "Bearer k-123")])
+    );
+    assert_eq!(config.servers[2].transport, http("https://h/mcp", &[]));
+    // Outside a .vscode folder (or in .cursor's), the workspace folder is the file's own.
+    for (path, folder) in [
+        ("/proj/conf/mcp.json", "/proj/conf"),
+        ("/proj/.cursor/mcp.json", "/proj"),
+    ] {
+        let config = parse(
+            r#"{"servers": {"a": {"command": "${workspaceFolder}"}}}"#,
+            VsCode,
+            path,
+            &ExpandOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(config.servers[0].transport, stdio(folder, &[]));
+    }
+}
+
+#[test]
+fn an_input_must_be_supplied() {
+    let text = r#"{"inputs": [{"type": "promptString", "id": "key", "description": "API key"}, {"id": "other"}],
+      "servers": {"remote": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${input:key}"}}}}"#;
+    let error = read(VsCode, text).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        r#"/ws/.vscode/mcp.json:2:91: server "remote": input "key" ("API key") must be supplied: pass its value in ExpandOptions::inputs (inputs are never prompted for)"#
+    );
+    assert_eq!(
+        error.kind,
+        ConfigErrorKind::MissingInput {
+            id: "key".into(),
+            description: Some("API key".into())
+        }
+    );
+    fails(
+        VsCode,
+        r#"{"servers": {"a": {"command": "x", "args": ["‸${input:undeclared}"]}}}"#,
+        r#"server "a": input "undeclared" must be supplied: pass its value in ExpandOptions::inputs (inputs are never prompted for)"#,
+    );
+    fails(
+        VsCode,
+        r#"{"inputs": ‸{"id": "x"}, "servers": {}}"#,
+        r#""inputs" must be an array of objects with a string "id""#,
+    );
+    fails(
+        VsCode,
+        r#"{"inputs": [‸{"type": "promptString"}], "servers": {}}"#,
+        r#""inputs" must be an array of objects with a string "id""#,
+    );
+}
+
+#[test]
+fn vscode_errors() {
+    let v = VsCode;
+    fails(
+        v,
+        r#"{"servers": {"a": {"type": ‸"sse", "url": "http://h/sse"}}}"#,
+        r#"server "a": "type" "sse" is the HTTP+SSE transport of MCP 2024-11-05, deprecated since 2025-03-26 and not supported: use "http" (Streamable HTTP) if the server offers it"#,
+    );
+    fails(
+        v,
+        r#"{"servers": {"a": {"type": ‸"streamable-http", "url": "http://h/"}}}"#,
+        r#"server "a": unknown "type" "streamable-http": expected "stdio" or "http""#,
+    );
+    fails(
+        v,
+        r#"{"servers": {"a": {"type": ‸"http", "command": "x"}}}"#,
+        r#"server "a": "type" is "http" but "url" is missing"#,
+    );
+    fails(
+        v,
+        r#"‸{"mcpServers": {}}"#,
+        r#"no "servers" at the top level"#,
+    );
+    fails(v, r#"{"servers": ‸"a"}"#, r#""servers" must be an object"#);
+    fails(
+        v,
+        r#"{"servers": {"a": {"command": "x", "envFile": ‸3}}}"#,
+        r#"server "a": "envFile" must be a string"#,
+    );
+    fails(
+        v,
+        r#"{"servers": {"a": {"command": "x", "envFile": "‸${NOPE}/.env"}}}"#,
+        r#"server "a": environment variable "NOPE" is not set"#,
+    );
+    fails(
+        v,
+        r#"{"servers": {"a": {"command": "x", "envFile": ‸"/nonexistent/.env"}}}"#,
+        r#"server "a": cannot read "envFile" /nonexistent/.env: No such file or directory (os error 2)"#,
+    );
+}
+
+/// A workspace folder in the temporary directory with `.vscode/mcp.json` and `.env`.
+struct Workspace(PathBuf);
+
+impl Workspace {
+    fn new(name: &str, env_file: &str) -> Workspace {
+        let dir = std::env::temp_dir().join(format!("mcp-config-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join(".vscode")).unwrap();
+        std::fs::write(dir.join(".env"), env_file).unwrap();
+        Workspace(dir)
+    }
+
+    fn load(&self, server: &str) -> Result<ServersConfig, ConfigError> {
+        let path = self.0.join(".vscode/mcp.json");
+        std::fs::write(&path, format!(r#"{{"servers": {{"a": {server}}}}}"#)).unwrap();
+        load_with(&path, &options())
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn vscode_env_file() {
+    let workspace = Workspace::new(
+        "envfile",
+        "# comment\n\nPLAIN=a b  # trailing comment\nexport EXPORTED = yes\nDOUBLE=\"line\\none \\\"q\\\" # not a comment\"  # comment\nSINGLE='$x \\n'\nEMPTY=\nHASH=a#b\nOVERRIDDEN=from file\n",
+    );
+    for server in [
+        r#"{"command": "x", "envFile": "${workspaceFolder}/.env", "env": {"OVERRIDDEN": "from env"}}"#,
+        r#"{"command": "x", "envFile": ".env", "env": {"OVERRIDDEN": "from env"}}"#,
+    ] {
+        let config = workspace.load(server).unwrap_or_else(|e| panic!("{e}"));
+        let ServerTransport::Stdio { env, .. } = &config.servers[0].transport else {
+            panic!("stdio")
+        };
+        let expected: BTreeMap<String, String> = [
+            ("PLAIN", "a b"),
+            ("EXPORTED", "yes"),
+            ("DOUBLE", "line\none \"q\" # not a comment"),
+            ("SINGLE", "$x \\n"),
+            ("EMPTY", ""),
+            ("HASH", "a#b"),
+            ("OVERRIDDEN", "from env"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(env, &expected);
+    }
+}
+
+#[test]
+fn vscode_env_file_errors_point_into_it() {
+    for (file, position, message) in [
+        ("A=1\n  NOVALUE\n", "2:3", "expected KEY=VALUE"),
+        (
+            "A B=1\n",
+            "1:1",
+            "expected KEY=VALUE, KEY made of letters, digits, '_', '.' and '-'",
+        ),
+        (
+            "=1\n",
+            "1:1",
+            "expected KEY=VALUE, KEY made of letters, digits, '_', '.' and '-'",
+        ),
+        (
+            "\nA=\"open\n",
+            "2:1",
+            "a quoted value without its closing quote",
+        ),
+        ("A='x' y\n", "1:1", "text after a quoted value"),
+    ] {
+        let workspace = Workspace::new("envfile-errors", file);
+        let error = workspace
+            .load(r#"{"command": "x", "envFile": ".env"}"#)
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}:{position}: server \"a\": {message}",
+                workspace.0.join(".env").display()
+            ),
+            "{file:?}"
+        );
+    }
+}
+
+// Codex.
+
+#[test]
+fn codex_reads_its_keys() {
+    let servers = servers(
+        Codex,
+        r#"
+model = "o3"
+[profiles.x]
+whatever = 1
+
+[mcp_servers.local]
+command = "npx"
+args = ["-y", "server"]
+env = { "A" = "1" }
+cwd = "rel"
+startup_timeout_sec = 20
+tool_timeout_sec = 60.5
+enabled_tools = ["echo", "add"]
+disabled_tools = ["add"]
+
+[mcp_servers.remote]
+url = "https://h/mcp"
+bearer_token_env_var = "TOKEN"
+http_headers = { "X-Team" = "core" }
+env_http_headers = { "X-Home" = "HOME" }
+enabled = false
+startup_timeout_ms = 1500
+
+[mcp_servers.dotted]
+command = "d"
+env.B = "2"
+"#,
+    );
+    assert_eq!(servers.len(), 3);
+    let local = &servers[0];
+    assert_eq!(
+        local.transport,
+        ServerTransport::Stdio {
+            command: "npx".into(),
+            args: vec!["-y".into(), "server".into()],
+            env: [("A".into(), "1".into())].into(),
+            cwd: Some("/ws/rel".into()),
+        }
+    );
+    assert_eq!(local.startup_timeout, Some(Duration::from_secs(20)));
+    assert_eq!(local.tool_timeout, Some(Duration::from_millis(60_500)));
+    assert_eq!(
+        local.enabled_tools,
+        Some(vec!["echo".to_owned(), "add".to_owned()])
+    );
+    assert_eq!(local.disabled_tools, ["add"]);
+    assert!(local.enabled);
+    let remote = &servers[1];
+    assert_eq!(
+        remote.transport,
+        http(
+            "https://h/mcp",
+            &[
+                ("X-Team", "core"),
+                ("X-Home", "/home/me"),
+                ("Authorization", "Bearer s3cr3t")
+            ]
+        )
+    );
+    assert!(!remote.enabled);
+    assert_eq!(remote.startup_timeout, Some(Duration::from_millis(1500)));
+    assert_eq!(remote.tool_timeout, None);
+    let ServerTransport::Stdio { env, .. } = &servers[2].transport else {
+        panic!()
+    };
+    assert_eq!(env.get("B").map(String::as_str), Some("2"));
+    assert!(read(Codex, "model = \"o3\"\n").unwrap().servers.is_empty());
+}
+
+#[test]
+fn codex_errors() {
+    let c = Codex;
+    fails(
+        c,
+        "[mcp_servers.a]\nurl = \"http://h/\"\nbearer_token_env_var = ‸\"NOPE\"\n",
+        r#"server "a": environment variable "NOPE" is not set"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\nurl = \"http://h/\"\nbearer_token_env_var = ‸\"EMPTY\"\n",
+        r#"server "a": environment variable "EMPTY" (from "bearer_token_env_var") is empty"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\nurl = \"http://h/\"\nbearer_token_env_var = ‸[\"TOKEN\"]\n",
+        r#"server "a": "bearer_token_env_var" must be a string"#,
+    );
+    fails(c, "[mcp_servers.a]\nurl = \"http://h/\"\nhttp_headers = { ‸authorization = \"x\" }\nbearer_token_env_var = \"TOKEN\"\n", r#"server "a": an "Authorization" header and "bearer_token_env_var": give one"#);
+    fails(
+        c,
+        "[mcp_servers.a]\nurl = \"http://h/\"\nenv_http_headers = { \"X-Key\" = ‸\"NOPE\" }\n",
+        r#"server "a": environment variable "NOPE" is not set"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\nurl = \"http://h/\"\nenv_http_headers = { \"X-Key\" = ‸\"EMPTY\" }\n",
+        r#"server "a": environment variable "EMPTY" (from "env_http_headers") is empty"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\nurl = \"http://h/\"\nenv_http_headers = { \"X-Key\" = ‸1 }\n",
+        r#"server "a": "env_http_headers" must be a table of strings"#,
+    );
+    fails(c, "[mcp_servers.a]\nurl = \"http://h/\"\nhttp_headers = { \"X-Key\" = \"1\" }\nenv_http_headers = { ‸\"x-key\" = \"TOKEN\" }\n", r#"server "a": header "x-key" is given twice"#);
+    fails(
+        c,
+        "[mcp_servers.a]\ncommand = \"x\"\nenv = ‸[\"A=1\"]\n",
+        r#"server "a": "env" must be a table of strings"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\ncommand = \"x\"\nargs = [\"a\", ‸{ b = 1 }]\n",
+        r#"server "a": "args" must be an array of strings"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = ‸-1\n",
+        r#"server "a": "startup_timeout_sec" must be a positive number of seconds"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = ‸0\n",
+        r#"server "a": "startup_timeout_sec" must be a positive number of seconds"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = ‸\"10\"\n",
+        r#"server "a": "startup_timeout_sec" must be a positive number of seconds"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = ‸nan\n",
+        r#"server "a": "startup_timeout_sec" must be a positive number of seconds"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\ncommand = \"x\"\ntool_timeout_sec = ‸inf\n",
+        r#"server "a": "tool_timeout_sec" is more than a year"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\ncommand = \"x\"\ntool_timeout_sec = ‸1e12\n",
+        r#"server "a": "tool_timeout_sec" is more than a year"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_ms = ‸1.5\n",
+        r#"server "a": "startup_timeout_ms" must be a positive whole number of milliseconds"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 1\n‸startup_timeout_ms = 1000\n",
+        r#"server "a": both "startup_timeout_sec" and "startup_timeout_ms": give one"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\ncommand = \"x\"\nenabled = ‸\"no\"\n",
+        r#"server "a": "enabled" must be true or false"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\ncommand = \"x\"\nenabled_tools = ‸\"echo\"\n",
+        r#"server "a": "enabled_tools" must be an array of strings"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\ncommand = \"x\"\ndisabled_tools = [‸1]\n",
+        r#"server "a": "disabled_tools" must be an array of strings"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.a]\ncommand = \"x\"\n‸url = \"http://h/\"\n",
+        r#"server "a": has both "command" and "url": a server is either a command to start (stdio) or a URL (Streamable HTTP)"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.‸a]\nargs = [\"x\"]\n",
+        r#"server "a": has neither "command" (a stdio server) nor "url" (a Streamable HTTP server)"#,
+    );
+    fails(
+        c,
+        "[mcp_servers.‸\"\"]\ncommand = \"x\"\n",
+        r#"a server's name must not be empty"#,
+    );
+    fails(c, "mcp_servers = ‸[]\n", r#""mcp_servers" must be a table"#);
+    fails(
+        c,
+        "mcp_servers.a = ‸\"npx\"\n",
+        r#"server "a": must be a table"#,
+    );
+}
+
+#[test]
+fn toml_syntax_errors_have_a_position() {
+    for (text, expected) in [
+        (
+            "[mcp_servers.a]\ncommand = \"x\"\n[mcp_servers.a]\n",
+            "/ws/config.toml:3:14: invalid TOML: duplicate key",
+        ),
+        (
+            "[mcp_servers.a]\ncommand = \"x\"\ncommand = \"y\"\n",
+            "/ws/config.toml:3:1: invalid TOML: duplicate key",
+        ),
+        (
+            "[mcp_servers.a]\ncommand = \"x\n",
+            "/ws/config.toml:2:13: invalid TOML: invalid basic string, expected `\"`",
+        ),
+    ] {
+        let error = read(Codex, text).unwrap_err();
+        assert_eq!(error.to_string(), expected, "{text:?}");
+        assert!(matches!(
+            error.kind,
+            ConfigErrorKind::Syntax { syntax: "TOML", .. }
+        ));
+    }
+}
+
+// What the entries become, and what they show.
+
+#[test]
+fn entries_turn_into_driver_configs() {
+    let servers = servers(
+        McpServers,
+        r#"{"mcpServers": {
+            "s": {"command": "srv", "args": ["a"], "env": {"K": "${TOKEN}"}, "cwd": "/tmp"},
+            "h": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+        }}"#,
+    );
+    let stdio = servers[0].stdio_config().unwrap();
+    assert_eq!(stdio.command, "srv");
+    assert_eq!(stdio.args, ["a"]);
+    assert_eq!(stdio.env, [("K".into(), "s3cr3t".into())]);
+    assert_eq!(stdio.dir, Some("/tmp".into()));
+    assert!(servers[0].http_config().is_none());
+    let http = servers[1].http_config().unwrap();
+    assert_eq!(http.rules.url, "https://h/mcp");
+    assert_eq!(
+        http.rules.headers,
+        [("Authorization".to_owned(), "Bearer s3cr3t".to_owned())]
+    );
+    assert!(servers[1].stdio_config().is_none());
+}
+
+#[test]
+fn debug_shows_no_env_or_header_value() {
+    let config = read(
+        Codex,
+        r#"
+[mcp_servers.s]
+command = "srv"
+env = { SECRET_ENV = "${TOKEN}" }
+[mcp_servers.h]
+url = "https://user:${TOKEN}@h/mcp?key=${TOKEN}"
+bearer_token_env_var = "TOKEN"
+http_headers = { "X-Key" = "${TOKEN}" }
+"#,
+    )
+    .unwrap();
+    let debug = format!("{config:?} {:#?}", config.servers);
+    assert!(!debug.contains("s3cr3t"), "{debug}");
+    assert!(debug.contains("SECRET_ENV=…"), "{debug}");
+    assert!(debug.contains("Authorization=…"), "{debug}");
+    assert!(debug.contains("X-Key=…"), "{debug}");
+    assert!(debug.contains("https://h/mcp"), "{debug}");
+    let driver = format!(
+        "{:?} {:?}",
+        config.servers[0].stdio_config().unwrap(),
+        config.servers[1].http_config().unwrap()
+    );
+    assert!(!driver.contains("s3cr3t"), "{driver}");
+    let options = format!("{:?}", options().input("id", "s3cr3t"));
+    assert!(!options.contains("s3cr3t"), "{options}");
+    assert!(options.contains("TOKEN=…"), "{options}");
+}
+
+#[test]
+fn errors_never_show_a_value() {
+    let cases = [
+        r#"{"mcpServers": {"a": {"url": "s3cr3t"}}}"#,
+        r#"{"mcpServers": {"a": {"url": "ftp://s3cr3t/"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "s3cr3t${"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "x", "env": {"A": "s3cr3t", "A": "s3cr3t"}}}}"#,
+    ];
+    for text in cases {
+        let error = read(McpServers, text).unwrap_err();
+        assert!(!error.to_string().contains("s3cr3t"), "{error}");
+        assert!(!format!("{error:?}").contains("s3cr3t"), "{error:?}");
+    }
+}
