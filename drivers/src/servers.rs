@@ -72,6 +72,36 @@ impl ServerSpec {
     }
 }
 
+impl ServerSpec {
+    /// The spec of a configured server ([`crate::config`]): its transport, timeouts and tool
+    /// lists, with `client` as its client's settings (its [`label`](ClientConfig::label) set to
+    /// the server's name). `None` for a server the file disables.
+    pub fn from_entry(entry: &crate::config::ServerEntry, client: ClientConfig) -> Option<ServerSpec> {
+        if !entry.enabled {
+            return None;
+        }
+        let launch = match (entry.stdio_config(), entry.http_config()) {
+            (Some(stdio), _) => Launch::Stdio(stdio),
+            (None, Some(http)) => Launch::Http(http),
+            (None, None) => return None,
+        };
+        let mut spec = ServerSpec::new(entry.name.clone(), launch);
+        if let Some(t) = entry.startup_timeout {
+            spec.startup_timeout = t;
+        }
+        spec.tool_timeout = entry.tool_timeout;
+        spec.filter = ToolFilter {
+            allow: entry.enabled_tools.clone(),
+            deny: entry.disabled_tools.clone(),
+        };
+        spec.client = ClientConfig {
+            label: Some(entry.name.clone()),
+            ..client
+        };
+        Some(spec)
+    }
+}
+
 /// Told the name of a server whose tool list changed.
 pub type ToolsChanged = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -211,12 +241,14 @@ pub struct ServerSet {
 }
 
 async fn start(spec: &ServerSpec) -> Result<AnyClient, Error> {
+    let mut config = spec.client.clone();
+    config.label.get_or_insert_with(|| spec.name.clone());
     let connect = async {
         match &spec.launch {
-            Launch::Stdio(stdio) => connect_stdio(stdio.clone(), spec.client.clone())
+            Launch::Stdio(stdio) => connect_stdio(stdio.clone(), config.clone())
                 .await
                 .map(|c| AnyClient::Stdio(Arc::new(c))),
-            Launch::Http(http) => connect_http(http.clone(), spec.client.clone())
+            Launch::Http(http) => connect_http(http.clone(), config.clone())
                 .await
                 .map(|c| AnyClient::Http(Arc::new(c))),
         }
