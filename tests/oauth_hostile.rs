@@ -1188,3 +1188,39 @@ fn concurrent_401s_share_a_failed_flow() {
         "asked once for the eight requests"
     );
 }
+
+/// Up front (`OAuthConfig::upfront`): the flow runs before the first request, so the MCP
+/// server never sees a request without a token; once, however many requests follow.
+#[test]
+fn upfront_authorization_sends_no_request_without_a_token() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, good_tokens);
+    let mut mcp = Fake::new();
+    let prm_url = mcp.url(PRM_PATH);
+    let issuer = auth.origin.clone();
+    serve_mcp(&mut mcp, &issuer, bearer_gate(prm_url));
+    let person = Person::default();
+    let mut config = oauth(&person);
+    config.upfront = true;
+    let c = client(&mcp.url("/mcp"), config);
+    within(Duration::from_secs(20), async {
+        c.initialize().await.unwrap();
+        c.list_tools().await.unwrap();
+        c.close().await.unwrap();
+    });
+    assert_eq!(person.calls(), 1);
+    let posts: Vec<Req> = mcp
+        .log()
+        .into_iter()
+        .filter(|r| r.path() == "/mcp" && r.method == "POST")
+        .collect();
+    assert!(posts.len() >= 3, "{posts:?}");
+    assert!(
+        posts
+            .iter()
+            .all(|r| bearer(r).as_deref() == Some("TOPSECRET-ACCESS-1")),
+        "a request went without the token: {:?}",
+        posts.iter().map(bearer).collect::<Vec<_>>()
+    );
+    assert_eq!(auth.count("POST", "/token"), 1);
+}

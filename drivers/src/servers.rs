@@ -76,7 +76,10 @@ impl ServerSpec {
     /// The spec of a configured server ([`crate::config`]): its transport, timeouts and tool
     /// lists, with `client` as its client's settings (its [`label`](ClientConfig::label) set to
     /// the server's name). `None` for a server the file disables.
-    pub fn from_entry(entry: &crate::config::ServerEntry, client: ClientConfig) -> Option<ServerSpec> {
+    pub fn from_entry(
+        entry: &crate::config::ServerEntry,
+        client: ClientConfig,
+    ) -> Option<ServerSpec> {
         if !entry.enabled {
             return None;
         }
