@@ -599,6 +599,20 @@ impl HttpRules {
             .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
     }
 
+    /// Puts the current OAuth `Authorization` value (see
+    /// [`set_authorization`](Self::set_authorization)) in a request built earlier — a standalone
+    /// stream's reconnection, built before the token was refreshed — replacing the one it has.
+    /// A configured `Authorization` header is left as it is.
+    pub fn refresh_authorization(&self, request: &mut HttpRequest) {
+        if self.has_configured_authorization() {
+            return;
+        }
+        request
+            .headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+        self.push_authorization(&mut request.headers);
+    }
+
     fn push_authorization(&self, headers: &mut Vec<(String, String)>) {
         if let Some(value) = &self.authorization {
             if !self.has_configured_authorization() {
@@ -1732,6 +1746,41 @@ mod tests {
             Ok(())
         );
         assert!(r.on_resume_response(405, &[]).is_err());
+    }
+
+    #[test]
+    fn the_oauth_token_goes_on_every_request_and_a_configured_header_wins() {
+        let mut r = HttpRules::new(HttpConfig::new("http://127.0.0.1:1/mcp"));
+        r.set_authorization(Some(crate::oauth::Secret::new("Bearer one")));
+        let auth = |req: &HttpRequest| -> Vec<String> {
+            req.headers
+                .iter()
+                .filter(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+                .map(|(_, v)| v.clone())
+                .collect()
+        };
+        let post = r.post(&transmit(request(1, "initialize")));
+        assert_eq!(auth(&post), ["Bearer one"]);
+        open_session(&mut r, 1, "s");
+        assert_eq!(auth(&r.delete().unwrap()), ["Bearer one"]);
+        // A request built before a refresh gets the new token, once.
+        let mut old = r.post(&transmit(request(2, "tools/list")));
+        r.set_authorization(Some(crate::oauth::Secret::new("Bearer two")));
+        r.refresh_authorization(&mut old);
+        assert_eq!(auth(&old), ["Bearer two"]);
+        // The application's own header is never replaced or doubled.
+        let mut config = HttpConfig::new("https://mcp.example.com/mcp");
+        config
+            .headers
+            .push(("Authorization".into(), "Bearer mine".into()));
+        let mut r = HttpRules::new(config);
+        r.set_authorization(Some(crate::oauth::Secret::new("Bearer flow")));
+        let mut post = r.post(&transmit(request(1, "initialize")));
+        assert_eq!(auth(&post), ["Bearer mine"]);
+        r.refresh_authorization(&mut post);
+        assert_eq!(auth(&post), ["Bearer mine"]);
+        // The value never shows in Debug.
+        assert!(!format!("{post:?}").contains("mine"));
     }
 
     #[test]

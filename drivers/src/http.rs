@@ -722,15 +722,44 @@ async fn read_stream(
 /// answer) or cannot be reached.
 async fn listen_loop(shared: &Shared, mut request: HttpRequest, mut listening: Listening) {
     let mut buf = vec![0u8; 16 * 1024];
+    let mut attempt = mcp_proto::oauth::Attempt::default();
     loop {
-        let Ok(mut response) = shared.send(request).await else {
+        // A token that expired while the stream was open is refreshed before reconnecting.
+        let generation = match &shared.oauth {
+            Some(oauth) => match oauth.prepare(&shared.rules).await {
+                Ok(generation) => {
+                    lock(&shared.rules).refresh_authorization(&mut request);
+                    generation
+                }
+                Err(_) => return,
+            },
+            None => 0,
+        };
+        // A GET has no body: keeping a copy for a retry after authorizing costs little.
+        let Ok(mut response) = shared.send(request.clone()).await else {
             return;
         };
         let head = head(&response);
-        let verdict = lock(&shared.rules).on_listen_response(response.status().as_u16(), &head);
+        let status = response.status().as_u16();
+        if let (Some(oauth), 401 | 403) = (&shared.oauth, status) {
+            let challenge = head
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("www-authenticate"))
+                .map(|(_, v)| v.as_str());
+            match oauth
+                .on_response(&mut attempt, generation, status, challenge, &shared.rules)
+                .await
+            {
+                Ok(true) => continue,
+                _ => return,
+            }
+        }
+        let verdict = lock(&shared.rules).on_listen_response(status, &head);
         if verdict.is_err() {
             return;
         }
+        // Connected: the next reconnection may authorize again.
+        attempt = mcp_proto::oauth::Attempt::default();
         let mut decoder = SseDecoder::with_limit(shared.max_message);
         loop {
             let n: usize = response.body_mut().read(&mut buf).await.unwrap_or_default();
