@@ -270,3 +270,49 @@ fn close_ends_every_server() {
             .all(|&p| !pid_alive(p))));
     });
 }
+
+#[test]
+fn a_server_s_list_change_re_lists_it_and_the_application_is_told() {
+    smol::block_on(async {
+        let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let seen = told.clone();
+        let config = ServerSetConfig {
+            on_tools_changed: Some(std::sync::Arc::new(move |server: &str| {
+                seen.lock().unwrap().push(server.to_owned())
+            })),
+            ..ServerSetConfig::default()
+        };
+        let set = ServerSet::connect(
+            vec![tagged("g", serve(&["grow"])), tagged("h", serve(&[]))],
+            config,
+        )
+        .await;
+        let before = set.tools().await;
+        assert!(before.iter().all(|t| t.name() != "g__grown"));
+        set.call("g__echo", json!({"text": "x"})).await.unwrap();
+        // The notification follows the answer; the idle reader takes it.
+        assert!(wait_until(Duration::from_secs(5), || !told
+            .lock()
+            .unwrap()
+            .is_empty()));
+        assert_eq!(*told.lock().unwrap(), ["g"]);
+        let after = set.tools().await;
+        assert!(
+            after.iter().any(|t| t.name() == "g__grown"),
+            "not re-listed"
+        );
+        assert_eq!(after.len(), before.len() + 1);
+        // Routed to its server by its own name (which the test kit lists but does not run).
+        match set.call("g__grown", json!({})).await {
+            Err(SetError::Server {
+                server,
+                cause: Error::Protocol(e),
+            }) => {
+                assert_eq!(server, "g");
+                assert!(e.message.contains("grown"), "{}", e.message);
+            }
+            other => panic!("{other:?}"),
+        }
+        set.close().await;
+    });
+}

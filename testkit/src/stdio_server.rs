@@ -99,6 +99,9 @@ struct Behaviour {
     exit_on_discover: bool,
     slow_discover_error: bool,
     slow_discover: bool,
+    /// After the first call, lists one more tool (`grown`) and says so
+    /// (`notifications/tools/list_changed`; legacy era).
+    grow: bool,
 }
 
 /// Collects what is written and hands it to the writer thread at each flush (`threaded` mode, in
@@ -197,6 +200,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "exit-on-discover" => b.exit_on_discover = true,
                         "slow-discover-error" => b.slow_discover_error = true,
                         "slow-discover" => b.slow_discover = true,
+                        "grow" => b.grow = true,
                         "exit-before-handshake" => {
                             eprintln!("serve: exiting before the handshake, on purpose");
                             return ExitCode::from(4);
@@ -247,6 +251,8 @@ fn run(b: Behaviour) -> ExitCode {
     // A line read ahead (by `ping-idle`) that still has to be handled.
     let mut pending: Option<String> = None;
     let mut mrtr = Mrtr::default();
+    // `grow`: the first call has been answered, and the list grew.
+    let mut grown = false;
     let (mut initializes, mut discovers) = (0u64, 0u64);
     let mut first_request = true;
     loop {
@@ -342,6 +348,16 @@ fn run(b: Behaviour) -> ExitCode {
                     }))
                 }
                 "ping" => Ok(json!({})),
+                "tools/list" if grown => {
+                    let mut list = tools::list();
+                    if let Some(tools) = list.as_array_mut() {
+                        tools.push(
+                            json!({"name": "grown", "description": "Listed after the first call.",
+                            "inputSchema": {"type": "object"}}),
+                        );
+                    }
+                    Ok(json!({"tools": list}))
+                }
                 "tools/list" => Ok(json!({"tools": tools::list()})),
                 "tools/call" => match call(&b, &msg, &id, &mut input, &mut out, &tx, false) {
                     Some(reply) => reply,
@@ -379,6 +395,13 @@ fn run(b: Behaviour) -> ExitCode {
         };
         if written.is_err() {
             return ExitCode::SUCCESS;
+        }
+        if b.grow && !grown && method == "tools/call" {
+            grown = true;
+            let _ = out.write_all(
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n",
+            );
+            let _ = out.flush();
         }
         if b.ping_idle && method == "tools/call" {
             // Between calls: ping the client and report when (and whether) it answers.
