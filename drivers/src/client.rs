@@ -403,16 +403,15 @@ impl<T: Transport> Client<T> {
     /// once it completed, it returns the server's answer again.
     pub async fn initialize(&self) -> Result<InitializeResult, Error> {
         #[cfg(feature = "tracing")]
-        {
+        if crate::trace::enabled() {
             let label = self.lock().label.clone();
             let span = crate::trace::opening_span(label.as_deref(), self.shared.transport.kind());
             let started = Instant::now();
             let result =
                 tracing::Instrument::instrument(self.initialize_untraced(), span.clone()).await;
             crate::trace::opened(&span, &result, self.era(), started);
-            result
+            return result;
         }
-        #[cfg(not(feature = "tracing"))]
         self.initialize_untraced().await
     }
 
@@ -521,7 +520,7 @@ impl<T: Transport> Client<T> {
         progress: Option<ProgressSink>,
     ) -> Result<Reply, Error> {
         #[cfg(feature = "tracing")]
-        {
+        if crate::trace::enabled() {
             let label = self.lock().label.clone();
             let span = crate::trace::request_span(
                 &request,
@@ -535,9 +534,8 @@ impl<T: Transport> Client<T> {
             )
             .await;
             crate::trace::finish(&span, &result, started);
-            result
+            return result;
         }
-        #[cfg(not(feature = "tracing"))]
         self.request_untraced(request, progress).await
     }
 
@@ -563,7 +561,9 @@ impl<T: Transport> Client<T> {
             (id, rx, st.session.wake_at(id))
         };
         #[cfg(feature = "tracing")]
-        tracing::Span::current().record("jsonrpc.request.id", id.0);
+        if crate::trace::enabled() {
+            tracing::Span::current().record("jsonrpc.request.id", id.0);
+        }
         let mut guard = CancelOnDrop {
             shared: &self.shared,
             id,
