@@ -15,7 +15,9 @@
 //!     turns in chunks (both meet the same load), median of rounds; the difference in µs per call
 //!     and the ratio of calls/s.
 
-use mcp_client::{connect_stdio, ClientConfig, Launch, ServerSet, ServerSetConfig, ServerSpec, StdioConfig};
+use mcp_client::{
+    connect_stdio, ClientConfig, Launch, ServerSet, ServerSetConfig, ServerSpec, StdioConfig,
+};
 use mcp_testkit::{median, per_s, serve_bin};
 use serde_json::json;
 use std::time::{Duration, Instant};
