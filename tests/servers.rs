@@ -314,5 +314,33 @@ fn a_server_s_list_change_re_lists_it_and_the_application_is_told() {
             other => panic!("{other:?}"),
         }
         set.close().await;
+
+fn a_call_after_close_starts_no_server_again() {
+    smol::block_on(async {
+        let set =
+            ServerSet::connect(vec![tagged("s", serve(&[]))], ServerSetConfig::default()).await;
+        let tools = set.tools().await;
+        let echo = tools
+            .iter()
+            .find(|t| t.name() == "s__echo")
+            .unwrap()
+            .clone();
+        let pid = set.server_pid("s").await.unwrap();
+        set.close().await;
+        assert!(wait_until(Duration::from_secs(5), || !pid_alive(pid)));
+        // Through the set and through a tool an agent still holds: refused, nothing started.
+        match set.call("s__echo", json!({"text": "late"})).await {
+            Err(SetError::Down {
+                server,
+                cause: Error::Closed,
+            }) => assert_eq!(server, "s"),
+            other => panic!("a call after close: {other:?}"),
+        }
+        assert!(echo.call(json!({"text": "late"})).await.is_err());
+        assert_eq!(
+            set.server_pid("s").await,
+            None,
+            "a server was started after close"
+        );
     });
 }

@@ -227,6 +227,8 @@ struct SlotState {
 struct Inner {
     slots: Vec<Slot>,
     config: ServerSetConfig,
+    /// Set by [`ServerSet::close`]: no server is started again after it.
+    closed: std::sync::atomic::AtomicBool,
     /// The current routing, with each route's definition as the model sees it.
     routing: Mutex<Arc<Routing>>,
 }
@@ -295,6 +297,7 @@ impl ServerSet {
             inner: Arc::new(Inner {
                 slots,
                 config,
+                closed: std::sync::atomic::AtomicBool::new(false),
                 routing: Mutex::new(Arc::new(Routing::default())),
             }),
         };
@@ -419,8 +422,13 @@ impl ServerSet {
         self.inner.call(server, &tool, arguments).await
     }
 
-    /// Ends every server at once (every child process is ended and reaped).
+    /// Ends every server at once (every child process is ended and reaped). A call after it
+    /// fails ([`SetError::Down`] with [`Error::Closed`]): no server is started again.
     pub async fn close(&self) {
+        // Before taking the clients: a call that takes a slot's lock after this sees it.
+        self.inner
+            .closed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let mut closing = Vec::new();
         for slot in &self.inner.slots {
             let client = slot.state.lock().await.client.take();
@@ -526,6 +534,12 @@ impl Inner {
     async fn client(&self, i: usize) -> Result<AnyClient, SetError> {
         let slot = &self.slots[i];
         let mut state = slot.state.lock().await;
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(SetError::Down {
+                server: slot.spec.name.clone(),
+                cause: Error::Closed,
+            });
+        }
         if let Some(client) = &state.client {
             match client.dead() {
                 None => return Ok(client.clone()),

@@ -12,9 +12,10 @@
 use mcp_client::proto::oauth::{AuthError, PreRegistered, Secret};
 use mcp_client::proto::{Config, Era, EraChoice, Implementation, LogMessage};
 use mcp_client::{
-    connect_http, connect_stdio, Authorize, Client, ClientConfig, ElicitAnswer, Elicitation, Error,
-    FileStore, HandlerError, Handlers, HttpTransportConfig, LogCallback, MemoryStore, OAuthConfig,
-    Request, Root, StderrMode, StdioConfig, StdioTransport, TokenStore, Transport,
+    connect_http, connect_stdio, Authorize, CallToolResult, Client, ClientConfig, ElicitAnswer,
+    Elicitation, Error, FileStore, HandlerError, Handlers, HttpTransportConfig, LogCallback,
+    MemoryStore, OAuthConfig, Request, Root, StderrMode, StdioConfig, StdioTransport, TokenStore,
+    Transport,
 };
 use serde_json::Value;
 use std::ffi::OsString;
@@ -23,7 +24,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: mcp-client [--serve] [--info | --call NAME [--args JSON] [--repeat N]] [--era auto|legacy|modern] [--timeout SECS] [--json] [--verbose] [--roots DIR...] (-- COMMAND [ARG...] | --url URL [--header 'K: V']... [--no-auth | --client-id ID ...]); --help for more";
+mod set;
+
+const USAGE: &str = "usage: mcp-client [--serve] [--info | --call NAME [--args JSON] [--repeat N]] [--era auto|legacy|modern] [--timeout SECS] [--json] [--verbose] [--roots DIR...] (-- COMMAND [ARG...] | --url URL [--header 'K: V']... [--no-auth | --client-id ID ...] | --config FILE [--server NAME]...); --help for more";
 
 /// What `--help` prints (on stdout, exit 0): every option (the file's docs show the same text).
 const HELP: &str = include_str!("help.txt");
@@ -43,6 +46,10 @@ struct Options {
     era: EraChoice,
     url: Option<String>,
     command: Vec<OsString>,
+    /// `--config FILE`: the servers of a config file, as one tool set ([`set`]).
+    config: Option<std::path::PathBuf>,
+    /// `--server NAME`, repeatable: only these servers of the config.
+    servers: Vec<String>,
     auth: AuthFlags,
     /// `--help`: print [`HELP`] and do nothing else.
     help: bool,
@@ -129,6 +136,8 @@ fn parse(argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
                 }
             }
             Some("--url") => o.url = Some(value(&mut argv, "--url")?),
+            Some("--config") => o.config = Some(value(&mut argv, "--config")?.into()),
+            Some("--server") => o.servers.push(value(&mut argv, "--server")?),
             Some(flag) if AUTH_FLAGS.contains(&flag) => {
                 let flag = AUTH_FLAGS[AUTH_FLAGS.iter().position(|f| *f == flag).unwrap_or(0)];
                 let mut next = || value(&mut argv, flag);
@@ -151,8 +160,17 @@ fn parse(argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
     if o.info && o.call.is_some() {
         return Err("give --info or --call, not both".into());
     }
-    if o.url.is_some() != o.command.is_empty() {
-        return Err(format!("give either -- COMMAND or --url URL\n{USAGE}"));
+    let targets = [o.url.is_some(), !o.command.is_empty(), o.config.is_some()];
+    if targets.iter().filter(|t| **t).count() != 1 {
+        return Err(format!(
+            "give one of -- COMMAND, --url URL or --config FILE\n{USAGE}"
+        ));
+    }
+    if !o.servers.is_empty() && o.config.is_none() {
+        return Err("--server needs --config".into());
+    }
+    if o.info && o.config.is_some() {
+        return Err("--info works on one server (-- COMMAND or --url), not with --config".into());
     }
     if !o.headers.is_empty() && o.url.is_none() {
         return Err("--header needs --url".into());
@@ -324,13 +342,53 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match smol::block_on(run(options)) {
+    install_tracing(options.verbose);
+    let run = async {
+        match &options.config {
+            Some(file) => set::run(file, &options).await,
+            None => run(&options).await,
+        }
+    };
+    match smol::block_on(run) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("mcp-client: {}", one_line(&e));
             ExitCode::from(1)
         }
     }
+}
+
+/// With `RUST_LOG` (its filter) or `--verbose` (`mcp_client=info`): the driver's spans and
+/// events on stderr, each request's span when it closes (method, tool, server, outcome,
+/// duration). None of them holds a header, token or argument value (see the driver's `trace`).
+fn install_tracing(verbose: bool) {
+    use tracing_subscriber::fmt::format::FmtSpan;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer};
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(directives) if !directives.trim().is_empty() => {
+            EnvFilter::builder().parse_lossy(directives)
+        }
+        _ if verbose => EnvFilter::new("mcp_client=info"),
+        _ => return,
+    };
+    // --verbose prints the server's log messages itself ("server log [...]"): not twice.
+    let not_log_messages = tracing_subscriber::filter::filter_fn(move |meta| {
+        !(verbose
+            && meta.is_event()
+            && meta.target() == "mcp_client::trace"
+            && meta.fields().field("logger").is_some())
+    });
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_span_events(FmtSpan::CLOSE)
+        .with_filter(not_log_messages);
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(fmt)
+        .try_init();
 }
 
 /// `--serve [--era E]`: the demo's stdio server, in era E (default legacy).
@@ -380,13 +438,15 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn client_config(options: &Options) -> ClientConfig {
+/// The client's settings; `server`: the configured server's name, which its log lines show.
+fn client_config(options: &Options, server: Option<&str>) -> ClientConfig {
     let mut handlers = Handlers::new().elicitation_modes(true, true, elicit_on_terminal);
     if !options.roots.is_empty() {
         handlers = handlers.fixed_roots(options.roots.iter().map(Root::directory).collect());
     }
+    let from = server.map(|s| format!(" {s}")).unwrap_or_default();
     let on_log = options.verbose.then(|| {
-        LogCallback(Arc::new(|m: &LogMessage| {
+        LogCallback(Arc::new(move |m: &LogMessage| {
             let logger = m
                 .logger
                 .as_deref()
@@ -396,7 +456,11 @@ fn client_config(options: &Options) -> ClientConfig {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            eprintln!("server log [{}{logger}]: {}", m.level, one_line(&data));
+            eprintln!(
+                "server log{from} [{}{logger}]: {}",
+                m.level,
+                one_line(&data)
+            );
         }))
     });
     ClientConfig {
@@ -481,8 +545,8 @@ struct Outcome {
     calls_per_second: Option<f64>,
 }
 
-async fn run(options: Options) -> Result<ExitCode, String> {
-    let config = client_config(&options);
+async fn run(options: &Options) -> Result<ExitCode, String> {
+    let config = client_config(options, None);
     let outcome = if let Some(url) = &options.url {
         let mut http = HttpTransportConfig::new(url.as_str());
         for header in &options.headers {
@@ -496,8 +560,8 @@ async fn run(options: Options) -> Result<ExitCode, String> {
         // Opens in the era the server speaks (the probe, unless --era says).
         let client = connect_http(http, config)
             .await
-            .map_err(|e| failure(e, &options))?;
-        let outcome = session(&client, &options).await;
+            .map_err(|e| failure(e, options))?;
+        let outcome = session(&client, options).await;
         close(&client, outcome).await?
     } else {
         let mut command = options.command.iter().cloned();
@@ -508,7 +572,7 @@ async fn run(options: Options) -> Result<ExitCode, String> {
         // Opens in the era the server speaks; a server that exits on the probe is started again
         // in the legacy era.
         let client = connect_stdio(stdio, config).await.map_err(describe)?;
-        let outcome = session(&client, &options).await;
+        let outcome = session(&client, options).await;
         close(&client, outcome).await?
     };
     // Last, after the server's own stderr lines (forwarded) have stopped.
@@ -531,14 +595,7 @@ async fn close<T: Transport>(
 
 /// Lists or calls, as the options say, on an open client.
 async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<Outcome, String> {
-    let arguments: Value = match options.args.as_deref() {
-        None => Value::Object(Default::default()),
-        Some(text) => match serde_json::from_str(text) {
-            Ok(v @ Value::Object(_)) => v,
-            Ok(_) => return Err("--args must be a JSON object".into()),
-            Err(e) => return Err(format!("--args is not JSON: {e}")),
-        },
-    };
+    let arguments = call_arguments(options)?;
     let fail = |e: Error| failure(e, options);
     let init = client.initialize().await.map_err(fail)?;
     let mut out = std::io::stdout().lock();
@@ -589,14 +646,8 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
             );
         } else {
             for tool in &tools {
-                let first = tool
-                    .description
-                    .as_deref()
-                    .unwrap_or("")
-                    .lines()
-                    .next()
-                    .unwrap_or("");
-                let _ = writeln!(out, "{}\t{}", tool.name, first);
+                let description = tool.description.as_deref().unwrap_or("");
+                let _ = writeln!(out, "{}\t{}", tool.name, first_line(description));
             }
         }
         return Ok(Outcome {
@@ -636,17 +687,7 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
     }
     let elapsed = started.elapsed();
     let result = result.expect("at least one call was made");
-    let text = result.text();
-    if options.json {
-        let object = serde_json::json!({
-            "text": text,
-            "isError": result.is_error,
-            "structuredContent": result.structured_content,
-        });
-        let _ = writeln!(out, "{object}");
-    } else {
-        let _ = writeln!(out, "{text}");
-    }
+    print_result(&mut out, &result, options.json);
     Ok(Outcome {
         code: if result.is_error {
             ExitCode::from(2)
@@ -656,6 +697,38 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
         calls_per_second: (options.repeat > 1)
             .then(|| options.repeat as f64 / elapsed.as_secs_f64()),
     })
+}
+
+/// `--args` (default `{}`), checked to be a JSON object.
+fn call_arguments(options: &Options) -> Result<Value, String> {
+    match options.args.as_deref() {
+        None => Ok(Value::Object(Default::default())),
+        Some(text) => match serde_json::from_str(text) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            Ok(_) => Err("--args must be a JSON object".into()),
+            Err(e) => Err(format!("--args is not JSON: {e}")),
+        },
+    }
+}
+
+/// A description's first line, as the list shows it.
+fn first_line(description: &str) -> &str {
+    description.lines().next().unwrap_or("")
+}
+
+/// A call's result on stdout: its bridged text, or with `--json` one object.
+fn print_result(out: &mut impl Write, result: &CallToolResult, json: bool) {
+    let text = result.text();
+    if json {
+        let object = serde_json::json!({
+            "text": text,
+            "isError": result.is_error,
+            "structuredContent": result.structured_content,
+        });
+        let _ = writeln!(out, "{object}");
+    } else {
+        let _ = writeln!(out, "{text}");
+    }
 }
 
 /// The offline demo: this very binary, started with `--serve`, as the server.

@@ -1,0 +1,213 @@
+//! `--config FILE [--server NAME]...`: the servers of a config file as one tool set
+//! ([`ServerSet`]): all started at once, their tools listed under prefixed names
+//! (`server__tool`), a call routed to its server; a server that failed is reported on stderr
+//! and the exit code says so (3, when what was asked for still worked).
+
+use crate::{call_arguments, client_config, describe, first_line, one_line, print_result};
+use crate::{Options, Outcome};
+use mcp_client::config::ServersConfig;
+use mcp_client::proto::toolset::NameRules;
+use mcp_client::{AgentTool, Error, ServerSet, ServerSetConfig, ServerSpec, SetError};
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// The exit code when the list or the call worked but some servers failed.
+const SOME_FAILED: u8 = 3;
+
+/// Loads the config, starts its servers (all enabled ones, or those of `--server`), lists or
+/// calls, and closes them all.
+pub async fn run(file: &Path, options: &Options) -> Result<ExitCode, String> {
+    // FILE:LINE:COLUMN: server "NAME": what is wrong
+    let config = mcp_client::config::load(file).map_err(|e| e.to_string())?;
+    let specs = chosen(&config, options)?;
+    // Checked before anything is started.
+    let arguments = call_arguments(options)?;
+    let progress = std::io::stderr().is_terminal();
+    let count = specs.len();
+    if progress {
+        eprintln!("starting {count} server{}…", plural(count));
+    }
+    let started = Instant::now();
+    let set = ServerSet::connect(specs, ServerSetConfig::default()).await;
+    let outcome = session(&set, options, arguments, progress, started).await;
+    set.close().await;
+    let outcome = outcome?;
+    if let Some(rate) = outcome.calls_per_second {
+        eprintln!("calls/s: {rate:.1}");
+    }
+    Ok(outcome.code)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The specs of the servers to start, in file order: the `--server` ones (also when the file
+/// disables them: naming one asks for it), else every enabled one.
+fn chosen(config: &ServersConfig, options: &Options) -> Result<Vec<ServerSpec>, String> {
+    let file = config.path.display();
+    let names = || {
+        config
+            .servers
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(missing) = options.servers.iter().find(|n| config.get(n).is_none()) {
+        return Err(if config.servers.is_empty() {
+            format!("--server {missing:?}: {file} names no server")
+        } else {
+            format!(
+                "--server {missing:?}: no such server in {file} (it has: {})",
+                names()
+            )
+        });
+    }
+    let specs: Vec<ServerSpec> = config
+        .servers
+        .iter()
+        .filter(|s| {
+            if options.servers.is_empty() {
+                s.enabled
+            } else {
+                options.servers.contains(&s.name)
+            }
+        })
+        .filter_map(|s| {
+            let mut entry = s.clone();
+            entry.enabled = true;
+            ServerSpec::from_entry(&entry, client_config(options, Some(&s.name)))
+        })
+        .collect();
+    if specs.is_empty() {
+        return Err(if config.servers.is_empty() {
+            format!("{file} names no server")
+        } else {
+            format!(
+                "every server in {file} is disabled (name one with --server to start it anyway: {})",
+                names()
+            )
+        });
+    }
+    Ok(specs)
+}
+
+/// Reports how the start-up went, then lists or calls.
+async fn session(
+    set: &ServerSet,
+    options: &Options,
+    arguments: serde_json::Value,
+    progress: bool,
+    started: Instant,
+) -> Result<Outcome, String> {
+    let failures = set.failures().await;
+    let tools = set.tools().await;
+    for name in set.server_names() {
+        match failures.iter().find(|(n, _)| n == name) {
+            Some((_, cause)) => {
+                eprintln!(
+                    "mcp-client: server {name:?} failed: {}",
+                    one_line(&describe(cause))
+                )
+            }
+            None if progress => {
+                let n = tools.iter().filter(|t| t.server() == name).count();
+                eprintln!("ok {name} ({n} tool{})", plural(n));
+            }
+            None => {}
+        }
+    }
+    let total = set.server_names().len();
+    if progress {
+        eprintln!(
+            "started {} of {total} server{} in {:.2} s",
+            total - failures.len(),
+            plural(total),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    if options.verbose {
+        for (server, tool, why) in set.skipped() {
+            eprintln!("mcp-client: left out {server:?}'s tool {tool:?}: {why}");
+        }
+    }
+    if failures.len() == total {
+        return Err(format!("no server started ({total} failed)"));
+    }
+    let partial = if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(SOME_FAILED)
+    };
+    let mut out = std::io::stdout().lock();
+    let Some(name) = &options.call else {
+        if options.json {
+            let listed: Vec<serde_json::Value> = tools
+                .iter()
+                .map(|t| {
+                    let d = t.definition();
+                    serde_json::json!({
+                        "name": d.name,
+                        "server": t.server(),
+                        "tool": t.server_tool_name(),
+                        "description": d.description,
+                        "inputSchema": d.input_schema,
+                    })
+                })
+                .collect();
+            let _ = writeln!(out, "{}", serde_json::Value::Array(listed));
+        } else {
+            for tool in &tools {
+                let _ = writeln!(out, "{}\t{}", tool.name(), first_line(tool.description()));
+            }
+        }
+        return Ok(Outcome {
+            code: partial,
+            calls_per_second: None,
+        });
+    };
+    let began = Instant::now();
+    let mut result = None;
+    for _ in 0..options.repeat.max(1) {
+        let called = set.call(name, arguments.clone()).await;
+        result = Some(called.map_err(|e| call_failure(e, &failures))?);
+    }
+    let elapsed = began.elapsed();
+    let result = result.expect("at least one call was made");
+    print_result(&mut out, &result, options.json);
+    Ok(Outcome {
+        code: if result.is_error {
+            ExitCode::from(2)
+        } else {
+            partial
+        },
+        calls_per_second: (options.repeat > 1)
+            .then(|| options.repeat as f64 / elapsed.as_secs_f64()),
+    })
+}
+
+/// Why a call failed, on one line; a name that would be a failed server's says so.
+fn call_failure(e: SetError, failures: &[(String, Error)]) -> String {
+    match e {
+        SetError::UnknownTool(name) => {
+            let separator = NameRules::default().separator;
+            let down = failures
+                .iter()
+                .find(|(server, _)| name.starts_with(&format!("{server}{separator}")));
+            match down {
+                Some((server, _)) => {
+                    format!("no tool named {name:?}: server {server:?} is not running")
+                }
+                None => format!("no tool named {name:?} (without --call, the tools are listed)"),
+            }
+        }
+        other => one_line(&describe(other)),
+    }
+}

@@ -1,0 +1,593 @@
+//! `mcp-client --config FILE [--server NAME]...` as a user runs it: the test kit's stdio server
+//! configured twice under two names (its answers tagged with the name) and a broken server, in
+//! each of the three formats; prefixed listing, routed calls, the `--server` filter, the
+//! failures on stderr and the exit codes of the usage text, config errors with their position,
+//! start-up progress on a terminal, tracing without secrets, and no server process left behind.
+//! (The real peers through a config: tests/peers_config.rs.)
+
+use mcp_testkit::{example_bin, pid_alive, run_within, serve_bin, Finished, TempDir};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// A temp dir holding the configs, and `serve`, a link to the test kit's server: every server
+/// started from these configs has the dir in its command line, so leftovers can be found.
+struct Setup {
+    dir: TempDir,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let dir = TempDir::new("mcp-cli-config");
+        std::os::unix::fs::symlink(serve_bin(), dir.path().join("serve")).expect("symlink serve");
+        Setup { dir }
+    }
+
+    fn serve(&self) -> String {
+        self.dir.path().join("serve").to_str().unwrap().to_owned()
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// The same three servers — alpha (legacy era), beta (modern era), broken (no such
+    /// command) — in each format.
+    fn configs(&self) -> Vec<PathBuf> {
+        let serve = json!(self.serve());
+        vec![
+            self.write(
+                "claude_desktop_config.json",
+                &format!(
+                    r#"{{"mcpServers": {{
+  "alpha": {{"command": {serve}, "env": {{"MCP_TESTKIT_TAG": "alpha"}}}},
+  "beta": {{"command": {serve}, "args": ["--era", "modern"], "env": {{"MCP_TESTKIT_TAG": "beta"}}}},
+  "broken": {{"command": "/nonexistent/cmd"}}
+}}}}"#
+                ),
+            ),
+            self.write(
+                ".vscode/mcp.json",
+                &format!(
+                    r#"// VS Code
+{{"servers": {{
+  "alpha": {{"type": "stdio", "command": {serve}, "env": {{"MCP_TESTKIT_TAG": "alpha"}}}},
+  "beta": {{"command": {serve}, "args": ["--era", "modern"], "env": {{"MCP_TESTKIT_TAG": "beta"}},}},
+  "broken": {{"type": "stdio", "command": "/nonexistent/cmd"}},
+}}}}"#
+                ),
+            ),
+            self.write(
+                "config.toml",
+                &format!(
+                    r#"[mcp_servers.alpha]
+command = {serve}
+env = {{ MCP_TESTKIT_TAG = "alpha" }}
+
+[mcp_servers.beta]
+command = {serve}
+args = ["--era", "modern"]
+env = {{ MCP_TESTKIT_TAG = "beta" }}
+
+[mcp_servers.broken]
+command = "/nonexistent/cmd"
+
+[mcp_servers.gamma]
+command = {serve}
+env = {{ MCP_TESTKIT_TAG = "gamma" }}
+enabled = false
+"#
+                ),
+            ),
+        ]
+    }
+
+    fn cli(&self, args: &[&str]) -> Finished {
+        self.cli_env(args, &[])
+    }
+
+    fn cli_env(&self, args: &[&str], env: &[(&str, &str)]) -> Finished {
+        let mut command = Command::new(example_bin("mcp-client"));
+        command.args(args).env_remove("RUST_LOG");
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let out = run_within(&mut command, Duration::from_secs(60));
+        // The CLI closed every server it started before it exited.
+        let left = self.left_behind();
+        assert!(left.is_empty(), "{args:?} left {left:?} running: {out:?}");
+        out
+    }
+
+    /// Live processes whose command line names this dir.
+    fn left_behind(&self) -> Vec<u32> {
+        let me = self.dir.path().to_str().unwrap().as_bytes().to_vec();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.windows(me.len()).any(|w| w == me.as_slice()))
+            })
+            .filter(|pid| pid_alive(*pid))
+            .collect()
+    }
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// The lines of stderr that name server `name` as failed.
+fn reported<'a>(out: &'a Finished, name: &str) -> Vec<&'a str> {
+    let prefix = format!("mcp-client: server {name:?} failed: ");
+    out.stderr
+        .lines()
+        .filter(|l| l.starts_with(&prefix))
+        .collect()
+}
+
+#[test]
+fn lists_both_servers_tools_prefixed_and_reports_the_broken_one_in_each_format() {
+    let s = Setup::new();
+    for file in s.configs() {
+        let out = s.cli(&["--config", p(&file)]);
+        assert_eq!(out.status.code(), Some(3), "{file:?}: {out:?}");
+        let lines: Vec<&str> = out.stdout.lines().collect();
+        assert_eq!(lines.len(), 12, "{file:?}: {}", out.stdout);
+        assert_eq!(lines[0], "alpha__echo\tEchoes its text back.");
+        assert!(
+            lines.contains(&"beta__echo\tEchoes its text back."),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"beta__add\tAdds two integers; returns text and structured content.")
+        );
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.starts_with("alpha__") || l.starts_with("beta__")),
+            "{lines:?}"
+        );
+        let broken = reported(&out, "broken");
+        assert_eq!(broken.len(), 1, "{}", out.stderr);
+        assert!(broken[0].contains("/nonexistent/cmd"), "{}", broken[0]);
+        assert!(reported(&out, "alpha").is_empty() && reported(&out, "beta").is_empty());
+        // stderr is not a terminal here: no progress.
+        assert!(!out.stderr.contains("starting"), "{}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    }
+}
+
+#[test]
+fn a_server_that_exits_at_start_is_reported_with_its_stderr_tail() {
+    let s = Setup::new();
+    let file = s.write(
+        "mcp.json",
+        &format!(
+            r#"{{"mcpServers": {{
+  "alpha": {{"command": {serve}}},
+  "quitter": {{"command": {serve}, "args": ["--behave", "exit-before-handshake"]}}
+}}}}"#,
+            serve = json!(s.serve())
+        ),
+    );
+    let out = s.cli(&["--config", p(&file)]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 6, "{}", out.stdout);
+    let quitter = reported(&out, "quitter");
+    assert_eq!(quitter.len(), 1, "{}", out.stderr);
+    assert!(
+        quitter[0].contains("exiting before the handshake, on purpose"),
+        "{}",
+        quitter[0]
+    );
+}
+
+#[test]
+fn calls_go_to_their_server_and_exit_codes_say_what_failed() {
+    let s = Setup::new();
+    let file = &s.configs()[0];
+    let config = p(file);
+    // beta answers; broken failed to start: the call worked, something failed → 3.
+    let out = s.cli(&[
+        "--config",
+        config,
+        "--call",
+        "beta__echo",
+        "--args",
+        r#"{"text":"hi"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(out.stdout, "hi\n[beta]\n");
+    assert_eq!(reported(&out, "broken").len(), 1, "{}", out.stderr);
+    // Only alpha: nothing failed → 0.
+    let out = s.cli(&[
+        "--config",
+        config,
+        "--server",
+        "alpha",
+        "--call",
+        "alpha__echo",
+        "--args",
+        r#"{"text":"hi"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.stdout, "hi\n[alpha]\n");
+    assert_eq!(out.stderr, "");
+    // --json, two servers named.
+    let out = s.cli(&[
+        "--config",
+        config,
+        "--server",
+        "alpha",
+        "--server",
+        "beta",
+        "--call",
+        "beta__add",
+        "--args",
+        r#"{"a":2,"b":3}"#,
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        v,
+        json!({"text": "5\n[beta]", "isError": false, "structuredContent": {"sum": 5}})
+    );
+    // The tool says isError → 2, also with a failed server around (2 wins over 3).
+    let out = s.cli(&[
+        "--config",
+        config,
+        "--call",
+        "alpha__fail",
+        "--args",
+        r#"{"message":"no good"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stdout.contains("no good"), "{}", out.stdout);
+    // A tool of the failed server: 1, saying why.
+    let out = s.cli(&["--config", config, "--call", "broken__echo"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        out.stderr
+            .contains(r#"no tool named "broken__echo": server "broken" is not running"#),
+        "{}",
+        out.stderr
+    );
+    // The unprefixed name is no tool of the set.
+    let out = s.cli(&["--config", config, "--server", "alpha", "--call", "echo"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains(r#"no tool named "echo""#),
+        "{}",
+        out.stderr
+    );
+    // --repeat: the rate last on stderr.
+    let out = s.cli(&[
+        "--config",
+        config,
+        "--server",
+        "alpha",
+        "--call",
+        "alpha__echo",
+        "--args",
+        r#"{"text":"x"}"#,
+        "--repeat",
+        "5",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.stdout, "x\n[alpha]\n");
+    let last = out.stderr.lines().last().unwrap_or("");
+    assert!(last.starts_with("calls/s: "), "{}", out.stderr);
+}
+
+#[test]
+fn server_filter_picks_servers_and_an_unknown_name_lists_the_available_ones() {
+    let s = Setup::new();
+    let configs = s.configs();
+    let out = s.cli(&["--config", p(&configs[0]), "--server", "beta"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    assert!(lines.iter().all(|l| l.starts_with("beta__")), "{lines:?}");
+    assert_eq!(out.stderr, "", "broken is not started");
+
+    let out = s.cli(&["--config", p(&configs[0]), "--server", "nope"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        format!(
+            "mcp-client: --server \"nope\": no such server in {} (it has: alpha, beta, broken)\n",
+            p(&configs[0])
+        )
+    );
+
+    // Codex's `enabled = false`: not started, unless named.
+    let toml = p(&configs[2]);
+    let out = s.cli(&["--config", toml]);
+    assert!(
+        !out.stdout.contains("gamma__"),
+        "a disabled server was started: {}",
+        out.stdout
+    );
+    let out = s.cli(&[
+        "--config",
+        toml,
+        "--server",
+        "gamma",
+        "--call",
+        "gamma__echo",
+        "--args",
+        r#"{"text":"on"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.stdout, "on\n[gamma]\n");
+}
+
+#[test]
+fn list_json_gives_each_tool_with_its_server_and_own_name() {
+    let s = Setup::new();
+    let out = s.cli(&[
+        "--config",
+        p(&s.configs()[2]),
+        "--json",
+        "--server",
+        "alpha",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let tools: Vec<Value> = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(tools.len(), 6);
+    let add = tools.iter().find(|t| t["name"] == "alpha__add").unwrap();
+    assert_eq!(add["server"], "alpha");
+    assert_eq!(add["tool"], "add");
+    assert_eq!(add["inputSchema"]["type"], "object");
+    assert!(add["description"]
+        .as_str()
+        .unwrap()
+        .starts_with("Adds two integers"));
+}
+
+#[test]
+fn when_no_server_starts_the_exit_is_1() {
+    let s = Setup::new();
+    let file = s.write(
+        "mcp.json",
+        r#"{"mcpServers": {"x": {"command": "/nonexistent/cmd"}, "y": {"command": "/nonexistent/other"}}}"#,
+    );
+    let out = s.cli(&["--config", p(&file)]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.stdout, "");
+    assert_eq!(reported(&out, "x").len(), 1, "{}", out.stderr);
+    assert_eq!(reported(&out, "y").len(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .ends_with("mcp-client: no server started (2 failed)\n"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_bad_config_exits_1_with_file_line_and_column() {
+    let s = Setup::new();
+    for (name, text, at, rest) in [
+        (
+            "mcp.json",
+            "{\"mcpServers\": {\n  \"alpha\": {\"command\": 42}\n}}",
+            ":2:24: ",
+            "server \"alpha\": ",
+        ),
+        (
+            "config.toml",
+            "[mcp_servers.alpha]\nargs = [\"x\"]\n",
+            ":1:14: ",
+            "server \"alpha\": ",
+        ),
+        (
+            "vars.json",
+            "{\"mcpServers\": {\n  \"alpha\": {\"command\": \"${MCP_CLI_SURELY_UNSET}\"}\n}}",
+            ":2:25: ",
+            "server \"alpha\": environment variable \"MCP_CLI_SURELY_UNSET\" is not set",
+        ),
+        (
+            "syntax.json",
+            "{\"mcpServers\": {\n  \"alpha\": {\"command\": }\n}}",
+            ":2:24: ",
+            "invalid JSON",
+        ),
+    ] {
+        let file = s.write(name, text);
+        let out = s.cli(&["--config", p(&file)]);
+        assert_eq!(out.status.code(), Some(1), "{name}: {out:?}");
+        assert_eq!(out.stdout, "");
+        let expected = format!("mcp-client: {}{at}{rest}", p(&file));
+        assert!(
+            out.stderr.starts_with(&expected),
+            "{name}: want {expected:?}…, got {:?}",
+            out.stderr
+        );
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    }
+    let missing = s.dir.path().join("missing.json");
+    let out = s.cli(&["--config", p(&missing)]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        out.stderr.starts_with(&format!(
+            "mcp-client: {}: cannot read the file",
+            p(&missing)
+        )),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn config_options_that_do_not_go_together_are_refused() {
+    let s = Setup::new();
+    let file = s.configs().remove(0);
+    let config = p(&file);
+    for (args, message) in [
+        (
+            vec!["--server", "alpha", "--", "cmd"],
+            "--server needs --config",
+        ),
+        (
+            vec!["--config", config, "--url", "http://127.0.0.1:9/mcp"],
+            "give one of -- COMMAND, --url URL or --config FILE",
+        ),
+        (
+            vec!["--config", config, "--", "cmd"],
+            "give one of -- COMMAND, --url URL or --config FILE",
+        ),
+        (
+            vec!["--config", config, "--info"],
+            "--info works on one server",
+        ),
+        (
+            vec!["--config", config, "--header", "A: b"],
+            "--header needs --url",
+        ),
+        (
+            vec!["--config", config, "--call", "alpha__echo", "--args", "[1]"],
+            "--args must be a JSON object",
+        ),
+    ] {
+        let out = s.cli(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        assert!(out.stderr.contains(message), "{args:?}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn start_up_progress_is_shown_on_a_terminal() {
+    // `script` gives the command a terminal (util-linux); stdout and stderr both go to it.
+    let have_script = Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_script {
+        eprintln!("skipped: no `script` (util-linux) to run the CLI on a terminal");
+        return;
+    }
+    let s = Setup::new();
+    let file = s.configs().remove(0);
+    let command = format!("{} --config {}", p(&example_bin("mcp-client")), p(&file));
+    let out = s.cli_script(&command);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let text = out.stdout.replace('\r', "");
+    let lines: Vec<&str> = text.lines().collect();
+    let at = |line: &str| {
+        lines
+            .iter()
+            .position(|l| *l == line)
+            .unwrap_or_else(|| panic!("no line {line:?} in {text}"))
+    };
+    let starting = at("starting 3 servers…");
+    let alpha = at("ok alpha (6 tools)");
+    let beta = at("ok beta (6 tools)");
+    let done = lines
+        .iter()
+        .position(|l| l.starts_with("started 2 of 3 servers in "))
+        .unwrap_or_else(|| panic!("no summary in {text}"));
+    assert!(starting < alpha && alpha < beta && beta < done, "{text}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("mcp-client: server \"broken\" failed: ")),
+        "{text}"
+    );
+    assert!(lines[done + 1..].contains(&"alpha__echo\tEchoes its text back."));
+}
+
+impl Setup {
+    fn cli_script(&self, command: &str) -> Finished {
+        let out = run_within(
+            Command::new("script")
+                .args(["-qec", command, "/dev/null"])
+                .env_remove("RUST_LOG"),
+            Duration::from_secs(60),
+        );
+        let left = self.left_behind();
+        assert!(left.is_empty(), "left {left:?} running: {out:?}");
+        out
+    }
+}
+
+#[test]
+fn verbose_traces_each_servers_requests_and_shows_no_secret() {
+    use mcp_testkit::http_server::{self, Behaviour};
+    let http = http_server::start(Behaviour::default()).unwrap();
+    let s = Setup::new();
+    let file = s.write(
+        "mcp.json",
+        &format!(
+            r#"{{"mcpServers": {{
+  "alpha": {{"command": {serve}, "env": {{"MCP_TESTKIT_TAG": "alpha", "API_KEY": "s3cr3t-env"}}}},
+  "web": {{"type": "http", "url": {url}, "headers": {{"Authorization": "Bearer ${{MCP_CLI_TOKEN}}"}}}}
+}}}}"#,
+            serve = json!(s.serve()),
+            url = json!(http.url),
+        ),
+    );
+    let env = [("MCP_CLI_TOKEN", "s3cr3t-token")];
+    let out = s.cli_env(
+        &[
+            "--config",
+            p(&file),
+            "--verbose",
+            "--call",
+            "web__echo",
+            "--args",
+            r#"{"text":"s3cr3t-arg"}"#,
+        ],
+        &env,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.stdout, "s3cr3t-arg\n");
+    // The header was sent (so the token was there to leak)…
+    assert!(
+        http.log()
+            .iter()
+            .any(|r| r.header("authorization") == Some("Bearer s3cr3t-token")),
+        "the server got no Authorization header"
+    );
+    // …and each server's requests are traced, without it or any argument value.
+    for needle in [
+        r#"mcp.server="alpha""#,
+        r#"mcp.server="web""#,
+        r#"mcp.method.name="tools/call""#,
+        r#"gen_ai.tool.name="echo""#,
+        r#"outcome="ok""#,
+    ] {
+        assert!(out.stderr.contains(needle), "{needle}: {}", out.stderr);
+    }
+    assert!(!out.stderr.contains("s3cr3t"), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains('\x1b'),
+        "colours on a pipe: {}",
+        out.stderr
+    );
+
+    // RUST_LOG alone turns it on too; without either, nothing is traced.
+    let out = s.cli_env(
+        &["--config", p(&file), "--server", "alpha"],
+        &[("MCP_CLI_TOKEN", "x"), ("RUST_LOG", "mcp_client=info")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        out.stderr.contains(r#"mcp.method.name="tools/list""#),
+        "{}",
+        out.stderr
+    );
+    let out = s.cli_env(&["--config", p(&file), "--server", "alpha"], &env);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.stderr, "");
+}
