@@ -314,7 +314,10 @@ fn a_server_s_list_change_re_lists_it_and_the_application_is_told() {
             other => panic!("{other:?}"),
         }
         set.close().await;
+    });
+}
 
+#[test]
 fn a_call_after_close_starts_no_server_again() {
     smol::block_on(async {
         let set =
