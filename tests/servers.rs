@@ -347,3 +347,30 @@ fn a_call_after_close_starts_no_server_again() {
         );
     });
 }
+
+#[test]
+fn each_start_up_is_told_as_it_ends() {
+    smol::block_on(async {
+        let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, String)>::new()));
+        let seen = told.clone();
+        let config = ServerSetConfig {
+            on_started: Some(std::sync::Arc::new(move |name: &str, outcome| {
+                let what = match outcome {
+                    Ok(n) => format!("{n} tools"),
+                    Err(e) => format!("failed: {e}"),
+                };
+                seen.lock().unwrap().push((name.to_owned(), what));
+            })),
+            ..ServerSetConfig::default()
+        };
+        let broken = ServerSpec::new("broken", Launch::Stdio(StdioConfig::new("/nonexistent/x")));
+        let set = ServerSet::connect(vec![tagged("ok", serve(&[])), broken], config).await;
+        let mut told = told.lock().unwrap().clone();
+        told.sort();
+        assert_eq!(told.len(), 2, "{told:?}");
+        assert_eq!(told[0].0, "broken");
+        assert!(told[0].1.starts_with("failed: "), "{told:?}");
+        assert_eq!(told[1], ("ok".to_owned(), "6 tools".to_owned()));
+        set.close().await;
+    });
+}

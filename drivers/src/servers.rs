@@ -108,6 +108,10 @@ impl ServerSpec {
 /// Told the name of a server whose tool list changed.
 pub type ToolsChanged = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// Told, as each server's start-up ends during [`ServerSet::connect`], its name and how many
+/// tools it lists (or why it failed).
+pub type ServerStarted = Arc<dyn Fn(&str, Result<usize, &Error>) + Send + Sync>;
+
 /// The set's settings.
 #[derive(Clone, Default)]
 pub struct ServerSetConfig {
@@ -117,6 +121,8 @@ pub struct ServerSetConfig {
     pub restart: RestartPolicy,
     /// Told when a server says its tool list changed.
     pub on_tools_changed: Option<ToolsChanged>,
+    /// Told as each server's start-up ends (for progress shown while the others start).
+    pub on_started: Option<ServerStarted>,
 }
 
 impl std::fmt::Debug for ServerSetConfig {
@@ -316,6 +322,14 @@ impl ServerSet {
                         }
                         Err(e) => state.failure = Some(e),
                     }
+                    if let Some(told) = &inner.config.on_started {
+                        let outcome = match (&state.tools, &state.failure) {
+                            (Some((tools, _)), _) => Ok(tools.len()),
+                            (None, Some(e)) => Err(e),
+                            (None, None) => Ok(0),
+                        };
+                        told(&slot.spec.name, outcome);
+                    }
                 })
             })
             .collect();
@@ -463,26 +477,39 @@ impl Inner {
             .clone()
     }
 
-    /// Lists again every running server that said its tools changed, then re-plans.
-    async fn refresh(&self) {
+    /// Lists again, all at once, every running server that said its tools changed, then
+    /// re-plans.
+    async fn refresh(self: &Arc<Self>) {
+        let tasks: Vec<_> = (0..self.slots.len())
+            .map(|i| {
+                let inner = self.clone();
+                smol::spawn(async move { inner.refresh_one(i).await })
+            })
+            .collect();
         let mut changed = false;
-        for slot in &self.slots {
-            let mut state = slot.state.lock().await;
-            let Some(client) = state.client.clone() else {
-                continue;
-            };
-            let stale = state
-                .tools
-                .as_ref()
-                .is_none_or(|(_, seen)| *seen != client.tool_changes());
-            if stale && client.dead().is_none() {
-                list(&mut state, &client).await;
-                changed = true;
-            }
+        for task in tasks {
+            changed |= task.await;
         }
         if changed || self.routing().plan.routes.is_empty() {
             self.replan().await;
         }
+    }
+
+    /// Lists server `i` again if it said its tools changed; whether it did.
+    async fn refresh_one(&self, i: usize) -> bool {
+        let mut state = self.slots[i].state.lock().await;
+        let Some(client) = state.client.clone() else {
+            return false;
+        };
+        let stale = state
+            .tools
+            .as_ref()
+            .is_none_or(|(_, seen)| *seen != client.tool_changes());
+        if stale && client.dead().is_none() {
+            list(&mut state, &client).await;
+            return true;
+        }
+        false
     }
 
     async fn replan(&self) {

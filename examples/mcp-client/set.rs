@@ -30,7 +30,20 @@ pub async fn run(file: &Path, options: &Options) -> Result<ExitCode, String> {
         eprintln!("starting {count} server{}…", plural(count));
     }
     let started = Instant::now();
-    let set = ServerSet::connect(specs, ServerSetConfig::default()).await;
+    let mut set_config = ServerSetConfig::default();
+    if progress {
+        // Each server's line as its start-up ends, while the others go on starting.
+        set_config.on_started = Some(std::sync::Arc::new(move |name, outcome| {
+            if let Ok(n) = outcome {
+                eprintln!(
+                    "ok {name} ({n} tool{}, {:.2} s)",
+                    plural(n),
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        }));
+    }
+    let set = ServerSet::connect(specs, set_config).await;
     let outcome = session(&set, options, arguments, progress, started).await;
     set.close().await;
     let outcome = outcome?;
@@ -116,10 +129,6 @@ async fn session(
                     "mcp-client: server {name:?} failed: {}",
                     one_line(&describe(cause))
                 )
-            }
-            None if progress => {
-                let n = tools.iter().filter(|t| t.server() == name).count();
-                eprintln!("ok {name} ({n} tool{})", plural(n));
             }
             None => {}
         }
