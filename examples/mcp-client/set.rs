@@ -123,14 +123,11 @@ async fn session(
     let failures = set.failures().await;
     let tools = set.tools().await;
     for name in set.server_names() {
-        match failures.iter().find(|(n, _)| n == name) {
-            Some((_, cause)) => {
-                eprintln!(
-                    "mcp-client: server {name:?} failed: {}",
-                    one_line(&describe(cause))
-                )
-            }
-            None => {}
+        if let Some((_, cause)) = failures.iter().find(|(n, _)| n == name) {
+            eprintln!(
+                "mcp-client: server {name:?} failed: {}",
+                one_line(&describe(cause))
+            )
         }
     }
     let total = set.server_names().len();
