@@ -598,3 +598,48 @@ fn verbose_traces_each_servers_requests_and_shows_no_secret() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(out.stderr, "");
 }
+
+#[test]
+fn vs_code_inputs_come_from_input_flags_and_are_never_prompted_for() {
+    let s = Setup::new();
+    let serve = json!(s.serve());
+    let file = s.write(
+        "ws/.vscode/mcp.json",
+        &format!(
+            r#"{{"inputs": [{{"type": "promptString", "id": "tag", "description": "The tag"}}],
+"servers": {{"tagged": {{"command": {serve}, "env": {{"MCP_TESTKIT_TAG": "${{input:tag}}"}}}}}}}}"#
+        ),
+    );
+    let call = |extra: &[&str]| {
+        let mut args = vec!["--config", p(&file)];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--call", "tagged__echo", "--args", r#"{"text":"hi"}"#]);
+        s.cli(&args)
+    };
+    let out = call(&["--input", "tag=from-flag"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.stdout.trim_end(), "hi\n[from-flag]");
+    // Not given: an error naming it, with where it is used; nothing started, nothing asked.
+    let out = call(&[]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        out.stderr
+            .contains(r#"input "tag" ("The tag") must be supplied"#),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("mcp.json:2:"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("here: --input tag=VALUE"),
+        "{}",
+        out.stderr
+    );
+    // A malformed flag is refused before the file is read.
+    let out = call(&["--input", "no-equals-sign"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains("--input takes ID=VALUE"),
+        "{}",
+        out.stderr
+    );
+}

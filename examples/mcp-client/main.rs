@@ -50,6 +50,8 @@ struct Options {
     config: Option<std::path::PathBuf>,
     /// `--server NAME`, repeatable: only these servers of the config.
     servers: Vec<String>,
+    /// `--input ID=VALUE`: the values of VS Code's `${input:ID}`.
+    inputs: Vec<(String, String)>,
     auth: AuthFlags,
     /// `--help`: print [`HELP`] and do nothing else.
     help: bool,
@@ -138,6 +140,13 @@ fn parse(argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
             Some("--url") => o.url = Some(value(&mut argv, "--url")?),
             Some("--config") => o.config = Some(value(&mut argv, "--config")?.into()),
             Some("--server") => o.servers.push(value(&mut argv, "--server")?),
+            Some("--input") => {
+                let pair = value(&mut argv, "--input")?;
+                let Some((id, v)) = pair.split_once('=').filter(|(id, _)| !id.is_empty()) else {
+                    return Err(format!("--input takes ID=VALUE, not {pair:?}"));
+                };
+                o.inputs.push((id.to_owned(), v.to_owned()));
+            }
             Some(flag) if AUTH_FLAGS.contains(&flag) => {
                 let flag = AUTH_FLAGS[AUTH_FLAGS.iter().position(|f| *f == flag).unwrap_or(0)];
                 let mut next = || value(&mut argv, flag);
@@ -168,6 +177,9 @@ fn parse(argv: impl Iterator<Item = OsString>) -> Result<Options, String> {
     }
     if !o.servers.is_empty() && o.config.is_none() {
         return Err("--server needs --config".into());
+    }
+    if !o.inputs.is_empty() && o.config.is_none() {
+        return Err("--input needs --config".into());
     }
     if o.info && o.config.is_some() {
         return Err("--info works on one server (-- COMMAND or --url), not with --config".into());

@@ -5,6 +5,7 @@
 
 use crate::{call_arguments, client_config, describe, first_line, one_line, print_result};
 use crate::{Options, Outcome};
+use mcp_client::config::ExpandOptions;
 use mcp_client::config::ServersConfig;
 use mcp_client::proto::toolset::NameRules;
 use mcp_client::{AgentTool, Error, ServerSet, ServerSetConfig, ServerSpec, SetError};
@@ -20,7 +21,16 @@ const SOME_FAILED: u8 = 3;
 /// calls, and closes them all.
 pub async fn run(file: &Path, options: &Options) -> Result<ExitCode, String> {
     // FILE:LINE:COLUMN: server "NAME": what is wrong
-    let config = mcp_client::config::load(file).map_err(|e| e.to_string())?;
+    let expand = options
+        .inputs
+        .iter()
+        .fold(ExpandOptions::from_env(), |e, (id, v)| e.input(id, v));
+    let config = mcp_client::config::load_with(file, &expand).map_err(|e| match &e.kind {
+        mcp_client::config::ConfigErrorKind::MissingInput { id, .. } => {
+            format!("{e}; here: --input {id}=VALUE")
+        }
+        _ => e.to_string(),
+    })?;
     let specs = chosen(&config, options)?;
     // Checked before anything is started.
     let arguments = call_arguments(options)?;
