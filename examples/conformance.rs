@@ -115,7 +115,7 @@ async fn run(
 }
 
 /// The OAuth settings of an `auth/*` scenario: pre-registered credentials from the context
-/// (`client_id`, `client_secret`), the client credentials grant for its extension scenarios,
+/// (`client_id`, `client_secret` or `private_key_pem`), the client credentials grant for its extension scenarios,
 /// this client's metadata document URL for CIMD, and a headless person: the authorization URL
 /// is fetched without following redirects, and its `Location` is the redirect back (the suite's
 /// authorization server answers at once).
@@ -129,6 +129,8 @@ fn oauth_config(scenario: &str, context: Option<&str>) -> Result<OAuthConfig, St
     let pre = text("client_id").map(|client_id| PreRegistered {
         client_id,
         client_secret: text("client_secret").map(Secret::new),
+        // `auth/client-credentials-jwt`: a P-256 key for private_key_jwt (ES256).
+        private_key: text("private_key_pem").map(Secret::new),
         auth_method: None,
         issuer: None,
     });

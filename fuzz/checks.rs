@@ -805,6 +805,7 @@ pub fn check_oauth(data: &[u8]) -> String {
         options.pre_registered = Some(PreRegistered {
             client_id: "fuzz-client".into(),
             client_secret: Some(Secret::new(SECRET)),
+            private_key: None,
             auth_method: None,
             issuer: None,
         });
@@ -866,6 +867,7 @@ pub fn check_oauth(data: &[u8]) -> String {
         },
         options,
         random,
+        now,
     );
     let secure = |url: &str| {
         url.starts_with("https://")

@@ -345,8 +345,8 @@ const NEXT: &str = "conformance-next";
 use Expect::{Completes, Refuses};
 
 // 0.1.16: the 14 of its 2025-11-25 core suite, the two 2025-03-26 back-compat ones, its three
-// draft ones and the client credentials extension (headless: the example fetches the
-// authorization URL and takes its `Location`; see tests/peers/CONFORMANCE-AUTH.md).
+// draft ones and the two client credentials extensions (a secret; a private key). Headless: the
+// example fetches the authorization URL and takes its `Location` (tests/peers/CONFORMANCE-AUTH.md).
 auth_scenarios! {
     auth_metadata_default: OLD, None, "auth/metadata-default", Completes;
     auth_metadata_var1: OLD, None, "auth/metadata-var1", Completes;
@@ -369,6 +369,8 @@ auth_scenarios! {
     auth_offline_access_scope: OLD, None, "auth/offline-access-scope", Completes;
     auth_offline_access_not_supported: OLD, None, "auth/offline-access-not-supported", Completes;
     auth_client_credentials_basic: OLD, None, "auth/client-credentials-basic", Completes;
+    // private_key_jwt: an ES256 assertion signed with the context's key.
+    auth_client_credentials_jwt: OLD, None, "auth/client-credentials-jwt", Completes;
 }
 
 // 0.2.0-alpha.12 at 2026-07-28: the 25 auth scenarios of its requirement list, the client
@@ -402,6 +404,7 @@ auth_scenarios! {
     auth_2026_iss_normalized: NEXT, Some(MODERN), "auth/iss-normalized", Refuses("(RFC 9207): ignored");
     auth_2026_metadata_issuer_mismatch: NEXT, Some(MODERN), "auth/metadata-issuer-mismatch", Refuses("names the issuer https://attacker.example.com");
     auth_next_client_credentials_basic: NEXT, None, "auth/client-credentials-basic", Completes;
+    auth_next_client_credentials_jwt: NEXT, None, "auth/client-credentials-jwt", Completes;
     auth_next_2025_03_26_metadata_backcompat: NEXT, Some("2025-03-26"), "auth/2025-03-26-oauth-metadata-backcompat", Completes;
     auth_next_2025_03_26_endpoint_fallback: NEXT, Some("2025-03-26"), "auth/2025-03-26-oauth-endpoint-fallback", Completes;
 }

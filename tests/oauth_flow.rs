@@ -176,7 +176,7 @@ fn drive(
     stored: Option<Credentials>,
     person: &dyn Fn(&AuthorizationRequest) -> String,
 ) -> Run {
-    let mut flow = Flow::new(start, options, RANDOM);
+    let mut flow = Flow::new(start, options, RANDOM, now());
     let mut run = Run {
         result: Err(AuthError::Misuse("unfinished")),
         requests: Vec::new(),
@@ -492,6 +492,7 @@ fn client_identity_pre_registered_then_metadata_document_then_registration() {
     o.pre_registered = Some(PreRegistered {
         client_id: "pre".into(),
         client_secret: Some(Secret::new("pre-secret")),
+        private_key: None,
         auth_method: None,
         issuer: Some(AS.into()),
     });
@@ -921,6 +922,7 @@ fn client_credentials_need_no_person() {
     o.pre_registered = Some(PreRegistered {
         client_id: "m2m".into(),
         client_secret: Some(Secret::new("m2m-secret")),
+        private_key: None,
         auth_method: Some(AuthMethod::ClientSecretBasic),
         issuer: None,
     });
@@ -983,7 +985,7 @@ fn bad_answers_are_clear_errors() {
 
 #[test]
 fn transport_failures_move_discovery_on_and_end_token_requests() {
-    let mut flow = Flow::new(unauthorized(None), options(), RANDOM);
+    let mut flow = Flow::new(unauthorized(None), options(), RANDOM, now());
     // The path-based metadata cannot be fetched: the root one is next.
     flow.on_failure("connection refused", now());
     match flow.step() {
@@ -1125,4 +1127,84 @@ fn odd_challenges_still_parse_and_methods_are_get_and_post_only() {
         .iter()
         .filter(|q| q.method == Method::Get)
         .all(|q| header(q, "authorization").is_none()));
+}
+
+/// A P-256 key made for this test (`openssl genpkey -algorithm EC -pkeyopt
+/// ec_paramgen_curve:P-256`), and its public half.
+const TEST_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgxaCrGpqhUxxOBxks
+tyaAxCj2OONHN2vnxU4Qjw500y+hRANCAAQ0WSEtWARxCL9WNQJOzepN//kq4awC
+w7EEhT396FnlrIGjC8uZk9uswp9c98zsTim3mtnCkuQXV5AL4vIEevCR
+-----END PRIVATE KEY-----";
+const TEST_PUBLIC_KEY: &str = "-----BEGIN PUBLIC KEY-----
+MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAENFkhLVgEcQi/VjUCTs3qTf/5KuGs
+AsOxBIU9/ehZ5ayBowvLmZPbrMKfXPfM7E4pt5rZwpLkF1eQC+LyBHrwkQ==
+-----END PUBLIC KEY-----";
+
+#[test]
+fn private_key_jwt_sends_a_signed_assertion_and_no_secret() {
+    use base64::Engine;
+    use p256::ecdsa::signature::Verifier;
+    use p256::pkcs8::DecodePublicKey;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let mut o = options();
+    o.grant = Grant::ClientCredentials;
+    o.pre_registered = Some(PreRegistered {
+        client_id: "m2m-jwt".into(),
+        client_secret: None,
+        private_key: Some(Secret::new(TEST_KEY)),
+        auth_method: None,
+        issuer: None,
+    });
+    let r = drive(
+        unauthorized(None),
+        o.clone(),
+        &World::standard(),
+        None,
+        &|_| panic!("no person in the client credentials grant"),
+    );
+    assert_eq!(r.ok().client.auth_method, AuthMethod::PrivateKeyJwt);
+    let t = r.last_to("https://as.example.com/token");
+    let f = form(t);
+    assert_eq!(f["grant_type"], "client_credentials");
+    assert_eq!(
+        f["client_assertion_type"],
+        "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+    );
+    assert!(header(t, "authorization").is_none() && !f.contains_key("client_secret"));
+    // The JWT: ES256, iss = sub = the client, aud = the issuer, 5 minutes from now, signed by
+    // the key (checked with its public half).
+    let parts: Vec<&str> = f["client_assertion"].split('.').collect();
+    assert_eq!(parts.len(), 3);
+    let head: Value = serde_json::from_slice(&b64.decode(parts[0]).unwrap()).unwrap();
+    assert_eq!(head["alg"], "ES256");
+    let claims: Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+    assert_eq!(claims["iss"], "m2m-jwt");
+    assert_eq!(claims["sub"], "m2m-jwt");
+    assert_eq!(claims["aud"], AS);
+    assert_eq!(claims["iat"], unix(now()));
+    assert_eq!(claims["exp"], unix(now()) + 300);
+    assert!(claims["jti"].as_str().is_some_and(|j| j.len() == 32));
+    let key = p256::ecdsa::VerifyingKey::from_public_key_pem(TEST_PUBLIC_KEY).unwrap();
+    let signature = p256::ecdsa::Signature::from_slice(&b64.decode(parts[2]).unwrap()).unwrap();
+    key.verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &signature)
+        .expect("a valid ES256 signature");
+    // Neither the key nor the assertion shows in what the flow made or ended with.
+    let shown = format!("{:?} {:?}", r.requests, r.ok());
+    assert!(
+        !shown.contains("MIGHAgEA") && !shown.contains(parts[2]),
+        "{shown}"
+    );
+    // A key that is not one: a clear error, nothing sent to the token endpoint.
+    o.pre_registered.as_mut().unwrap().private_key = Some(Secret::new(
+        "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----",
+    ));
+    let r = drive(unauthorized(None), o, &World::standard(), None, &approve);
+    assert!(
+        r.err().to_string().contains("not a P-256 key in PEM"),
+        "{}",
+        r.err()
+    );
+    assert!(!r.err().to_string().contains("nope"));
+    assert!(r.urls().iter().all(|u| !u.ends_with("/token")));
 }

@@ -974,6 +974,7 @@ fn no_secret_in_errors_or_debug() {
     config.options.pre_registered = Some(PreRegistered {
         client_id: "client-pre".into(),
         client_secret: Some(Secret::new("TOPSECRET-CLIENT-SECRET")),
+        private_key: None,
         auth_method: None,
         issuer: None,
     });

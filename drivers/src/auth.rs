@@ -457,7 +457,7 @@ impl OAuth {
             }
             _ => None,
         };
-        let mut flow = Flow::new(start, options, randomness()?);
+        let mut flow = Flow::new(start, options, randomness()?, SystemTime::now());
         loop {
             match flow.step().clone() {
                 Step::Send(request) => match self.send(request).await {

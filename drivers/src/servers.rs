@@ -38,7 +38,7 @@ pub enum Launch {
     /// A child process over stdio.
     Stdio(StdioConfig),
     /// A Streamable HTTP endpoint.
-    Http(HttpTransportConfig),
+    Http(Box<HttpTransportConfig>),
 }
 
 /// One server of a set.
@@ -85,7 +85,7 @@ impl ServerSpec {
         }
         let launch = match (entry.stdio_config(), entry.http_config()) {
             (Some(stdio), _) => Launch::Stdio(stdio),
-            (None, Some(http)) => Launch::Http(http),
+            (None, Some(http)) => Launch::Http(Box::new(http)),
             (None, None) => return None,
         };
         let mut spec = ServerSpec::new(entry.name.clone(), launch);
@@ -259,7 +259,7 @@ async fn start(spec: &ServerSpec) -> Result<AnyClient, Error> {
             Launch::Stdio(stdio) => connect_stdio(stdio.clone(), config.clone())
                 .await
                 .map(|c| AnyClient::Stdio(Arc::new(c))),
-            Launch::Http(http) => connect_http(http.clone(), config.clone())
+            Launch::Http(http) => connect_http((**http).clone(), config.clone())
                 .await
                 .map(|c| AnyClient::Http(Arc::new(c))),
         }

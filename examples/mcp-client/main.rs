@@ -308,6 +308,7 @@ fn oauth_config(a: &AuthFlags) -> OAuthConfig {
     let pre = a.client_id.clone().map(|client_id| PreRegistered {
         client_id,
         client_secret: a.client_secret.clone(),
+        private_key: None,
         auth_method: None,
         issuer: a.client_issuer.clone(),
     });

@@ -57,6 +57,9 @@ pub enum AuthMethod {
     ClientSecretBasic,
     /// `client_id` and `client_secret` in the body.
     ClientSecretPost,
+    /// A JWT signed with the client's private key (ES256) as `client_assertion` (RFC 7523
+    /// § 2.2; the private key is the application's, in [`PreRegistered::private_key`]).
+    PrivateKeyJwt,
 }
 
 impl AuthMethod {
@@ -66,6 +69,7 @@ impl AuthMethod {
             AuthMethod::None => "none",
             AuthMethod::ClientSecretBasic => "client_secret_basic",
             AuthMethod::ClientSecretPost => "client_secret_post",
+            AuthMethod::PrivateKeyJwt => "private_key_jwt",
         }
     }
 
@@ -75,6 +79,7 @@ impl AuthMethod {
             "none" => Some(AuthMethod::None),
             "client_secret_basic" => Some(AuthMethod::ClientSecretBasic),
             "client_secret_post" => Some(AuthMethod::ClientSecretPost),
+            "private_key_jwt" => Some(AuthMethod::PrivateKeyJwt),
             _ => None,
         }
     }
@@ -87,8 +92,12 @@ pub struct PreRegistered {
     pub client_id: String,
     /// The secret of a confidential client.
     pub client_secret: Option<Secret>,
-    /// How to authenticate; when `None`, `client_secret_basic` with a secret (or
-    /// `client_secret_post` when the server lists only that), `none` without.
+    /// A P-256 private key (PEM: PKCS#8 or SEC1) for `private_key_jwt`: the token endpoint gets
+    /// an ES256-signed assertion instead of a secret. Never stored with the tokens.
+    pub private_key: Option<Secret>,
+    /// How to authenticate; when `None`, `private_key_jwt` with a private key,
+    /// `client_secret_basic` with a secret (or `client_secret_post` when the server lists only
+    /// that), `none` without either.
     pub auth_method: Option<AuthMethod>,
     /// The issuer they were registered with. When given, a resource guarded by another
     /// authorization server is refused ([`AuthError::WrongIssuer`]) instead of sending them there.
@@ -634,11 +643,20 @@ pub struct Flow {
     refreshing: Option<Credentials>,
     /// Every URL the current discovery stage tried.
     tried: Vec<String>,
+    /// The time of the latest input (seconds since the epoch), for signed assertions.
+    now: u64,
+    /// Assertions signed so far (each gets its own `jti`).
+    assertions: u32,
 }
 
 impl Flow {
     /// A flow for `start`, at `now`.
-    pub fn new(start: FlowStart, options: AuthOptions, random: Randomness) -> Flow {
+    pub fn new(
+        start: FlowStart,
+        options: AuthOptions,
+        random: Randomness,
+        now: SystemTime,
+    ) -> Flow {
         let resource = canonical_resource(&start.resource_url);
         let mut flow = Flow {
             options,
@@ -650,6 +668,8 @@ impl Flow {
             client: None,
             refreshing: None,
             tried: Vec::new(),
+            now: unix(now),
+            assertions: 0,
             start,
         };
         let refresh = (flow.start.reason == Reason::Expired)
@@ -708,6 +728,7 @@ impl Flow {
         body: &[u8],
         now: SystemTime,
     ) {
+        self.now = unix(now);
         let state = std::mem::replace(&mut self.state, State::Over);
         match state {
             State::ResourceMetadata { urls, at } => {
@@ -978,6 +999,7 @@ impl Flow {
 
     /// The stored credentials for the [`Step::Load`]'s issuer and resource, if any, at `now`.
     pub fn on_loaded(&mut self, stored: Option<Credentials>, now: SystemTime) {
+        self.now = unix(now);
         if !matches!(self.state, State::Loading) {
             return self.fail(AuthError::Misuse("stored credentials came unasked"));
         }
@@ -1028,6 +1050,10 @@ impl Flow {
         };
         // > "grant_type REQUIRED. Value MUST be set to "refresh_token"." — OAuth 2.1 § 4.3.1;
         // > the resource again, as RFC 8707 § 2.2 allows.
+        let assertion = match self.assertion(&c.client, &c.issuer) {
+            Ok(a) => a,
+            Err(e) => return self.fail(e),
+        };
         let request = token_request(
             &c.token_endpoint,
             &c.client,
@@ -1036,6 +1062,7 @@ impl Flow {
                 ("refresh_token", refresh.expose()),
                 ("resource", &c.resource),
             ],
+            assertion.as_deref(),
         );
         self.refreshing = Some(c);
         self.send(State::Refreshing { then }, request);
@@ -1079,6 +1106,7 @@ impl Flow {
         let md = &found.server;
         if let Some(pre) = &self.options.pre_registered {
             let auth_method = pre.auth_method.unwrap_or(match &pre.client_secret {
+                _ if pre.private_key.is_some() => AuthMethod::PrivateKeyJwt,
                 None => AuthMethod::None,
                 Some(_)
                     if !md.supports_auth_method("client_secret_basic")
@@ -1252,11 +1280,15 @@ impl Flow {
         };
         let scope = self.scope(&found);
         if self.options.grant == Grant::ClientCredentials {
-            if client.client_secret.is_none() {
+            if client.client_secret.is_none() && client.auth_method != AuthMethod::PrivateKeyJwt {
                 return self.fail(AuthError::Unsupported(
-                    "the client credentials grant needs a client secret".into(),
+                    "the client credentials grant needs a client secret or a private key".into(),
                 ));
             }
+            let assertion = match self.assertion(&client, &found.issuer) {
+                Ok(a) => a,
+                Err(e) => return self.fail(e),
+            };
             let mut params = vec![
                 ("grant_type", "client_credentials"),
                 ("resource", self.resource.as_str()),
@@ -1264,7 +1296,12 @@ impl Flow {
             if let Some(s) = &scope {
                 params.push(("scope", s));
             }
-            let request = token_request(&found.server.token_endpoint, &client, &params);
+            let request = token_request(
+                &found.server.token_endpoint,
+                &client,
+                &params,
+                assertion.as_deref(),
+            );
             return self.send(State::Exchanging { scope }, request);
         }
         let Some(endpoint) = found.server.authorization_endpoint.as_deref() else {
@@ -1368,6 +1405,10 @@ impl Flow {
         let Some(code) = param("code").filter(|c| !c.is_empty()) else {
             return self.fail(AuthError::BadRedirect("carries no code".into()));
         };
+        let assertion = match self.assertion(&client, &found.issuer) {
+            Ok(a) => a,
+            Err(e) => return self.fail(e),
+        };
         let request = token_request(
             &found.server.token_endpoint,
             &client,
@@ -1378,8 +1419,42 @@ impl Flow {
                 ("code_verifier", &pkce.verifier),
                 ("resource", &self.resource),
             ],
+            assertion.as_deref(),
         );
         self.send(State::Exchanging { scope }, request);
+    }
+
+    /// The signed client assertion for `client` at the authorization server `audience`, when it
+    /// authenticates with `private_key_jwt` (the key is the application's pre-registered one).
+    fn assertion(&mut self, client: &Client, audience: &str) -> Result<Option<String>, AuthError> {
+        if client.auth_method != AuthMethod::PrivateKeyJwt {
+            return Ok(None);
+        }
+        let key = self
+            .options
+            .pre_registered
+            .as_ref()
+            .filter(|p| p.client_id == client.client_id)
+            .and_then(|p| p.private_key.clone())
+            .ok_or_else(|| {
+                AuthError::Unsupported("private_key_jwt needs the client's private key".into())
+            })?;
+        self.assertions += 1;
+        // Unique per assertion: the flow's randomness, the time, a count.
+        let jti = {
+            use sha2::Digest;
+            let mut h = sha2::Sha256::new();
+            h.update(self.random.state);
+            h.update(self.now.to_be_bytes());
+            h.update(self.assertions.to_be_bytes());
+            h.finalize()[..16]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        client_assertion(&client.client_id, audience, key.expose(), self.now, &jti)
+            .map(Some)
+            .map_err(AuthError::Unsupported)
     }
 
     fn on_tokens(&mut self, status: u16, body: &[u8], now: SystemTime, scope: Option<String>) {
@@ -1429,7 +1504,12 @@ impl Flow {
 /// > "The client identifier is encoded using the "application/x-www-form-urlencoded" encoding
 /// > algorithm …, and the encoded value is used as the username; the client password is encoded
 /// > using the same algorithm and used as the password." — RFC 6749 § 2.3.1
-fn token_request(endpoint: &str, client: &Client, params: &[(&str, &str)]) -> HttpRequest {
+fn token_request(
+    endpoint: &str,
+    client: &Client,
+    params: &[(&str, &str)],
+    assertion: Option<&str>,
+) -> HttpRequest {
     use base64::Engine;
     let mut pairs: Vec<(&str, &str)> = params.to_vec();
     let mut headers = vec![
@@ -1454,12 +1534,58 @@ fn token_request(endpoint: &str, client: &Client, params: &[(&str, &str)]) -> Ht
         }
         _ => pairs.push(("client_id", &client.client_id)),
     }
+    // > "client_assertion_type … MUST be "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+    // > … client_assertion … MUST contain a single JWT" — RFC 7523 § 2.2
+    if let Some(assertion) = assertion {
+        pairs.push((
+            "client_assertion_type",
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+        ));
+        pairs.push(("client_assertion", assertion));
+    }
     HttpRequest {
         method: Method::Post,
         url: endpoint.to_owned(),
         headers,
         body: Some(form(&pairs)),
     }
+}
+
+/// An ES256 client assertion (RFC 7523 § 3): `iss` and `sub` the client id, `aud` the
+/// authorization server's issuer, valid for 5 minutes from `now`. The key is a P-256 private key
+/// in PEM (PKCS#8 or SEC1); an unreadable one is an error that shows nothing of it.
+fn client_assertion(
+    client_id: &str,
+    audience: &str,
+    key_pem: &str,
+    now: u64,
+    jti: &str,
+) -> Result<String, String> {
+    use base64::Engine;
+    use p256::ecdsa::signature::Signer;
+    use p256::ecdsa::{Signature, SigningKey};
+    use p256::pkcs8::DecodePrivateKey;
+    let key = SigningKey::from_pkcs8_pem(key_pem)
+        .ok()
+        .or_else(|| {
+            p256::SecretKey::from_sec1_pem(key_pem)
+                .ok()
+                .map(SigningKey::from)
+        })
+        .ok_or("the private key for private_key_jwt is not a P-256 key in PEM")?;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let header = b64.encode(br#"{"alg":"ES256","typ":"JWT"}"#);
+    let claims = serde_json::json!({
+        "iss": client_id,
+        "sub": client_id,
+        "aud": audience,
+        "iat": now,
+        "exp": now + 300,
+        "jti": jti,
+    });
+    let input = format!("{header}.{}", b64.encode(claims.to_string()));
+    let signature: Signature = key.sign(input.as_bytes());
+    Ok(format!("{input}.{}", b64.encode(signature.to_bytes())))
 }
 
 #[cfg(test)]
@@ -1573,7 +1699,7 @@ mod tests {
             kind: ClientKind::PreRegistered,
             secret_expires_at: None,
         };
-        let r = token_request("https://as/token", &client, &[("grant_type", "x")]);
+        let r = token_request("https://as/token", &client, &[("grant_type", "x")], None);
         let auth = r
             .headers
             .iter()
