@@ -9,7 +9,6 @@
 //! appears in an error message, a URL or `Debug` output.
 
 use crate::transport::BoxFuture;
-use isahc::config::{Configurable, RedirectPolicy};
 use isahc::{AsyncReadResponseExt, HttpClient};
 use mcp_proto::http::{redact_url, HttpRequest, HttpRules};
 use mcp_proto::oauth::{
@@ -538,16 +537,8 @@ impl OAuth {
         request: HttpRequest,
     ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
         request.check().map_err(|e| e.to_string())?;
-        let mut builder = isahc::Request::builder()
-            .method(request.method.as_str())
-            .uri(request.url.as_str())
-            .redirect_policy(RedirectPolicy::None);
-        for (name, value) in &request.headers {
-            builder = builder.header(name.as_str(), value.as_str());
-        }
-        let http = builder
-            .body(isahc::AsyncBody::from(request.body.unwrap_or_default()))
-            .map_err(|_| "not a valid request".to_owned())?;
+        let http =
+            crate::http::isahc_request(request).map_err(|_| "not a valid request".to_owned())?;
         let exchange = async {
             let mut response = self
                 .client
@@ -555,11 +546,7 @@ impl OAuth {
                 .await
                 .map_err(|e| format!("{:?}", e.kind()))?;
             let status = response.status().as_u16();
-            let headers = response
-                .headers()
-                .iter()
-                .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
-                .collect();
+            let headers = crate::http::head(&response);
             let mut body = Vec::new();
             let limit = mcp_proto::oauth::metadata::MAX_DOCUMENT as u64 + 1;
             response

@@ -327,27 +327,16 @@ impl Shared {
         let url = redact_url(&request.url);
         // isahc panics on a header value that is not visible ASCII; such a request is not made.
         request.check().map_err(http_error)?;
-        // Redirects are the rules' to follow (`HttpRules::on_redirect`), never the HTTP
-        // library's, even with a client of the application's that would follow them: the
-        // request's own policy wins over the client's.
-        let mut builder = isahc::Request::builder()
-            .method(request.method.as_str())
-            .uri(request.url.as_str())
-            .redirect_policy(RedirectPolicy::None);
-        for (name, value) in &request.headers {
-            builder = builder.header(name.as_str(), value.as_str());
-        }
-        let http_request = builder
-            .body(AsyncBody::from(request.body.unwrap_or_default()))
-            .map_err(|e| {
-                Error::io(
-                    format!("building a request to {url}"),
-                    std::io::Error::other(e),
-                )
-            })?;
+        let method = request.method;
+        let http_request = isahc_request(request).map_err(|e| {
+            Error::io(
+                format!("building a request to {url}"),
+                std::io::Error::other(e),
+            )
+        })?;
         self.client.send_async(http_request).await.map_err(|e| {
             Error::io(
-                format!("{} {url}", request.method.as_str()),
+                format!("{} {url}", method.as_str()),
                 std::io::Error::other(e),
             )
         })
@@ -810,8 +799,27 @@ fn reply(exchange: &Exchange, message: Vec<u8>) -> Inbound {
     }
 }
 
+/// The isahc request for one the core built (checked first with [`HttpRequest::check`]: isahc
+/// panics on a header value that is not visible ASCII).
+///
+/// Redirects are the rules' to follow (`HttpRules::on_redirect`), never the HTTP library's, even
+/// with a client of the application's that would follow them: the request's own policy wins
+/// over the client's. The OAuth flow follows none at all.
+pub(crate) fn isahc_request(
+    request: HttpRequest,
+) -> Result<isahc::Request<AsyncBody>, isahc::http::Error> {
+    let mut builder = isahc::Request::builder()
+        .method(request.method.as_str())
+        .uri(request.url.as_str())
+        .redirect_policy(RedirectPolicy::None);
+    for (name, value) in &request.headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    builder.body(AsyncBody::from(request.body.unwrap_or_default()))
+}
+
 /// The response's headers as pairs (values that are not visible ASCII are skipped).
-fn head(response: &Response<AsyncBody>) -> Vec<(String, String)> {
+pub(crate) fn head(response: &Response<AsyncBody>) -> Vec<(String, String)> {
     response
         .headers()
         .iter()

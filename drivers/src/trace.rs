@@ -24,6 +24,15 @@ pub(crate) fn enabled() -> bool {
     tracing::enabled!(tracing::Level::INFO)
 }
 
+/// `network.transport`: `pipe` for stdio, `tcp` for HTTP.
+fn transport_name(kind: TransportKind) -> &'static str {
+    match kind {
+        TransportKind::Stream => "pipe",
+        TransportKind::Http => "tcp",
+        _ => "other",
+    }
+}
+
 /// The span of one request.
 pub(crate) fn request_span(
     request: &Request,
@@ -43,11 +52,7 @@ pub(crate) fn request_span(
         Some(t) => format!("{method} {t}"),
         None => method.to_owned(),
     };
-    let transport = match transport {
-        TransportKind::Stream => "pipe",
-        TransportKind::Http => "tcp",
-        _ => "other",
-    };
+    let transport = transport_name(transport);
     tracing::info_span!(
         "mcp.request",
         otel.name = %name,
@@ -67,11 +72,7 @@ pub(crate) fn request_span(
 
 /// The span of the opening (`server/discover` or `initialize`, whichever the era needs).
 pub(crate) fn opening_span(server: Option<&str>, transport: TransportKind) -> tracing::Span {
-    let transport = match transport {
-        TransportKind::Stream => "pipe",
-        TransportKind::Http => "tcp",
-        _ => "other",
-    };
+    let transport = transport_name(transport);
     tracing::info_span!(
         "mcp.request",
         otel.name = "initialize",
