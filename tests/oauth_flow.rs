@@ -1208,3 +1208,17 @@ fn private_key_jwt_sends_a_signed_assertion_and_no_secret() {
     assert!(!r.err().to_string().contains("nope"));
     assert!(r.urls().iter().all(|u| !u.ends_with("/token")));
 }
+
+#[test]
+fn a_failed_refresh_before_sending_lets_the_request_go_without_the_token() {
+    let mut a = Authorizer::new(MCP);
+    a.install(credentials(AS, "T", Some("R"), Some(unix(now()) - 1)));
+    let g = a.generation();
+    let e = AuthError::Misuse("refused");
+    assert_eq!(a.flow_failed(Reason::Expired, e.clone()), Ok(()));
+    assert!(a.bearer().is_none() && a.generation() > g);
+    // Any other failure is the request's, and the credentials stay.
+    a.install(credentials(AS, "T2", None, None));
+    assert_eq!(a.flow_failed(Reason::Unauthorized, e.clone()), Err(e));
+    assert_eq!(a.bearer().unwrap().expose(), "Bearer T2");
+}

@@ -13,7 +13,7 @@ use isahc::{AsyncReadResponseExt, HttpClient};
 use mcp_proto::http::{redact_url, HttpRequest, HttpRules};
 use mcp_proto::oauth::{
     Attempt, AuthError, AuthOptions, AuthorizationRequest, Authorizer, Credentials, Flow,
-    FlowStart, Randomness, Reason, Step, Verdict,
+    FlowStart, Randomness, Step, Verdict,
 };
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use std::collections::HashMap;
@@ -414,25 +414,17 @@ impl OAuth {
         rules: &Mutex<HttpRules>,
     ) -> Result<(), AuthError> {
         let reason = start.reason;
-        match self.run(start).await {
+        let outcome = self.run(start).await;
+        let mut a = lock(&self.authorizer);
+        let next = match outcome {
             Ok(credentials) => {
-                let mut a = lock(&self.authorizer);
                 a.install(credentials);
-                lock(rules).set_authorization(a.bearer());
                 Ok(())
             }
-            Err(e) => {
-                // An expired token that could not be refreshed is no use; the server's 401
-                // will say what to do next.
-                if reason == Reason::Expired {
-                    let mut a = lock(&self.authorizer);
-                    a.clear();
-                    lock(rules).set_authorization(None);
-                    return Ok(());
-                }
-                Err(e)
-            }
-        }
+            Err(e) => a.flow_failed(reason, e),
+        };
+        lock(rules).set_authorization(a.bearer());
+        next
     }
 
     /// Runs one flow to its end.

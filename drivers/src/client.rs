@@ -650,14 +650,13 @@ impl<T: Transport> Client<T> {
                 reason,
             })
         };
-        // > "If the server rejects a request with a HeaderMismatch error because required
-        // > Mcp-Param-* headers are missing or do not match the body, the client SHOULD call
-        // > tools/list to check for changes to the tool's inputSchema, then retry the original
-        // > request with the appropriate headers." — MCP 2026-07-28, Streamable HTTP
-        // Only over HTTP in the modern era is a copy kept for that one retry.
-        let again = (self.shared.transport.kind() == mcp_proto::TransportKind::Http
-            && self.era() == Some(mcp_proto::Era::Modern))
-        .then(|| request.clone());
+        // The session says whether a -32020 is retried (`Session::retries_on_header_mismatch`):
+        // only then is a copy kept for that one retry.
+        let again = self
+            .lock()
+            .session
+            .retries_on_header_mismatch(&request)
+            .then(|| request.clone());
         let reply = match (self.request_inner(request, progress.clone()).await, again) {
             (Err(Error::Request(RequestError::HeaderMismatch(_))), Some(again)) => {
                 // The listing renews the tools' mirrored headers in the session.

@@ -87,11 +87,23 @@ impl Authorizer {
         self.generation += 1;
     }
 
-    /// Drops the credentials (after a failed flow, the old token is no use).
+    /// Drops the credentials.
     pub fn clear(&mut self) {
         if self.current.take().is_some() {
             self.generation += 1;
         }
+    }
+
+    /// A flow started for `reason` failed with `error`: what the request does next. A refresh
+    /// before sending ([`Reason::Expired`]) that failed drops the expired credentials and lets
+    /// the request go without them (`Ok`): the server's `401` then decides, through
+    /// [`on_response`](Self::on_response). Any other failure is the request's (`Err`).
+    pub fn flow_failed(&mut self, reason: Reason, error: AuthError) -> Result<(), AuthError> {
+        if reason == Reason::Expired {
+            self.clear();
+            return Ok(());
+        }
+        Err(error)
     }
 
     /// Before sending at `now`: a flow to run first when the access token is past its expiry (a

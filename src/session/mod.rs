@@ -434,6 +434,20 @@ impl Session {
         self.core.era
     }
 
+    /// Whether a failed `request` with [`RequestError::HeaderMismatch`] (-32020) is to be
+    /// answered by listing the tools again (their mirrored headers renew) and sending it once
+    /// more: a `tools/call` over HTTP in the modern era, the only place the headers exist.
+    ///
+    /// > "If the server rejects a request with a HeaderMismatch error because required
+    /// > Mcp-Param-* headers are missing or do not match the body, the client SHOULD call
+    /// > tools/list to check for changes to the tool's inputSchema, then retry the original
+    /// > request with the appropriate headers." — MCP 2026-07-28, Streamable HTTP
+    pub fn retries_on_header_mismatch(&self, request: &Request) -> bool {
+        self.core.era == Some(Era::Modern)
+            && self.core.config.transport == TransportKind::Http
+            && request.method() == crate::CallTool::NAME
+    }
+
     /// What the server said of itself at the opening, once it completed: its `initialize` answer
     /// (legacy era), or the same fields from its `server/discover` answer with the version chosen
     /// (modern era).
