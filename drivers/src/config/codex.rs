@@ -25,7 +25,6 @@
 
 use super::tree::{Key, Node};
 use super::{field, ConfigError, Kind, Reader, ServerEntry};
-use std::collections::BTreeMap;
 
 pub(super) fn read(r: &mut Reader<'_>, root: &Node) -> Result<Vec<ServerEntry>, ConfigError> {
     let top = r.top(root)?;
@@ -39,21 +38,11 @@ fn server(r: &mut Reader<'_>, name: &Key, node: &Node) -> Result<ServerEntry, Co
     let entries = r.entry(node)?;
     let transport = match r.kind(name.span.start, entries, None)? {
         Kind::Stdio => {
-            let env: BTreeMap<String, String> = match field(entries, "env") {
-                Some((_, env)) => r
-                    .string_map(env, "env", true)?
-                    .into_iter()
-                    .map(|(k, v, _)| (k, v))
-                    .collect(),
-                None => BTreeMap::new(),
-            };
+            let env = r.env(entries)?;
             r.stdio(entries, env)?
         }
         Kind::Http => {
-            let mut headers = match field(entries, "http_headers") {
-                Some((_, headers)) => r.string_map(headers, "http_headers", true)?,
-                None => Vec::new(),
-            };
+            let mut headers = r.string_map_field(entries, "http_headers")?;
             if let Some((_, from_env)) = field(entries, "env_http_headers") {
                 for (header, var, at) in r.string_map(from_env, "env_http_headers", false)? {
                     let (_, value) = from_env

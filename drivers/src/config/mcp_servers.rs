@@ -21,7 +21,6 @@
 use super::tree::{Key, Node};
 use super::ConfigError;
 use super::{field, Kind, Reader, ServerEntry};
-use std::collections::BTreeMap;
 
 /// The `type` names this format uses.
 const TYPES: &[(&str, Kind)] = &[
@@ -45,21 +44,11 @@ fn server(r: &mut Reader<'_>, name: &Key, node: &Node) -> Result<ServerEntry, Co
     let declared = r.transport_type(entries, TYPES)?;
     let transport = match r.kind(name.span.start, entries, declared)? {
         Kind::Stdio => {
-            let env: BTreeMap<String, String> = match field(entries, "env") {
-                Some((_, env)) => r
-                    .string_map(env, "env", true)?
-                    .into_iter()
-                    .map(|(k, v, _)| (k, v))
-                    .collect(),
-                None => BTreeMap::new(),
-            };
+            let env = r.env(entries)?;
             r.stdio(entries, env)?
         }
         Kind::Http => {
-            let headers = match field(entries, "headers") {
-                Some((_, headers)) => r.string_map(headers, "headers", true)?,
-                None => Vec::new(),
-            };
+            let headers = r.string_map_field(entries, "headers")?;
             r.http(entries, headers)?
         }
     };

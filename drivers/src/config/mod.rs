@@ -805,6 +805,28 @@ impl<'a> Reader<'a> {
             .collect()
     }
 
+    /// The map of strings under `key` in a server's `entries`, each value expanded (none when
+    /// absent).
+    fn string_map_field(
+        &self,
+        entries: &Entries,
+        key: &str,
+    ) -> Result<Vec<(String, String, usize)>, ConfigError> {
+        match field(entries, key) {
+            Some((_, node)) => self.string_map(node, key, true),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// A server's `env`, each value expanded (empty when absent).
+    fn env(&self, entries: &Entries) -> Result<BTreeMap<String, String>, ConfigError> {
+        Ok(self
+            .string_map_field(entries, "env")?
+            .into_iter()
+            .map(|(k, v, _)| (k, v))
+            .collect())
+    }
+
     fn bool(&self, node: &Node, key: &str) -> Result<bool, ConfigError> {
         match node.value {
             Value::Bool(b) => Ok(b),

@@ -76,20 +76,12 @@ fn server(r: &mut Reader<'_>, name: &Key, node: &Node) -> Result<ServerEntry, Co
                 let path = r.path_value(file, "envFile")?;
                 env.extend(env_file(r, &path, file)?);
             }
-            if let Some((_, vars)) = field(entries, "env") {
-                env.extend(
-                    r.string_map(vars, "env", true)?
-                        .into_iter()
-                        .map(|(k, v, _)| (k, v)),
-                );
-            }
+            // `env` wins over `envFile`.
+            env.extend(r.env(entries)?);
             r.stdio(entries, env)?
         }
         Kind::Http => {
-            let headers = match field(entries, "headers") {
-                Some((_, headers)) => r.string_map(headers, "headers", true)?,
-                None => Vec::new(),
-            };
+            let headers = r.string_map_field(entries, "headers")?;
             r.http(entries, headers)?
         }
     };
