@@ -12,7 +12,7 @@ use mcp_client::{
     Authorize, Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, OAuthConfig,
 };
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,30 +22,19 @@ use std::time::{Duration, Instant};
 // The fake servers.
 
 /// One request a fake received.
-#[derive(Debug, Clone)]
-struct Req {
-    method: String,
-    /// The path with its query.
-    target: String,
-    /// Names lowercased.
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+type Req = mcp_testkit::http_server::RawRequest;
+
+/// What the tests read of a request's body.
+trait Body {
+    fn json(&self) -> Value;
+    /// A form body's field.
+    fn form(&self, name: &str) -> Option<String>;
 }
 
-impl Req {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-    fn path(&self) -> &str {
-        self.target.split('?').next().unwrap_or("")
-    }
+impl Body for Req {
     fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or(Value::Null)
     }
-    /// A form body's field.
     fn form(&self, name: &str) -> Option<String> {
         url::form_urlencoded::parse(&self.body)
             .find(|(k, _)| k == name)
@@ -145,41 +134,8 @@ fn connection(stream: TcpStream, handler: &Handler, log: &Mutex<Vec<Req>>) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut out = stream;
     loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        let Ok(Some(req)) = mcp_testkit::http_server::read_request(&mut reader) else {
             return;
-        }
-        let mut parts = line.split_whitespace();
-        let method = parts.next().unwrap_or("").to_owned();
-        let target = parts.next().unwrap_or("").to_owned();
-        let mut headers = Vec::new();
-        loop {
-            let mut h = String::new();
-            if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                return;
-            }
-            let h = h.trim_end();
-            if h.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = h.split_once(':') {
-                headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
-            }
-        }
-        let len: usize = headers
-            .iter()
-            .find(|(k, _)| k == "content-length")
-            .and_then(|(_, v)| v.parse().ok())
-            .unwrap_or(0);
-        let mut body = vec![0; len];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let req = Req {
-            method,
-            target,
-            headers,
-            body,
         };
         log.lock().unwrap().push(req.clone());
         let resp = handler(&req);

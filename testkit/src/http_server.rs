@@ -6,7 +6,7 @@
 use crate::tools;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -157,27 +157,43 @@ pub fn start(behaviour: Behaviour) -> std::io::Result<Server> {
 
 type Shared = (Mutex<State>, Condvar);
 
-struct Request {
-    method: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+/// One HTTP/1.1 request as read off a connection (for the fake servers here and in the tests).
+#[derive(Debug, Clone)]
+pub struct RawRequest {
+    /// `GET`, `POST`, …
+    pub method: String,
+    /// The path with its query.
+    pub target: String,
+    /// Header names lowercased, values trimmed.
+    pub headers: Vec<(String, String)>,
+    /// The body (`Content-Length` bytes).
+    pub body: Vec<u8>,
 }
 
-impl Request {
-    fn header(&self, name: &str) -> Option<&str> {
+impl RawRequest {
+    /// A header's value, by lowercase name.
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
+
+    /// The path, without the query.
+    pub fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or("")
+    }
 }
 
-fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Request>> {
+/// Reads the next request of a keep-alive connection; `None` at its end.
+pub fn read_request(reader: &mut impl BufRead) -> std::io::Result<Option<RawRequest>> {
     let mut line = String::new();
     if reader.read_line(&mut line)? == 0 {
         return Ok(None);
     }
-    let method = line.split_whitespace().next().unwrap_or("").to_owned();
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_owned();
+    let target = parts.next().unwrap_or("").to_owned();
     let mut headers = Vec::new();
     loop {
         line.clear();
@@ -199,8 +215,9 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Req
         .unwrap_or(0);
     let mut body = vec![0; len];
     reader.read_exact(&mut body)?;
-    Ok(Some(Request {
+    Ok(Some(RawRequest {
         method,
+        target,
         headers,
         body,
     }))
@@ -339,7 +356,7 @@ fn serve_connection(stream: TcpStream, b: &Behaviour, shared: &Shared) -> std::i
 
 fn handle_get(
     out: &mut TcpStream,
-    req: &Request,
+    req: &RawRequest,
     b: &Behaviour,
     shared: &Shared,
 ) -> std::io::Result<()> {
@@ -358,7 +375,7 @@ fn handle_get(
 
 fn handle_post(
     out: &mut TcpStream,
-    req: &Request,
+    req: &RawRequest,
     b: &Behaviour,
     shared: &Shared,
 ) -> std::io::Result<()> {
@@ -549,7 +566,7 @@ const MODERN: &str = "2026-07-28";
 /// A POST to a modern-only server ([`Behaviour::modern`]).
 fn handle_modern(
     out: &mut TcpStream,
-    req: &Request,
+    req: &RawRequest,
     msg: &Value,
     b: &Behaviour,
 ) -> std::io::Result<()> {
