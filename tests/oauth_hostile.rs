@@ -1034,7 +1034,7 @@ fn concurrent_401s_run_one_flow() {
             c.initialize().await.unwrap();
             *good.lock().unwrap() = "TOPSECRET-ACCESS-2".into();
             let calls = (0..8).map(|_| c.call_tool("echo", json!({})));
-            let results = futures_join_all(calls.collect()).await;
+            let results = mcp_testkit::join_all(calls.collect()).await;
             let _ = c.close().await;
             results
         });
@@ -1072,30 +1072,6 @@ fn concurrent_401s_run_one_flow() {
     }
 }
 
-/// Awaits every future (on the current task), in order.
-async fn futures_join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut pinned: Vec<_> = futures.into_iter().map(Box::pin).collect();
-    let mut out: Vec<Option<F::Output>> = pinned.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (f, slot) in pinned.iter_mut().zip(out.iter_mut()) {
-            if slot.is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => *slot = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    out.into_iter().map(Option::unwrap).collect()
-}
-
 /// (j') When the one flow for concurrent `401`s fails (the person refuses), the requests that
 /// waited for it fail with its error: the person is not asked again once per waiting request.
 #[test]
@@ -1129,7 +1105,7 @@ fn concurrent_401s_share_a_failed_flow() {
         c.initialize().await.unwrap();
         revoked.store(true, Ordering::SeqCst);
         let calls = (0..8).map(|_| c.call_tool("echo", json!({})));
-        let results = futures_join_all(calls.collect()).await;
+        let results = mcp_testkit::join_all(calls.collect()).await;
         let _ = c.close().await;
         results
     });

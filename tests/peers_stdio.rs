@@ -330,7 +330,7 @@ fn python_sdk_server_in(era: EraChoice) {
         let calls = (0..8)
             .map(|i| client.call_tool("add", json!({"a": i, "b": 100})))
             .collect();
-        for (i, r) in join_all(calls).await.into_iter().enumerate() {
+        for (i, r) in mcp_testkit::join_all(calls).await.into_iter().enumerate() {
             assert_eq!(r.unwrap().text(), (i + 100).to_string());
         }
 
@@ -347,30 +347,6 @@ impl ConfigExt for StdioConfig {
     fn arg_path(self, path: &std::path::Path) -> Self {
         self.args([path.as_os_str()])
     }
-}
-
-/// Runs the futures concurrently on the current task; their outputs in order.
-async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
-            if output.is_none() {
-                match future.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => *output = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    outputs.into_iter().map(|o| o.expect("ready")).collect()
 }
 
 /// The skip rule itself: a missing peer skips locally and fails under CI.

@@ -43,6 +43,30 @@ pub fn per_s(calls: usize, t: Duration) -> f64 {
     calls as f64 / t.as_secs_f64()
 }
 
+/// Runs the futures concurrently on the current task; their outputs in order.
+pub async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *output = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    outputs.into_iter().map(|o| o.expect("ready")).collect()
+}
+
 /// The median of `v` (the upper one of an even count).
 pub fn median(mut v: Vec<Duration>) -> Duration {
     v.sort_unstable();
