@@ -391,6 +391,7 @@ impl ServerSet {
             .zip(&routing.definitions)
             .map(|(route, definition)| SetTool {
                 inner: self.inner.clone(),
+                index: route.server,
                 server: self.inner.slots[route.server].spec.name.clone(),
                 tool: route.tool.clone(),
                 definition: definition.clone(),
@@ -644,6 +645,8 @@ impl Inner {
 #[derive(Clone)]
 pub struct SetTool {
     inner: Arc<Inner>,
+    /// Its server's place in the set, and its name.
+    index: usize,
     server: String,
     tool: String,
     definition: ToolDefinition,
@@ -667,21 +670,11 @@ impl SetTool {
 
     /// Calls it and bridges the result (text, or a correctable failure).
     pub async fn call_output(&self, arguments: Value) -> Result<ToolOutput, SetError> {
-        let server = self
-            .inner
-            .slots
-            .iter()
-            .position(|s| s.spec.name == self.server)
-            .ok_or_else(|| SetError::UnknownTool(self.definition.name.clone()))?;
-        match self.inner.call(server, &self.tool, arguments).await {
-            Ok(result) => Ok(tool_output(&self.definition.name, &result)),
-            Err(SetError::Server {
-                cause: Error::Request(mcp_proto::RequestError::InvalidArguments(why)),
-                ..
-            }) => Ok(ToolOutput::Retry(format!(
-                "{}: invalid arguments: {why}",
-                self.definition.name
-            ))),
+        let name = &self.definition.name;
+        match self.inner.call(self.index, &self.tool, arguments).await {
+            Ok(result) => Ok(tool_output(name, &result)),
+            Err(SetError::Server { server, cause }) => crate::tools::bridged(name, Err(cause))
+                .map_err(|cause| SetError::Server { server, cause }),
             Err(e) => Err(e),
         }
     }

@@ -53,13 +53,23 @@ impl<T: Transport> McpTool<T> {
     /// input validation error: they come back as [`ToolOutput::Retry`].
     pub async fn call_output(&self, arguments: Value) -> Result<ToolOutput, Error> {
         let name = &self.definition.name;
-        match self.client.call_tool(name, arguments).await {
-            Ok(result) => Ok(tool_output(name, &result)),
-            Err(Error::Request(mcp_proto::RequestError::InvalidArguments(why))) => Ok(
-                ToolOutput::Retry(format!("{name}: invalid arguments: {why}")),
-            ),
-            Err(e) => Err(e),
-        }
+        bridged(name, self.client.call_tool(name, arguments).await)
+    }
+}
+
+/// A call's outcome as the model reads it: the result bridged, and arguments the transport
+/// cannot carry (a value mirrored into an HTTP header that does not fit its declared type) as a
+/// correctable failure, like a tool's own input validation error.
+pub(crate) fn bridged(
+    name: &str,
+    outcome: Result<mcp_proto::CallToolResult, Error>,
+) -> Result<ToolOutput, Error> {
+    match outcome {
+        Ok(result) => Ok(tool_output(name, &result)),
+        Err(Error::Request(mcp_proto::RequestError::InvalidArguments(why))) => Ok(
+            ToolOutput::Retry(format!("{name}: invalid arguments: {why}")),
+        ),
+        Err(e) => Err(e),
     }
 }
 
