@@ -221,6 +221,8 @@ impl State {
                 };
                 self.report(hit, error);
             }
+            Inbound::Authorizing { id } => self.session.handle_authorizing(id, now),
+            Inbound::Authorized { id } => self.session.handle_authorized(id, now),
             Inbound::SessionExpired { id, error } => {
                 let hit = self.session.handle_expired(id, now);
                 self.report(hit, error);
