@@ -1302,3 +1302,54 @@ fn a_person_who_never_comes_back_fails_with_the_authorization_timeout() {
     assert_eq!(shown.load(Ordering::SeqCst), 1);
     assert_no_secret(&error);
 }
+
+/// (T3) Authorizing up front (`OAuthConfig::upfront`) runs the flow before the first request is
+/// sent: that request's timeout (1 s) waits for a person who takes 3 s too.
+#[test]
+fn an_upfront_login_slower_than_the_request_timeout_still_opens() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, good_tokens);
+    let mut mcp = Fake::new();
+    let prm_url = mcp.url(PRM_PATH);
+    let issuer = auth.origin.clone();
+    serve_mcp(&mut mcp, &issuer, bearer_gate(prm_url));
+    let login = Duration::from_secs(3);
+    let took = Arc::new(Mutex::new(None));
+    let t = took.clone();
+    let person = Authorize::callback(move |request: AuthorizationRequest| {
+        let took = t.clone();
+        async move {
+            let started = Instant::now();
+            smol::Timer::after(login).await;
+            *took.lock().unwrap() = Some(started.elapsed());
+            let state = query(&request.url, "state").ok_or("no state")?;
+            Ok(format!(
+                "{}?code=TOPSECRET-CODE&state={state}",
+                request.redirect_uri
+            ))
+        }
+    });
+    let mut config = OAuthConfig::new(person);
+    config.request_timeout = Duration::from_secs(5);
+    config.upfront = true;
+    let timeout = Duration::from_secs(1);
+    let c = client_timing_out(&mcp.url("/mcp"), config, EraChoice::Legacy, timeout);
+    let listed = within(Duration::from_secs(30), async {
+        c.initialize()
+            .await
+            .expect("the opening waits for the person");
+        let tools = c.list_tools().await;
+        let _ = c.close().await;
+        tools
+    });
+    assert_eq!(listed.unwrap().len(), 1);
+    let took = took.lock().unwrap().expect("the person was asked");
+    assert!(took >= login && took > timeout, "{took:?}");
+    assert!(
+        mcp.log()
+            .iter()
+            .filter(|r| r.path() == "/mcp" && r.method == "POST")
+            .all(|r| bearer(r).is_some()),
+        "a request went without the token"
+    );
+}
