@@ -496,3 +496,46 @@ fn over_http_a_short_timeout_fires_on_time_and_a_parked_future_holds_nobody_up()
         client.close().await.unwrap();
     });
 }
+
+/// (T10) A request's progress callbacks have all run, in order, before its answer is returned,
+/// whoever read them: the server writes five progress notifications and the result in one
+/// write, the callback is slow (30 ms), and another thread's caller waits (and so reads) all
+/// along. Twenty rounds, twenty times in order.
+#[test]
+fn progress_after_result_when_another_task_reads() {
+    let client = Arc::new(smol::block_on(connect(serve(&["progress-burst", "hang"]))));
+    let other = client.clone();
+    let (waiting_tx, waiting_rx) = std::sync::mpsc::channel();
+    let waiting = std::thread::spawn(move || {
+        smol::block_on(async {
+            let mut call = Box::pin(other.request(hang(None)));
+            assert!(smol::future::poll_once(&mut call).await.is_none());
+            waiting_tx.send(()).unwrap();
+            call.await
+        })
+    });
+    waiting_rx.recv().unwrap();
+    for round in 0..20 {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        let text = format!("burst {round}");
+        let r = smol::block_on(client.call_with_progress(
+            Request::call_tool("echo", json!({ "text": text })),
+            move |p| {
+                // A slow callback (a terminal redraw, say).
+                std::thread::sleep(Duration::from_millis(30));
+                s.lock().unwrap().push(p.progress);
+            },
+        ));
+        let at_return = seen.lock().unwrap().clone();
+        assert_eq!(r.unwrap().text(), text);
+        assert_eq!(
+            at_return,
+            vec![1.0, 2.0, 3.0, 4.0, 5.0],
+            "round {round}: the progress callbacks that had run when the call returned"
+        );
+        assert_eq!(seen.lock().unwrap().len(), 5, "none ran after, none twice");
+    }
+    smol::block_on(client.close()).unwrap();
+    assert!(waiting.join().unwrap().is_err(), "closed while it waited");
+}

@@ -1157,3 +1157,199 @@ fn upfront_authorization_sends_no_request_without_a_token() {
     );
     assert_eq!(auth.count("POST", "/token"), 1);
 }
+
+/// A client whose requests time out after `timeout`, in `era`.
+fn client_timing_out(
+    mcp: &str,
+    oauth: OAuthConfig,
+    era: EraChoice,
+    timeout: Duration,
+) -> Client<HttpTransport> {
+    let mut config = ClientConfig::default();
+    config.session.era = era;
+    config.session.default_timeout = Some(timeout);
+    Client::with_config(
+        HttpTransport::new(HttpTransportConfig::new(mcp).oauth(oauth)).unwrap(),
+        config,
+    )
+}
+
+/// (T3) A person who takes longer to log in than the request timeout (1 s here, 60 s by
+/// default, against minutes of single sign-on): the requests waiting for the flow do not time
+/// out meanwhile, and their timeouts start again when it ends. The era probe meets the first
+/// `401`: its fallback to `initialize` waits for the login too (so no second request goes out
+/// without a token), and the opening succeeds. Later, two calls meet a `401` at once and share
+/// one slow flow: both succeed.
+#[test]
+fn a_person_slower_than_the_request_timeout_still_authorizes() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, |_, n| Resp::json(200, tokens(n, false)));
+    let mut mcp = Fake::new();
+    let prm_url = mcp.url(PRM_PATH);
+    // Only the newest token is good: after the test revokes the first, it meets a 401.
+    let good = Arc::new(Mutex::new(String::new()));
+    let g = good.clone();
+    serve_mcp(&mut mcp, &auth.origin, move |req| {
+        let good = g.lock().unwrap().clone();
+        match bearer(req) {
+            Some(t) if good.is_empty() || t == good => None,
+            _ => Some(unauthorized(&prm_url)),
+        }
+    });
+    let timeout = Duration::from_secs(1);
+    let login = Duration::from_secs(3);
+    let logins = Arc::new(Mutex::new(Vec::new()));
+    let l = logins.clone();
+    let person = Authorize::callback(move |request: AuthorizationRequest| {
+        let logins = l.clone();
+        async move {
+            // The person takes their time: the behaviour under test.
+            let started = Instant::now();
+            smol::Timer::after(login).await;
+            logins.lock().unwrap().push(started.elapsed());
+            let state = query(&request.url, "state").ok_or("no state")?;
+            Ok(format!(
+                "{}?code=TOPSECRET-CODE&state={state}",
+                request.redirect_uri
+            ))
+        }
+    });
+    let mut config = OAuthConfig::new(person);
+    config.request_timeout = Duration::from_secs(5);
+    let c = client_timing_out(&mcp.url("/mcp"), config, EraChoice::Auto, timeout);
+    let (opened, calls) = within(Duration::from_secs(60), async {
+        let opened = c.initialize().await.map(drop);
+        *good.lock().unwrap() = "TOPSECRET-ACCESS-2".into();
+        let calls = mcp_testkit::join_all(vec![
+            c.call_tool("echo", json!({})),
+            c.call_tool("echo", json!({})),
+        ])
+        .await;
+        let _ = c.close().await;
+        (opened, calls)
+    });
+    opened.expect("the opening waits for the person");
+    assert_eq!(c.era(), Some(mcp_client::proto::Era::Legacy));
+    for r in &calls {
+        assert_eq!(
+            r.as_ref().map(|r| r.text()).ok(),
+            Some("ok".into()),
+            "{r:?}"
+        );
+    }
+    let logins = logins.lock().unwrap().clone();
+    assert_eq!(
+        logins.len(),
+        2,
+        "one login for the opening, one for both calls"
+    );
+    assert!(
+        logins.iter().all(|l| *l >= login && *l > timeout),
+        "{logins:?}"
+    );
+    // Only the probe went without a token: `initialize` was not sent while the person logged
+    // in (the probe's fallback waited too).
+    let untokened: Vec<Value> = mcp
+        .log()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path() == "/mcp" && bearer(r).is_none())
+        .map(|r| r.json()["method"].clone())
+        .collect();
+    assert_eq!(untokened, vec![json!("server/discover")]);
+}
+
+/// (T3) A person who never comes back: the flow fails with the browser flow's own timeout (2 s),
+/// not with the request's (1 s, which the flow outlasts).
+#[test]
+fn a_person_who_never_comes_back_fails_with_the_authorization_timeout() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, good_tokens);
+    let mut mcp = Fake::new();
+    let prm_url = mcp.url(PRM_PATH);
+    let issuer = auth.origin.clone();
+    serve_mcp(&mut mcp, &issuer, bearer_gate(prm_url));
+    let shown = Arc::new(AtomicUsize::new(0));
+    let s = shown.clone();
+    let browser = Authorize::Browser {
+        open: false,
+        // Shown to nobody: nobody comes back.
+        show: Arc::new(move |_, _| {
+            s.fetch_add(1, Ordering::SeqCst);
+        }),
+        timeout: Duration::from_secs(2),
+    };
+    let mut config = OAuthConfig::new(browser);
+    config.request_timeout = Duration::from_secs(5);
+    let c = client_timing_out(
+        &mcp.url("/mcp"),
+        config,
+        EraChoice::Legacy,
+        Duration::from_secs(1),
+    );
+    let started = Instant::now();
+    let error = within(Duration::from_secs(30), async {
+        let e = c.initialize().await.expect_err("nobody authorized");
+        let _ = c.close().await;
+        e
+    });
+    match &error {
+        Error::Auth(AuthError::NotAuthorized { reason, .. }) => {
+            assert_eq!(reason, "nobody came back within 2 s", "{error}")
+        }
+        other => panic!("unexpected: {other:?} ({other})"),
+    }
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    assert_eq!(shown.load(Ordering::SeqCst), 1);
+    assert_no_secret(&error);
+}
+
+/// (T3) Authorizing up front (`OAuthConfig::upfront`) runs the flow before the first request is
+/// sent: that request's timeout (1 s) waits for a person who takes 3 s too.
+#[test]
+fn an_upfront_login_slower_than_the_request_timeout_still_opens() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, good_tokens);
+    let mut mcp = Fake::new();
+    let prm_url = mcp.url(PRM_PATH);
+    let issuer = auth.origin.clone();
+    serve_mcp(&mut mcp, &issuer, bearer_gate(prm_url));
+    let login = Duration::from_secs(3);
+    let took = Arc::new(Mutex::new(None));
+    let t = took.clone();
+    let person = Authorize::callback(move |request: AuthorizationRequest| {
+        let took = t.clone();
+        async move {
+            let started = Instant::now();
+            smol::Timer::after(login).await;
+            *took.lock().unwrap() = Some(started.elapsed());
+            let state = query(&request.url, "state").ok_or("no state")?;
+            Ok(format!(
+                "{}?code=TOPSECRET-CODE&state={state}",
+                request.redirect_uri
+            ))
+        }
+    });
+    let mut config = OAuthConfig::new(person);
+    config.request_timeout = Duration::from_secs(5);
+    config.upfront = true;
+    let timeout = Duration::from_secs(1);
+    let c = client_timing_out(&mcp.url("/mcp"), config, EraChoice::Legacy, timeout);
+    let listed = within(Duration::from_secs(30), async {
+        c.initialize()
+            .await
+            .expect("the opening waits for the person");
+        let tools = c.list_tools().await;
+        let _ = c.close().await;
+        tools
+    });
+    assert_eq!(listed.unwrap().len(), 1);
+    let took = took.lock().unwrap().expect("the person was asked");
+    assert!(took >= login && took > timeout, "{took:?}");
+    assert!(
+        mcp.log()
+            .iter()
+            .filter(|r| r.path() == "/mcp" && r.method == "POST")
+            .all(|r| bearer(r).is_some()),
+        "a request went without the token"
+    );
+}

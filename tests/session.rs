@@ -1249,3 +1249,123 @@ fn the_next_timer_says_whose_deadline_it_is() {
     assert_eq!(s.poll_timer(), None);
     assert!(s.is_pending(never));
 }
+
+/// While its transport authorizes (a person logging in), a request's deadline is suspended; it
+/// restarts whole when the authorization ends, and then fires as any other.
+#[test]
+fn a_deadline_waits_while_the_transport_authorizes_and_restarts_whole_after() {
+    use mcp_proto::{Request, TimerFor};
+    let (mut s, now) = ready();
+    let secs = Duration::from_secs;
+    let call = s
+        .send(Request::call_tool("a", json!({})).timeout(secs(1)), now)
+        .unwrap();
+    let other = s
+        .send(Request::call_tool("b", json!({})).timeout(secs(30)), now)
+        .unwrap();
+    sent(&mut s);
+    s.handle_authorizing(call, now + Duration::from_millis(100));
+    assert_eq!(s.deadline(call), None);
+    assert_eq!(s.wake_at(call), None);
+    assert_eq!(
+        s.poll_timer(),
+        Some((now + secs(30), TimerFor::Request(other))),
+        "the other request's deadline still runs"
+    );
+    // Far past its timeout, while the person takes their time: nothing fires for it.
+    s.handle_timeout(now + secs(20));
+    assert!(events(&mut s).is_empty());
+    assert!(sent(&mut s).is_empty(), "no cancellation");
+    assert!(s.is_pending(call));
+    // Saying so twice changes nothing.
+    s.handle_authorizing(call, now + secs(20));
+    s.handle_authorized(call, now + secs(25));
+    assert_eq!(s.deadline(call), Some(now + secs(26)));
+    assert_eq!(
+        s.poll_timer(),
+        Some((now + secs(26), TimerFor::Request(call)))
+    );
+    // An end of authorization for a request that was not waiting does nothing.
+    s.handle_authorized(other, now + secs(25));
+    assert_eq!(s.deadline(other), Some(now + secs(30)));
+    s.handle_timeout(now + secs(26) - Duration::from_millis(1));
+    assert!(events(&mut s).is_empty(), "not a millisecond early");
+    s.handle_timeout(now + secs(26));
+    assert_eq!(
+        events(&mut s),
+        vec![Event::Response {
+            id: call,
+            result: Err(RequestError::Timeout(secs(1)))
+        }]
+    );
+    // Unknown and finished requests are ignored.
+    s.handle_authorizing(RequestId(999), now + secs(27));
+    s.handle_authorizing(call, now + secs(27));
+    s.handle_authorized(call, now + secs(27));
+    assert!(!s.is_pending(call));
+}
+
+/// `initialize` usually meets the server's `401`: the handshake's deadline waits for the
+/// authorization too (a 60 s timeout and a 5 minute login), and a late answer still opens.
+#[test]
+fn the_handshake_waits_while_the_transport_authorizes() {
+    let now = Instant::now();
+    let mut s = Session::new(Config {
+        default_timeout: Some(Duration::from_secs(60)),
+        ..legacy()
+    });
+    let init = s.initialize(now).unwrap();
+    sent(&mut s);
+    s.handle_authorizing(init, now);
+    assert_eq!(s.poll_timeout(), None);
+    s.handle_timeout(now + Duration::from_secs(299));
+    assert!(events(&mut s).is_empty());
+    assert_eq!(s.state(), State::Initializing);
+    s.handle_authorized(init, now + Duration::from_secs(300));
+    assert_eq!(s.poll_timeout(), Some(now + Duration::from_secs(360)));
+    line(&mut s, INIT_RESULT, now + Duration::from_secs(301));
+    assert_eq!(events(&mut s), vec![Event::Ready]);
+    // The other way: the handshake's deadline, restarted, fires.
+    let mut s = Session::new(Config {
+        default_timeout: Some(Duration::from_secs(60)),
+        ..legacy()
+    });
+    let init = s.initialize(now).unwrap();
+    s.handle_authorizing(init, now);
+    s.handle_authorized(init, now + Duration::from_secs(300));
+    s.handle_timeout(now + Duration::from_secs(359));
+    assert!(events(&mut s).is_empty());
+    s.handle_timeout(now + Duration::from_secs(360));
+    assert_eq!(
+        events(&mut s),
+        vec![Event::Failed(SessionError::Initialize(
+            RequestError::Timeout(Duration::from_secs(60))
+        ))]
+    );
+}
+
+/// The era probe that meets the `401` has not waited for the server while a person logs in: its
+/// fallback to `initialize` is suspended too, and comes a whole probe timeout after.
+#[test]
+fn the_probe_fallback_waits_while_the_transport_authorizes() {
+    let now = Instant::now();
+    let mut s = Session::new(Config {
+        probe_timeout: Duration::from_secs(2),
+        ..Config::default()
+    });
+    let probe = s.initialize(now).unwrap();
+    assert_eq!(sent(&mut s)[0]["method"], "server/discover");
+    s.handle_authorizing(probe, now + Duration::from_millis(10));
+    assert_eq!(s.poll_timeout(), None);
+    s.handle_timeout(now + Duration::from_secs(100));
+    assert!(sent(&mut s).is_empty(), "no initialize while authorizing");
+    assert!(events(&mut s).is_empty());
+    s.handle_authorized(probe, now + Duration::from_secs(100));
+    assert_eq!(s.poll_timeout(), Some(now + Duration::from_secs(102)));
+    s.handle_timeout(now + Duration::from_secs(101));
+    assert!(sent(&mut s).is_empty());
+    s.handle_timeout(now + Duration::from_secs(102));
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0]["method"], "initialize");
+}

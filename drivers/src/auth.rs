@@ -196,12 +196,15 @@ pub type ShowUrl = Arc<dyn Fn(&AuthorizationRequest, bool) + Send + Sync>;
 #[derive(Clone)]
 pub enum Authorize {
     /// The application's callback gets the authorization request and returns the redirect URL
-    /// (headless programs and tests; the redirect URI is [`AuthOptions::redirect_uri`]).
+    /// (headless programs and tests; the redirect URI is [`AuthOptions::redirect_uri`]). The
+    /// requests waiting for it do not time out meanwhile (their timeouts start again when the
+    /// flow ends): the callback bounds its own time.
     Callback(AuthorizeCallback),
     /// The native-app flow (RFC 8252): a one-shot listener on `127.0.0.1` and an ephemeral port
     /// is the redirect URI; the system browser is opened on the authorization URL (`open`:
     /// whether to try), `show` is told the URL (and whether a browser was started), and the
-    /// person has `timeout` to finish.
+    /// person has `timeout` to finish (the requests waiting for the flow do not time out
+    /// meanwhile; past it the flow fails with [`AuthError::NotAuthorized`]).
     Browser {
         /// Try to open the system browser.
         open: bool,
@@ -339,6 +342,21 @@ impl OAuth {
         }
     }
 
+    /// Before a request, when no flow is to run or be waited for first (no token to refresh, no
+    /// authorization up front): puts the current token in the rules and gives the generation
+    /// the request is sent with. `None`: call [`prepare`](Self::prepare), which may take a
+    /// flow's time.
+    pub(crate) fn ready(&self, rules: &Mutex<HttpRules>) -> Option<u64> {
+        let a = lock(&self.authorizer);
+        let flow = a.before_send(SystemTime::now()).is_some()
+            || (self.config.upfront && a.current().is_none());
+        if flow {
+            return None;
+        }
+        lock(rules).set_authorization(a.bearer());
+        Some(a.generation())
+    }
+
     /// Before a request: refreshes an expired token (or authorizes up front, once), puts the
     /// current token in the rules, and gives the generation the request is sent with.
     pub(crate) async fn prepare(&self, rules: &Mutex<HttpRules>) -> Result<u64, AuthError> {
@@ -380,32 +398,53 @@ impl OAuth {
         challenge: Option<&str>,
         rules: &Mutex<HttpRules>,
     ) -> Result<bool, AuthError> {
-        let verdict = lock(&self.authorizer).on_response(attempt, generation, status, challenge);
-        match verdict {
+        match self.verdict(attempt, generation, status, challenge) {
             Verdict::Proceed => Ok(false),
             Verdict::Retry => Ok(true),
             Verdict::Fail(e) => Err(e),
-            Verdict::Authorize(start) => {
-                use std::sync::atomic::Ordering;
-                let flows = self.flows.load(Ordering::SeqCst);
-                let mut single = self.single.lock().await;
-                // A flow that ran while this one waited may have answered the same challenge…
-                if lock(&self.authorizer).generation() != generation {
-                    return Ok(true);
-                }
-                // …or failed: this request fails with it, rather than asking the person again
-                // once per waiting request.
-                if self.flows.load(Ordering::SeqCst) != flows {
-                    if let Some(e) = &single.failed {
-                        return Err(e.clone());
-                    }
-                }
-                let outcome = self.run_and_install(*start, rules).await;
-                single.failed = outcome.as_ref().err().cloned();
-                self.flows.fetch_add(1, Ordering::SeqCst);
-                outcome.map(|()| true)
+            Verdict::Authorize(start) => self.authorize_for(*start, generation, rules).await,
+        }
+    }
+
+    /// The authorizer's verdict on a response to a request sent with `generation` (see
+    /// [`on_response`](Self::on_response), which carries it out): only
+    /// [`Verdict::Authorize`] takes a flow's time ([`authorize_for`](Self::authorize_for)).
+    pub(crate) fn verdict(
+        &self,
+        attempt: &mut Attempt,
+        generation: u64,
+        status: u16,
+        challenge: Option<&str>,
+    ) -> Verdict {
+        lock(&self.authorizer).on_response(attempt, generation, status, challenge)
+    }
+
+    /// Runs the flow `start` for a request sent with `generation`, or waits for the one running
+    /// and takes its outcome: `Ok(true)` to send the request again.
+    pub(crate) async fn authorize_for(
+        &self,
+        start: FlowStart,
+        generation: u64,
+        rules: &Mutex<HttpRules>,
+    ) -> Result<bool, AuthError> {
+        use std::sync::atomic::Ordering;
+        let flows = self.flows.load(Ordering::SeqCst);
+        let mut single = self.single.lock().await;
+        // A flow that ran while this one waited may have answered the same challenge…
+        if lock(&self.authorizer).generation() != generation {
+            return Ok(true);
+        }
+        // …or failed: this request fails with it, rather than asking the person again once per
+        // waiting request.
+        if self.flows.load(Ordering::SeqCst) != flows {
+            if let Some(e) = &single.failed {
+                return Err(e.clone());
             }
         }
+        let outcome = self.run_and_install(start, rules).await;
+        single.failed = outcome.as_ref().err().cloned();
+        self.flows.fetch_add(1, Ordering::SeqCst);
+        outcome.map(|()| true)
     }
 
     async fn run_and_install(

@@ -66,15 +66,33 @@ impl std::fmt::Debug for ListChangedCallback {
 /// A function told of each progress notification of one request, in order, until its answer.
 type ProgressSink = Arc<dyn Fn(&Progress) + Send + Sync>;
 
-/// The most callback deliveries waiting to be made outside the lock; past it the oldest progress
-/// and log deliveries are dropped (warnings are bounded on their own).
+/// The most progress notifications of one request that wait for its caller to take them (its
+/// callback runs in the caller); past it newer ones are dropped until the caller catches up.
+pub const MAX_QUEUED_PROGRESS: usize = 4096;
+
+/// The most callback deliveries waiting to be made outside the lock; past it newer log and
+/// list-change deliveries are dropped (warnings are bounded on their own).
 const MAX_DEFERRED: usize = 4096;
+
+/// What a request's waiter is handed through its channel, in order: the request's progress
+/// (when its caller asked to be told), then its answer.
+enum ToWaiter {
+    Progress(Progress),
+    Answer(Result<Reply, Error>),
+}
+
+/// Who waits for a request: its channel, and whether its caller is told of its progress (the
+/// channel is then unbounded, and [`MAX_QUEUED_PROGRESS`] bounds what waits in it; else it
+/// holds the answer alone).
+struct Waiter {
+    tx: Sender<ToWaiter>,
+    progress: bool,
+}
 
 /// What the client does once it has let go of its lock: the application's code never runs
 /// under it.
 enum Deferred {
     Warning(Warning),
-    Progress(ProgressSink, Progress),
     Log(LogMessage),
     ListChanged(ListKind),
     /// Start the handler for a server request.
@@ -161,7 +179,7 @@ struct Shared<T> {
 
 struct State {
     session: Session,
-    waiters: BTreeMap<RequestId, Sender<Result<Reply, Error>>>,
+    waiters: BTreeMap<RequestId, Waiter>,
     /// The `initialize` request, while the first handshake is under way.
     init_id: Option<RequestId>,
     /// Everyone waiting for the first handshake.
@@ -182,8 +200,6 @@ struct State {
     handlers: Handlers,
     /// The handlers running, by the server request they answer; dropping one cancels it.
     running: HashMap<AskId, smol::Task<()>>,
-    /// Who is told of each request's progress.
-    progress_sinks: HashMap<RequestId, ProgressSink>,
     /// How many times each list was announced changed: tools, resources, prompts.
     lists_changed: [u64; 3],
     /// [`ClientConfig::label`].
@@ -221,6 +237,8 @@ impl State {
                 };
                 self.report(hit, error);
             }
+            Inbound::Authorizing { id } => self.session.handle_authorizing(id, now),
+            Inbound::Authorized { id } => self.session.handle_authorized(id, now),
             Inbound::SessionExpired { id, error } => {
                 let hit = self.session.handle_expired(id, now);
                 self.report(hit, error);
@@ -241,7 +259,7 @@ impl State {
         }
         if let Some(id) = hit.request {
             if let Some(w) = self.waiters.remove(&id) {
-                let _ = w.try_send(Err(error.clone()));
+                let _ = w.tx.try_send(ToWaiter::Answer(Err(error.clone())));
             }
             if self.init_id == Some(id) {
                 // The handshake cannot complete: say why the transport failed.
@@ -282,13 +300,14 @@ impl State {
                     self.finish_init(Err(error));
                 }
                 Event::Response { id, result } => {
-                    self.progress_sinks.remove(&id);
                     if let Some(w) = self.waiters.remove(&id) {
                         let result = result.map_err(|e| match e {
                             RequestError::Closed => self.closed_error(),
                             e => Error::from(e),
                         });
-                        let _ = w.try_send(result);
+                        // After the progress handed to it: its caller runs their callbacks
+                        // before it returns.
+                        let _ = w.tx.try_send(ToWaiter::Answer(result));
                     }
                 }
                 Event::ListChanged(kind) => {
@@ -300,10 +319,13 @@ impl State {
                 Event::ServerRequest { ask, request } => self.defer(Deferred::Ask(ask, request)),
                 // Dropping the task cancels the handler.
                 Event::ServerRequestCancelled { ask } => drop(self.running.remove(&ask)),
+                // To the request's own caller, in order and before its answer, whoever read it:
+                // its callback runs there, in no other caller's wait.
                 Event::Progress { id, progress } => {
-                    if let Some(sink) = self.progress_sinks.get(&id) {
-                        let sink = sink.clone();
-                        self.defer(Deferred::Progress(sink, progress));
+                    if let Some(w) = self.waiters.get(&id).filter(|w| w.progress) {
+                        if w.tx.len() < MAX_QUEUED_PROGRESS {
+                            let _ = w.tx.try_send(ToWaiter::Progress(progress));
+                        }
                     }
                 }
                 Event::Log(message) if self.on_log.is_some() || cfg!(feature = "tracing") => {
@@ -312,7 +334,7 @@ impl State {
                 Event::Closed => {
                     let error = self.closed_error();
                     for (_, w) in std::mem::take(&mut self.waiters) {
-                        let _ = w.try_send(Err(error.clone()));
+                        let _ = w.tx.try_send(ToWaiter::Answer(Err(error.clone())));
                     }
                     self.finish_init(Err(error));
                 }
@@ -373,7 +395,6 @@ impl<T: Transport> Client<T> {
                 on_list_changed: config.on_list_changed,
                 handlers: config.handlers,
                 running: HashMap::new(),
-                progress_sinks: HashMap::new(),
                 lists_changed: [0; 3],
                 label: config.label,
             }),
@@ -435,7 +456,9 @@ impl<T: Transport> Client<T> {
         };
         // The opening has timers of its own (the probe's fallback, then `initialize`'s deadline):
         // the waiter follows the session's next one.
-        self.shared.wait(&rx, deadline, Timers::Session).await?;
+        self.shared
+            .wait(&rx, deadline, Timers::Session, Some)
+            .await?;
         self.initialize_result().ok_or(Error::Closed)
     }
 
@@ -487,8 +510,10 @@ impl<T: Transport> Client<T> {
     }
 
     /// Sends a request that asks for progress ([`Request::with_progress`] is applied) and waits
-    /// for its answer; `on_progress` is told of each progress notification, in order, until then
-    /// (outside the client's lock).
+    /// for its answer; `on_progress` is told of each progress notification, in order, until then:
+    /// it runs in this caller (outside the client's lock), whoever read the notification, and
+    /// every notification that came before the answer has been told when this returns. At most
+    /// [`MAX_QUEUED_PROGRESS`] wait for it (a slow callback); past that newer ones are dropped.
     pub async fn request_with_progress(
         &self,
         request: Request,
@@ -552,11 +577,17 @@ impl<T: Transport> Client<T> {
                 Err(UsageError::Closed) => return Err(st.closed_error()),
                 Err(e) => return Err(e.into()),
             };
-            let (tx, rx) = channel::bounded(1);
-            st.waiters.insert(id, tx);
-            if let Some(sink) = progress {
-                st.progress_sinks.insert(id, sink);
-            }
+            // The answer alone fits in one slot; progress before it waits in the channel too
+            // (bounded by `MAX_QUEUED_PROGRESS`).
+            let (tx, rx) = match progress {
+                Some(_) => channel::unbounded(),
+                None => channel::bounded(1),
+            };
+            let waiter = Waiter {
+                tx,
+                progress: progress.is_some(),
+            };
+            st.waiters.insert(id, waiter);
             st.flush(&self.shared.transport);
             (id, rx, st.session.wake_at(id))
         };
@@ -569,7 +600,20 @@ impl<T: Transport> Client<T> {
             id,
             armed: true,
         };
-        let result = self.shared.wait(&rx, deadline, Timers::Request(id)).await;
+        // The caller runs its own progress callbacks, as they come and all before the answer.
+        let take = |item: ToWaiter| match item {
+            ToWaiter::Progress(p) => {
+                if let Some(sink) = &progress {
+                    quietly(&|| sink(&p));
+                }
+                None
+            }
+            ToWaiter::Answer(result) => Some(result),
+        };
+        let result = self
+            .shared
+            .wait(&rx, deadline, Timers::Request(id), take)
+            .await;
         guard.armed = false;
         result
     }
@@ -626,7 +670,9 @@ impl<T: Transport> Client<T> {
     }
 
     /// [`call`](Self::call), asking for progress: `on_progress` is told of each progress
-    /// notification, in order, until the result (outside the client's lock).
+    /// notification, in order, until the result, as
+    /// [`request_with_progress`](Self::request_with_progress) says: in this caller, and all
+    /// before this returns.
     pub async fn call_with_progress(
         &self,
         request: Request,
@@ -761,8 +807,9 @@ impl Timers {
 }
 
 /// What woke a waiting caller.
-enum Wake<R> {
-    Answer(Result<R, Error>),
+enum Wake<M> {
+    /// What its channel carried (`None`: the channel closed).
+    Answer(Option<M>),
     Readable,
     Deadline,
 }
@@ -770,12 +817,15 @@ enum Wake<R> {
 impl<T: Transport> Shared<T> {
     /// Waits for the answer `rx` will carry, reading for everyone meanwhile and firing timeouts
     /// when `deadline` (this caller's own timer, as `timers` says) comes; the timer is re-armed
-    /// from the session after each wake-up that may have moved it.
-    async fn wait<R>(
+    /// from the session after each wake-up that may have moved it. `take` opens what `rx`
+    /// carries: the answer, or something for this caller to handle on the way (`None`: its
+    /// request's progress, whose callback it ran).
+    async fn wait<M, R>(
         &self,
-        rx: &Receiver<Result<R, Error>>,
+        rx: &Receiver<M>,
         deadline: Option<Instant>,
         timers: Timers,
+        mut take: impl FnMut(M) -> Option<Result<R, Error>>,
     ) -> Result<R, Error> {
         self.callers.fetch_add(1, Ordering::SeqCst);
         self.waits_begun.fetch_add(1, Ordering::Relaxed);
@@ -792,10 +842,12 @@ impl<T: Transport> Shared<T> {
         let mut armed = deadline;
         let mut timer = arm(armed);
         loop {
-            if let Ok(result) = rx.try_recv() {
-                return result;
+            while let Ok(item) = rx.try_recv() {
+                if let Some(result) = take(item) {
+                    return result;
+                }
             }
-            let answer = async { Wake::Answer(rx.recv().await.unwrap_or(Err(Error::Closed))) };
+            let answer = async { Wake::Answer(rx.recv().await.ok()) };
             let readable = async {
                 self.transport.ready().await;
                 Wake::Readable
@@ -805,7 +857,11 @@ impl<T: Transport> Shared<T> {
                 Wake::Deadline
             };
             let next = match smol::future::or(answer, smol::future::or(readable, fired)).await {
-                Wake::Answer(result) => return result,
+                Wake::Answer(None) => return Err(Error::Closed),
+                Wake::Answer(Some(item)) => match take(item) {
+                    Some(result) => return result,
+                    None => continue,
+                },
                 Wake::Readable => self.pump(timers),
                 Wake::Deadline => {
                     // A timeout's answer is in `rx` now; a wake-up's work is done.
@@ -855,9 +911,6 @@ impl<T: Transport> Shared<T> {
         #[cfg(feature = "tracing")]
         let label = st.label.clone();
         drop(st);
-        let quietly = |f: &dyn Fn()| {
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-        };
         for item in items {
             match item {
                 Deferred::Warning(w) => {
@@ -867,7 +920,6 @@ impl<T: Transport> Shared<T> {
                         quietly(&|| cb(&w));
                     }
                 }
-                Deferred::Progress(sink, p) => quietly(&|| sink(&p)),
                 Deferred::Log(m) => {
                     #[cfg(feature = "tracing")]
                     crate::trace::log_message(label.as_deref(), &m);
@@ -1022,6 +1074,11 @@ fn internal(message: String) -> RpcError {
         message,
         data: None,
     }
+}
+
+/// Runs the application's code, catching a panic in it.
+fn quietly(f: &dyn Fn()) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -28,6 +28,7 @@ use mcp_proto::{RequestError, RequestId, Transmit, TransmitKind};
 use smol::channel::{self, Receiver, Sender};
 use smol::io::AsyncReadExt;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
@@ -542,10 +543,14 @@ async fn exchange_inner(
         }
         // A token past its expiry is refreshed first; the request carries the current one.
         let generation = match &shared.oauth {
-            Some(oauth) => oauth
-                .prepare(&shared.rules)
-                .await
-                .map_err(|e| failed(Error::Auth(e)))?,
+            Some(oauth) => match oauth.ready(&shared.rules) {
+                Some(generation) => generation,
+                // A flow first (a refresh, the authorization up front): the request's timeout
+                // waits for it.
+                None => authorizing(shared, id, oauth.prepare(&shared.rules))
+                    .await
+                    .map_err(|e| failed(Error::Auth(e)))?,
+            },
             None => 0,
         };
         let (mut request, mut exchange) = shared.begin(transmit);
@@ -567,16 +572,22 @@ async fn exchange_inner(
             Err(HttpError::Unauthorized { challenge, .. } | HttpError::Forbidden { challenge, .. }),
         ) = (&shared.oauth, &verdict)
         {
-            let again = oauth
-                .on_response(
-                    &mut attempt,
-                    generation,
-                    status,
-                    challenge.as_deref(),
-                    &shared.rules,
+            use mcp_proto::oauth::Verdict;
+            let again = match oauth.verdict(&mut attempt, generation, status, challenge.as_deref())
+            {
+                Verdict::Proceed => false,
+                Verdict::Retry => true,
+                Verdict::Fail(e) => return Err(failed(Error::Auth(e))),
+                // The flow (this request's, or the one running that it waits for) may wait
+                // for a person: the request's timeout waits for it.
+                Verdict::Authorize(start) => authorizing(
+                    shared,
+                    id,
+                    oauth.authorize_for(*start, generation, &shared.rules),
                 )
                 .await
-                .map_err(|e| failed(Error::Auth(e)))?;
+                .map_err(|e| failed(Error::Auth(e)))?,
+            };
             if again {
                 continue;
             }
@@ -633,6 +644,17 @@ async fn exchange_inner(
         Err(HttpError::SessionExpired { url }) => Err(expired(url)),
         Err(e) => Err(failed(http_failure(e, response.body_mut()).await)),
     }
+}
+
+/// Runs `flow` (an OAuth flow for request `id`, or the wait for one) with the request's timeout
+/// suspended: the client is told before ([`Inbound::Authorizing`]) and after
+/// ([`Inbound::Authorized`], whatever the outcome), so that the timeout starts again whole when
+/// the request can go out. The flow bounds its own time.
+async fn authorizing<T>(shared: &Shared, id: RequestId, flow: impl Future<Output = T>) -> T {
+    shared.deliver(Inbound::Authorizing { id }).await;
+    let outcome = flow.await;
+    shared.deliver(Inbound::Authorized { id }).await;
+    outcome
 }
 
 /// Reads an event stream as it arrives; resumes it with GET + Last-Event-ID when it ends before

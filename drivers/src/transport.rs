@@ -51,6 +51,22 @@ pub enum Inbound {
         /// The request whose response carried it.
         id: Option<mcp_proto::RequestId>,
     },
+    /// Request `id` waits while the transport authorizes (an OAuth flow runs, or another
+    /// request's flow is waited for, before it is sent again): its timeout is suspended
+    /// ([`mcp_proto::Session::handle_authorizing`]) until [`Authorized`](Self::Authorized) comes
+    /// for it, which the transport sends whatever the flow's outcome (unless the request ended
+    /// first). The flow is bounded on its own.
+    Authorizing {
+        /// The request.
+        id: mcp_proto::RequestId,
+    },
+    /// The authorization request `id` waited for ended: its timeout starts again, whole
+    /// ([`mcp_proto::Session::handle_authorized`]). A failed flow follows with
+    /// [`Failed`](Self::Failed).
+    Authorized {
+        /// The request.
+        id: mcp_proto::RequestId,
+    },
     /// Sending a request failed at the transport level (an HTTP status, a refused connection):
     /// that request fails with `error`.
     Failed {

@@ -342,7 +342,10 @@ pub struct Stats {
 /// - getters: [`state`](Self::state), [`server_info`](Self::server_info), [`stats`](Self::stats), …
 /// - inputs: [`handle_bytes`](Self::handle_bytes) (a newline-delimited stream, as over stdio),
 ///   [`handle_message`](Self::handle_message) (one whole message, as an HTTP body or an SSE event's
-///   data), [`handle_eof`](Self::handle_eof), [`handle_timeout`](Self::handle_timeout)
+///   data), [`handle_eof`](Self::handle_eof), [`handle_timeout`](Self::handle_timeout),
+///   [`handle_authorizing`](Self::handle_authorizing) and
+///   [`handle_authorized`](Self::handle_authorized) (the transport's authorization suspends a
+///   request's timers)
 /// - commands: [`initialize`](Self::initialize), [`send`](Self::send) (with
 ///   [`list_tools`](Self::list_tools) and [`call_tool`](Self::call_tool) as shorthands),
 ///   [`cancel`](Self::cancel), [`close`](Self::close); each returns at once, a request's id
@@ -581,6 +584,43 @@ impl Session {
             None => self.core.only_pending(),
         };
         self.core.oversized(len, limit, target);
+    }
+
+    /// Request `id` waits while its transport authorizes (over HTTP, the OAuth flow that its
+    /// `401` started, or that another request's started, with a person perhaps asked to log in):
+    /// the server has not taken it, so nothing of it is due meanwhile — neither its deadline nor
+    /// an earlier wake-up (the era probe's fallback to `initialize`) — until
+    /// [`handle_authorized`](Self::handle_authorized). The authorization is bounded on its own
+    /// (each of the flow's requests, and the person's time). Does nothing when `id` is not pending
+    /// or already waits.
+    ///
+    /// > "Implementations SHOULD establish timeouts for all sent requests, to prevent hung
+    /// > connections and resource exhaustion." — MCP 2025-11-25, Lifecycle § Timeouts
+    ///
+    /// A person logging in is no hung connection: the timeout is the server's, and it starts
+    /// again when the request can go out.
+    pub fn handle_authorizing(&mut self, id: RequestId, now: Instant) {
+        self.core.now = Some(now);
+        self.core.pending.suspend(id);
+    }
+
+    /// Request `id`'s transport is done authorizing it (whatever the outcome): it counts as sent
+    /// again at `now`, so its deadline is `now` plus its whole timeout, and a wake-up it had comes
+    /// again from `now` (the probe's fallback after [`Config::probe_timeout`]). Does nothing when
+    /// it was not waiting ([`handle_authorizing`](Self::handle_authorizing)).
+    pub fn handle_authorized(&mut self, id: RequestId, now: Instant) {
+        self.core.now = Some(now);
+        let Some(wake) = self.core.pending.resume(id, now) else {
+            return;
+        };
+        let at = match wake {
+            Some(pending::Wake::Fallback) => now.checked_add(self.core.config.probe_timeout),
+            Some(pending::Wake::Resend) => Some(now),
+            None => None,
+        };
+        if let (Some(at), Some(why)) = (at, wake) {
+            self.core.pending.set_wake(id, Some((at, why)));
+        }
     }
 
     /// The stream ended: a final message without its newline is still delivered, then every pending

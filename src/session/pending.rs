@@ -37,13 +37,16 @@ pub(super) struct Pending {
     /// Progress asked for (its token is the handle); `Some(Some(max))`: each notification
     /// pushes the deadline out by the timeout again, up to `max` after the start.
     pub(super) progress: Option<Option<Duration>>,
-    /// When it was sent first.
+    /// When it was sent first (or, after its transport authorized, sent again).
     pub(super) started: Option<Instant>,
     /// Kept by the table (read them through it): the wire id (`None` between two rounds, when
     /// no copy of the request is out), the deadline and the wake-up.
     wire: Option<u64>,
     deadline: Option<Instant>,
     wake: Option<(Instant, Wake)>,
+    /// While its transport authorizes: its timers are suspended (`deadline` and `wake` are
+    /// `None`), and this is the wake-up it had, to set again when the authorization ends.
+    authorizing: Option<Option<Wake>>,
 }
 
 /// Why a pending request wants to be woken before its deadline.
@@ -81,6 +84,7 @@ impl Pending {
             wire: Some(wire),
             deadline,
             wake: None,
+            authorizing: None,
         }
     }
 
@@ -178,7 +182,8 @@ impl PendingTable {
         let Some(p) = self.by_handle.get_mut(&id) else {
             return;
         };
-        let (Some(Some(max)), Some(timeout), Some(started)) = (p.progress, p.timeout, p.started)
+        let (Some(Some(max)), Some(timeout), Some(started), None) =
+            (p.progress, p.timeout, p.started, p.authorizing)
         else {
             return;
         };
@@ -195,12 +200,52 @@ impl PendingTable {
         self.deadlines.insert((at, id));
     }
 
+    /// Request `id` waits for its transport to authorize: its deadline and its wake-up are
+    /// suspended (no timer of it is due) until [`resume`](Self::resume). Returns whether it
+    /// was pending and not yet suspended.
+    pub(super) fn suspend(&mut self, id: RequestId) -> bool {
+        let Some(p) = self.by_handle.get_mut(&id) else {
+            return false;
+        };
+        if p.authorizing.is_some() {
+            return false;
+        }
+        if let Some(at) = p.deadline.take() {
+            self.deadlines.remove(&(at, id));
+        }
+        let wake = p.wake.take().map(|(at, why)| {
+            self.wakes.remove(&(at, id, why));
+            why
+        });
+        p.authorizing = Some(wake);
+        true
+    }
+
+    /// Ends request `id`'s suspension at `now`: it counts as sent again then, so its deadline
+    /// is `now` plus its whole timeout. Gives back the wake-up it had (for the session to set
+    /// again), or `None` when it was not suspended.
+    pub(super) fn resume(&mut self, id: RequestId, now: Instant) -> Option<Option<Wake>> {
+        let p = self.by_handle.get_mut(&id)?;
+        let wake = p.authorizing.take()?;
+        p.started = Some(now);
+        if let Some(at) = p.timeout.and_then(|t| now.checked_add(t)) {
+            p.deadline = Some(at);
+            self.deadlines.insert((at, id));
+        }
+        Some(wake)
+    }
+
     /// Request `id` wants to be woken at `at` for `why` (replacing any earlier wake-up), or, with
-    /// `None`, no more.
+    /// `None`, no more. While it is suspended, only what the wake-up is for is kept, for
+    /// [`resume`](Self::resume).
     pub(super) fn set_wake(&mut self, id: RequestId, wake: Option<(Instant, Wake)>) {
         let Some(p) = self.by_handle.get_mut(&id) else {
             return;
         };
+        if let Some(held) = &mut p.authorizing {
+            *held = wake.map(|(_, why)| why);
+            return;
+        }
         if let Some((at, why)) = p.wake.take() {
             self.wakes.remove(&(at, id, why));
         }

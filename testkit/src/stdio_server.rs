@@ -22,7 +22,10 @@
 //! client a `ping` and a `sampling/createMessage`, and appends their answers to its text),
 //! `ping-idle` (pings the client after each call and logs whether it answered), `ignore-eof`
 //! (keeps running after its stdin ends), `threaded` (each call answered from a thread of its own,
-//! out of order), `exit-before-handshake` (exits with code 4 at once).
+//! out of order), `exit-before-handshake` (exits with code 4 at once), `progress-burst` (a
+//! `tools/call` with a `progressToken` gets five `notifications/progress` and its answer in one
+//! write; calls without one keep the other behaviours, so `progress-burst,hang` answers only
+//! those).
 //!
 //! Behaviours of the modern era: `mrtr-state` (`tools/call slow {"rounds": N, "hang": bool}`
 //! answers `input_required` with only a `requestState` for N rounds (default 3), checking that each
@@ -102,6 +105,9 @@ struct Behaviour {
     /// After the first call, lists one more tool (`grown`) and says so
     /// (`notifications/tools/list_changed`; legacy era).
     grow: bool,
+    /// A `tools/call` that asks for progress gets five progress notifications and its answer
+    /// in one write (other calls keep the other behaviours).
+    progress_burst: bool,
 }
 
 /// Collects what is written and hands it to the writer thread at each flush (`threaded` mode, in
@@ -201,6 +207,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "slow-discover-error" => b.slow_discover_error = true,
                         "slow-discover" => b.slow_discover = true,
                         "grow" => b.grow = true,
+                        "progress-burst" => b.progress_burst = true,
                         "exit-before-handshake" => {
                             eprintln!("serve: exiting before the handshake, on purpose");
                             return ExitCode::from(4);
@@ -692,6 +699,23 @@ fn call(
     tx: &std::sync::mpsc::Sender<Vec<u8>>,
     modern: bool,
 ) -> Option<Result<Value, Value>> {
+    let token = &msg["params"]["_meta"]["progressToken"];
+    if b.progress_burst && !token.is_null() {
+        let mut bytes = Vec::new();
+        for p in 1..=5 {
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": p, "total": 5}});
+            let _ = serde_json::to_writer(&mut bytes, &note);
+            bytes.push(b'\n');
+        }
+        let _ = match tools::call(&msg["params"], "") {
+            Ok(result) if modern => write_modern(&mut bytes, id, Ok((result, "complete"))),
+            reply => write_response(&mut bytes, id, reply),
+        };
+        let _ = out.write_all(&bytes);
+        let _ = out.flush();
+        return None;
+    }
     if b.threaded {
         // Each call on a thread of its own: slow calls answer after faster later ones.
         let tx = tx.clone();
