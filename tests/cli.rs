@@ -656,3 +656,311 @@ fn auth_options_that_do_not_go_together_are_refused() {
         assert!(help.stdout.contains(flag), "{flag}: {}", help.stdout);
     }
 }
+
+// ---- A server's control characters never reach the terminal (T9) ----
+
+/// The control characters of `text` a terminal would obey: C0 but newline and tab, DEL, C1.
+fn raw_controls(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|c| matches!(c, '\0'..='\x08' | '\x0b'..='\x1f' | '\x7f'..='\u{9f}'))
+        .collect()
+}
+
+/// Neither stdout nor stderr holds a raw control character, and `[HOSTILE]`'s title sequence
+/// shows escaped somewhere in `shown` (so the text was printed, not dropped).
+fn escaped(out: &Finished, shown: &str) {
+    for (name, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        let raw = raw_controls(text);
+        assert!(raw.is_empty(), "raw {raw:?} on {name}: {out:?}");
+    }
+    assert!(
+        shown.contains(r"\x1b]0;PWNED-TITLE\x07 \x1b[2K all good \x1b[8m hidden \u{9b}31m red"),
+        "{out:?}"
+    );
+}
+
+/// `mcp-client OPTIONS -- mcp-testkit-serve --behave BEHAVE`
+fn against_behaving(options: &[&str], behave: &str) -> Finished {
+    let bin = serve_bin();
+    let mut args: Vec<&str> = options.to_vec();
+    args.extend(["--", bin.to_str().unwrap(), "--behave", behave]);
+    cli(&args)
+}
+
+#[test]
+fn a_servers_control_characters_are_shown_escaped_wherever_the_cli_prints_them() {
+    // The tool list: names and descriptions (the first line only).
+    let list = against_behaving(&[], "hostile-text");
+    assert!(list.status.success(), "{list:?}");
+    escaped(&list, &list.stdout);
+    let first = list.stdout.lines().next().unwrap();
+    assert!(first.starts_with("echo\t"), "{first}");
+    assert!(!list.stdout.contains("second line"), "{}", list.stdout);
+    // --info: the server's name, version and instructions (the instructions keep their lines).
+    let info = against_behaving(&["--info"], "hostile-text");
+    assert!(info.status.success(), "{info:?}");
+    escaped(&info, &info.stdout);
+    assert!(info.stdout.contains("server: evil "), "{}", info.stdout);
+    assert!(info.stdout.contains("\nline three"), "{}", info.stdout);
+    // A call, with --verbose: the server's log line, the call's progress, its stderr line
+    // (forwarded), the client's tracing and the result's text (its lines kept, CRLF as LF, a
+    // lone CR escaped).
+    let call = against_behaving(&["--call", "echo", "--verbose"], "hostile-text");
+    assert!(call.status.success(), "{call:?}");
+    escaped(&call, &call.stdout);
+    for shown in ["server log [warning ", "progress: 1/2 ", "serve: "] {
+        let line = call.stderr.lines().find(|l| l.starts_with(shown));
+        let line = line.unwrap_or_else(|| panic!("no {shown:?} line: {call:?}"));
+        assert!(line.contains(r"\x1b]0;PWNED-TITLE\x07"), "{line}");
+    }
+    assert!(call.stdout.contains(r"over\x0dwrite"), "{}", call.stdout);
+    assert!(
+        call.stdout.ends_with("\nsecond line\n\n"),
+        "{:?}",
+        call.stdout
+    );
+    // An error's message, and a crashed server's stderr tail, on the one line of the cause.
+    for tool in ["fail", "crash"] {
+        let failed = against_behaving(&["--call", tool], "hostile-text");
+        assert_eq!(failed.status.code(), Some(1), "{failed:?}");
+        let last = failed.stderr.lines().last().unwrap_or_default();
+        assert!(last.starts_with("mcp-client: "), "{failed:?}");
+        escaped(&failed, last);
+    }
+}
+
+#[test]
+fn json_output_is_json_with_no_raw_control_character() {
+    use mcp_testkit::stdio_server::HOSTILE;
+    let one = |options: &[&str]| {
+        let out = against_behaving(options, "hostile-text");
+        assert!(out.status.success(), "{out:?}");
+        let raw = raw_controls(&out.stdout);
+        assert!(raw.is_empty(), "raw {raw:?}: {}", out.stdout);
+        assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
+        serde_json::from_str::<Value>(&out.stdout).unwrap()
+    };
+    // The same values, escaped as JSON (DEL and C1 too).
+    let tools = one(&["--json"]);
+    assert_eq!(tools[0]["description"], format!("{HOSTILE}\nsecond line"));
+    assert_eq!(tools[1]["name"], format!("evil{HOSTILE}"));
+    let info = one(&["--info", "--json"]);
+    assert_eq!(info["serverInfo"]["version"], HOSTILE);
+    assert_eq!(info["capabilities"]["experimental"][HOSTILE], HOSTILE);
+    let call = one(&["--call", "echo", "--json"]);
+    assert_eq!(call["text"], format!("text {HOSTILE}\nsecond line\r\n"));
+}
+
+/// Quotes `arg` for `sh`.
+fn sh_quoted(arg: &str) -> String {
+    format!("'{}'", arg.replace('\'', r"'\''"))
+}
+
+/// The CLI on a terminal: run by `script` (util-linux) in a pseudo-terminal that is its stdin,
+/// stdout and stderr, `input` typed on it (the end of input then, as ^D). What the terminal
+/// showed is `stdout` (the CLI's stdout and stderr, and the echo of what was typed), with the
+/// terminal's CRLF line ends back to LF.
+fn on_a_terminal(args: &[&str], input: &str) -> Finished {
+    use std::io::Write;
+    let mut line = sh_quoted(example_bin("mcp-client").to_str().unwrap());
+    for arg in args {
+        line.push(' ');
+        line.push_str(&sh_quoted(arg));
+    }
+    let mut command = Command::new("script");
+    command
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut guard = mcp_testkit::GroupGuard::spawn(&mut command)
+        .expect("script (util-linux) runs the CLI on a pseudo-terminal");
+    let mut stdin = guard.child().stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    let stdout = guard.child().stdout.take().unwrap();
+    let stderr = guard.child().stderr.take().unwrap();
+    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let (stdout, stderr) = (read(Box::new(stdout)), read(Box::new(stderr)));
+    let limit = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = guard.child().try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < limit,
+            "the CLI on a terminal did not end"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    guard.stop();
+    Finished {
+        status,
+        stdout: stdout.join().unwrap().replace("\r\n", "\n"),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+/// What the server was answered, from its result's text (`answer: {…}`).
+/// (The terminal shows stdout and stderr as they come: another line may end right before it.)
+fn elicitation_answer(shown: &str) -> Value {
+    let at = shown
+        .find("answer: {")
+        .unwrap_or_else(|| panic!("no answer: {shown}"));
+    let mut values = serde_json::Deserializer::from_str(&shown[at + 8..]).into_iter::<Value>();
+    values.next().unwrap().unwrap()
+}
+
+#[test]
+fn elicitation_on_a_terminal_is_escaped_and_shows_only_safe_urls_with_their_host() {
+    let bin = serve_bin();
+    let bin = bin.to_str().unwrap();
+    let ask = |tool: &str, args: &str, input: &str| {
+        let options = [
+            "--call",
+            tool,
+            "--args",
+            args,
+            "--",
+            bin,
+            "--behave",
+            "hostile-text",
+        ];
+        let out = on_a_terminal(&options, input);
+        assert!(out.status.success(), "{out:?}");
+        let raw = raw_controls(&out.stdout);
+        assert!(
+            raw.is_empty(),
+            "raw {raw:?} on the terminal: {}",
+            out.stdout
+        );
+        out
+    };
+    // A form: the question, the field's name and its default are shown escaped; the answer
+    // typed goes back under the field's name as sent.
+    let form = ask("ask-form", "{}", "octocat\n");
+    let shown = &form.stdout;
+    assert!(shown.contains(r"the server asks: \x1b]8;;https://evil.example/steal\x1b\https://accounts.google.com/signin\x1b]8;;\x1b\ \x1b]0;PWNED-TITLE\x07"), "{shown}");
+    assert!(shown.contains(r"  name\x1b]8;;"), "{shown}");
+    let answer = elicitation_answer(shown);
+    let name = format!("name{}", mcp_testkit::stdio_server::HOSTILE);
+    assert_eq!(answer["result"]["action"], "accept", "{shown}");
+    assert_eq!(answer["result"]["content"][&name], "octocat", "{shown}");
+    // An https URL is shown as parsed (its escapes percent-encoded), its host spelled out: the
+    // one a userinfo in front would hide.
+    let url = "https://accounts.google.com@evil.example/sign\x1b]8;;\x07in";
+    let args = serde_json::json!({ "url": url }).to_string();
+    let https = ask("ask-url", &args, "y\n");
+    let shown = &https.stdout;
+    assert!(
+        shown.contains("  visit: https://accounts.google.com@evil.example/sign%1B]8;;%07in\n"),
+        "{shown}"
+    );
+    assert!(shown.contains("  opens host: evil.example\n"), "{shown}");
+    assert_eq!(
+        elicitation_answer(shown)["result"]["action"],
+        "accept",
+        "{shown}"
+    );
+    // http on this machine's loopback too; a punycode host is pointed out.
+    let local = ask("ask-url", r#"{"url": "http://127.0.0.1:9/x"}"#, "n\n");
+    assert!(
+        local.stdout.contains("  opens host: 127.0.0.1\n"),
+        "{}",
+        local.stdout
+    );
+    assert_eq!(
+        elicitation_answer(&local.stdout)["result"]["action"],
+        "decline"
+    );
+    let idn = ask("ask-url", r#"{"url": "https://аррӏе.com/"}"#, "n\n");
+    assert!(
+        idn.stdout
+            .contains("  opens host: xn--80ak6aa92e.com (punycode"),
+        "{}",
+        idn.stdout
+    );
+    // Any other URL is declined without asking: OSC 8 text (the server's default, which has a
+    // NUL no argument can carry), javascript:, file:, plain http.
+    for url in [
+        None,
+        Some("javascript:alert(1)"),
+        Some("file:///etc/passwd"),
+        Some("http://evil.example/"),
+        Some("not a url"),
+    ] {
+        let args = match url {
+            Some(url) => serde_json::json!({ "url": url }).to_string(),
+            None => "{}".to_owned(),
+        };
+        // A "y" typed ahead is never read: no question is asked.
+        let out = ask("ask-url", &args, "y\n");
+        let shown = &out.stdout;
+        assert!(
+            shown.contains(
+                "asks to visit a URL that is not https (nor http on this machine); declined"
+            ),
+            "{url:?}: {shown}"
+        );
+        assert!(!shown.contains("visit: "), "{url:?}: {shown}");
+        assert_eq!(
+            elicitation_answer(shown)["result"]["action"],
+            "decline",
+            "{shown}"
+        );
+    }
+}
+
+#[test]
+fn elicitation_is_declared_only_with_a_terminal_to_ask_on() {
+    let bin = serve_bin();
+    let bin = bin.to_str().unwrap();
+    let capabilities = |shown: &str| -> Value {
+        let line = shown
+            .lines()
+            .find_map(|l| l.strip_prefix("serve: client capabilities "))
+            .unwrap_or_else(|| panic!("no capabilities: {shown}"));
+        serde_json::from_str(line).unwrap()
+    };
+    let behave = "hostile-text,show-capabilities";
+    // Without a terminal (stdin closed, output piped): not declared, and a server that asks
+    // anyway is refused by the client (no question is printed).
+    let piped = against_behaving(&["--call", "ask-form"], behave);
+    assert!(piped.status.success(), "{piped:?}");
+    let declared = capabilities(&piped.stderr);
+    assert!(declared.get("elicitation").is_none(), "{declared}");
+    assert!(
+        elicitation_answer(&piped.stdout).get("error").is_some(),
+        "{piped:?}"
+    );
+    assert!(!piped.stderr.contains("asks:"), "{piped:?}");
+    // With --roots, roots are declared (and only then): the CLI answers them.
+    let dir = TempDir::new("mcp-cli-roots");
+    let roots = against_behaving(
+        &["--roots", dir.path().to_str().unwrap(), "--call", "echo"],
+        behave,
+    );
+    let declared = capabilities(&roots.stderr);
+    assert!(declared.get("roots").is_some(), "{declared}");
+    assert!(declared.get("sampling").is_none(), "{declared}");
+    // On a terminal: declared, both modes.
+    let options = ["--call", "ask-form", "--", bin, "--behave", behave];
+    let tty = on_a_terminal(&options, "octocat\n");
+    assert!(tty.status.success(), "{tty:?}");
+    let declared = capabilities(&tty.stdout);
+    assert_eq!(
+        declared["elicitation"],
+        serde_json::json!({"form": {}, "url": {}}),
+        "{declared}"
+    );
+    assert_eq!(
+        elicitation_answer(&tty.stdout)["result"]["action"],
+        "accept"
+    );
+}

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod set;
+mod term;
 
 const USAGE: &str = "usage: mcp-client [--serve] [--info | --call NAME [--args JSON] [--repeat N]] [--era auto|legacy|modern] [--timeout SECS] [--json] [--verbose] [--roots DIR...] (-- COMMAND [ARG...] | --url URL [--header 'K: V']... [--no-auth | --client-id ID ...] | --config FILE [--server NAME]...); --help for more";
 
@@ -365,7 +366,7 @@ fn main() -> ExitCode {
     match smol::block_on(run) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("mcp-client: {}", one_line(&e));
+            eprintln!("mcp-client: {}", term::line(&e));
             ExitCode::from(1)
         }
     }
@@ -375,6 +376,7 @@ fn main() -> ExitCode {
 /// events on stderr, each request's span when it closes (method, tool, server, outcome,
 /// duration). None of them holds a header, token or argument value (see the driver's `trace`).
 fn install_tracing(verbose: bool) {
+    use tracing_subscriber::field::MakeExt;
     use tracing_subscriber::fmt::format::FmtSpan;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
@@ -393,9 +395,20 @@ fn install_tracing(verbose: bool) {
             && meta.target() == "mcp_client::trace"
             && meta.fields().field("logger").is_some())
     });
+    // Field values (a server's error message, a tool's name…) shown as `term` shows them; the
+    // colours are the formatter's own.
+    let fields = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
+        let value = term::line(&format!("{value:?}"));
+        match field.name() {
+            "message" => write!(w, "{value}"),
+            name => write!(w, "{name}={value}"),
+        }
+    })
+    .delimited(" ");
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .fmt_fields(fields)
         .with_span_events(FmtSpan::CLOSE)
         .with_filter(not_log_messages);
     let _ = tracing_subscriber::registry()
@@ -447,17 +460,33 @@ fn failure(e: Error, options: &Options) -> String {
     }
 }
 
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// Whether a person can be asked: the questions go to stderr and the answers come from stdin,
+/// so both must be terminals.
+fn can_ask() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
-/// The client's settings; `server`: the configured server's name, which its log lines show.
+/// The client's settings; `server`: the configured server's name, which its log lines and its
+/// questions show.
 fn client_config(options: &Options, server: Option<&str>) -> ClientConfig {
-    let mut handlers = Handlers::new().elicitation_modes(true, true, elicit_on_terminal);
+    let mut handlers = Handlers::new();
+    // > "Clients that support elicitation **MUST** declare the `elicitation` capability during
+    // > initialization" — MCP 2025-11-25, Elicitation § Capabilities
+    // Only with a person to ask: without a terminal the capability is not declared, and a server
+    // that respects it does not ask (one that asks anyway is refused by the core).
+    if can_ask() {
+        let asker = server.map(str::to_owned);
+        handlers = handlers.elicitation_modes(true, true, move |asked| {
+            elicit_on_terminal(asker.clone(), asked)
+        });
+    }
     if !options.roots.is_empty() {
         handlers = handlers.fixed_roots(options.roots.iter().map(Root::directory).collect());
     }
-    let from = server.map(|s| format!(" {s}")).unwrap_or_default();
+    let from = server
+        .map(|s| format!(" {}", term::line(s)))
+        .unwrap_or_default();
     let on_log = options.verbose.then(|| {
         LogCallback(Arc::new(move |m: &LogMessage| {
             let logger = m
@@ -469,11 +498,8 @@ fn client_config(options: &Options, server: Option<&str>) -> ClientConfig {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            eprintln!(
-                "server log{from} [{}{logger}]: {}",
-                m.level,
-                one_line(&data)
-            );
+            let line = format!("[{}{logger}]: {data}", m.level);
+            eprintln!("server log{from} {}", term::line(&line));
         }))
     });
     ClientConfig {
@@ -489,27 +515,56 @@ fn client_config(options: &Options, server: Option<&str>) -> ClientConfig {
     }
 }
 
-/// Answers an elicitation on the terminal: each field is asked on stderr and read from stdin
-/// (an empty line takes the default, or leaves the field out). Without a terminal on stdin, or
-/// when stdin ends, it is declined.
+/// One question at a time on the terminal (with `--config`, several servers may ask at once).
+static ASKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Answers an elicitation on the terminal (declared only when [`can_ask`]): each field is asked
+/// on stderr and read from stdin (an empty line takes the default, or leaves the field out);
+/// when stdin ends, it is declined. `server`: the configured server's name, shown with the
+/// question. Everything the server sent is shown through [`term`].
 fn elicit_on_terminal(
+    server: Option<String>,
     asked: Elicitation,
 ) -> impl std::future::Future<Output = Result<ElicitAnswer, HandlerError>> + Send {
     smol::unblock(move || {
-        use std::io::{BufRead, IsTerminal};
+        use std::io::BufRead;
+        let _one_at_a_time = ASKING.lock().unwrap_or_else(|e| e.into_inner());
         let stdin = std::io::stdin();
-        if !stdin.is_terminal() {
-            eprintln!("mcp-client: the server asks for input; declined (stdin is not a terminal)");
-            return Ok(ElicitAnswer::Decline);
-        }
         let mut lines = stdin.lock().lines();
         let mut ask = |prompt: &str| -> Option<String> {
             eprint!("{prompt}");
             lines.next()?.ok()
         };
+        // > "Clients **MUST** provide clear indication of which server is requesting
+        // > information" — MCP 2025-11-25, Elicitation § Security Considerations
+        let who = match &server {
+            Some(name) => format!("server {}", term::line(name)),
+            None => "the server".to_owned(),
+        };
         match asked {
             Elicitation::Url { message, url, .. } => {
-                eprintln!("the server asks: {message}\n  visit: {url}");
+                let Some((url, host)) = url_to_show(&url) else {
+                    eprintln!(
+                        "mcp-client: {who} asks to visit a URL that is not https (nor http on this machine); declined: {}",
+                        term::line(&url)
+                    );
+                    return Ok(ElicitAnswer::Decline);
+                };
+                // > "MUST show the full URL to the user for examination before consent. […]
+                // > SHOULD highlight the domain of the URL to mitigate subdomain spoofing. […]
+                // > SHOULD have warnings for ambiguous/suspicious URIs (i.e., containing
+                // > Punycode)" — MCP 2025-11-25, Elicitation § Safe URL Handling
+                let punycode = if host.split('.').any(|label| label.starts_with("xn--")) {
+                    " (punycode: it may look like another name)"
+                } else {
+                    ""
+                };
+                eprintln!(
+                    "{who} asks: {}\n  visit: {}\n  opens host: {}{punycode}",
+                    term::line(&message),
+                    term::line(&url),
+                    term::line(&host)
+                );
                 match ask("done? [y/N] ").as_deref().map(str::trim) {
                     Some("y" | "Y" | "yes") => Ok(ElicitAnswer::Accept(Default::default())),
                     Some(_) => Ok(ElicitAnswer::Decline),
@@ -517,7 +572,10 @@ fn elicit_on_terminal(
                 }
             }
             Elicitation::Form { message, schema } => {
-                eprintln!("the server asks: {message}  (an empty line keeps the default; end of input declines)");
+                eprintln!(
+                    "{who} asks: {}  (an empty line keeps the default; end of input declines)",
+                    term::line(&message)
+                );
                 let mut content = serde_json::Map::new();
                 let props = schema["properties"]
                     .as_object()
@@ -529,7 +587,8 @@ fn elicit_on_terminal(
                         .get("default")
                         .map(|d| format!(" [{d}]"))
                         .unwrap_or_default();
-                    let Some(line) = ask(&format!("  {name} ({kind}){default}: ")) else {
+                    let prompt = term::line(&format!("{name} ({kind}){default}:"));
+                    let Some(line) = ask(&format!("  {prompt} ")) else {
                         return Ok(ElicitAnswer::Decline);
                     };
                     let line = line.trim();
@@ -552,6 +611,42 @@ fn elicit_on_terminal(
     })
 }
 
+/// A URL-mode elicitation's URL as it is shown, and its host: only an `https` URL, or an `http`
+/// one on this machine's loopback (a local service's page), is offered to the person; `None`
+/// for any other (`javascript:`, `file:`, `data:`, plain http to another host, no URL at all).
+/// The URL shown is the parsed one as a browser would open it (its control characters and
+/// non-ASCII percent-encoded, an international host in punycode).
+fn url_to_show(url: &str) -> Option<(String, String)> {
+    let parsed = url::Url::parse(url).ok()?;
+    let host = parsed.host()?;
+    let loopback = match &host {
+        url::Host::Domain(name) => name.eq_ignore_ascii_case("localhost"),
+        url::Host::Ipv4(ip) => ip.is_loopback(),
+        url::Host::Ipv6(ip) => ip.is_loopback(),
+    };
+    match parsed.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        _ => return None,
+    }
+    Some((parsed.as_str().to_owned(), host.to_string()))
+}
+
+/// The browser flow's message, in the CLI's words: the authorization server's name and URL as
+/// [`term`] shows them.
+fn show_authorization_url(request: &mcp_client::proto::oauth::AuthorizationRequest, opened: bool) {
+    let how = if opened {
+        "A browser was opened to authorize"
+    } else {
+        "Open this URL to authorize"
+    };
+    eprintln!(
+        "{how} with {}:\n  {}",
+        term::line(&request.issuer),
+        term::line(&request.url)
+    );
+}
+
 /// What a session did: its exit code, and the call rate with `--repeat`.
 struct Outcome {
     code: ExitCode,
@@ -569,7 +664,11 @@ async fn run(options: &Options) -> Result<ExitCode, String> {
             http = http.header(name.trim(), value.trim());
         }
         // Not used when an Authorization header is given (HttpRules::has_configured_authorization).
-        http = http.oauth(oauth_config(&options.auth));
+        let mut oauth = oauth_config(&options.auth);
+        if let Authorize::Browser { show, .. } = &mut oauth.authorize {
+            *show = Arc::new(show_authorization_url);
+        }
+        http = http.oauth(oauth);
         // Opens in the era the server speaks (the probe, unless --era says).
         let client = connect_http(http, config)
             .await
@@ -581,7 +680,12 @@ async fn run(options: &Options) -> Result<ExitCode, String> {
         let program = command.next().expect("parse checked a command is given");
         let stdio = StdioConfig::new(program)
             .args(command)
-            .stderr(StderrMode::Forward);
+            .stderr(StderrMode::Callback(Arc::new(|line| {
+                // One write per line: not cut by the CLI's own output.
+                let mut line = term::line(line);
+                line.push('\n');
+                let _ = std::io::stderr().write_all(line.as_bytes());
+            })));
         // Opens in the era the server speaks; a server that exits on the probe is started again
         // in the legacy era.
         let client = connect_stdio(stdio, config).await.map_err(describe)?;
@@ -627,19 +731,29 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
                 "instructions": init.instructions,
                 "supportedVersions": supported,
             });
-            let _ = writeln!(out, "{object}");
+            let _ = writeln!(out, "{}", term::json(&object.to_string()));
         } else {
             let info = &init.server_info;
-            let _ = writeln!(out, "server: {} {}", info.name, info.version);
+            let line = |text: String| term::line(&text);
+            let _ = writeln!(
+                out,
+                "{}",
+                line(format!("server: {} {}", info.name, info.version))
+            );
             let _ = writeln!(out, "era: {era}");
-            let _ = writeln!(out, "protocol version: {}", init.protocol_version);
+            let version = line(format!("protocol version: {}", init.protocol_version));
+            let _ = writeln!(out, "{version}");
             if let Some(supported) = supported {
-                let _ = writeln!(out, "supported versions: {}", supported.join(", "));
+                let supported = line(format!("supported versions: {}", supported.join(", ")));
+                let _ = writeln!(out, "{supported}");
             }
+            // Pretty JSON keeps its lines; its strings are escaped.
             let capabilities = serde_json::to_string_pretty(&init.capabilities)
                 .unwrap_or_else(|_| init.capabilities.to_string());
+            let capabilities = term::shown(&capabilities, term::Layout::Text);
             let _ = writeln!(out, "capabilities: {capabilities}");
             if let Some(instructions) = &init.instructions {
+                let instructions = term::shown(instructions, term::Layout::Text);
                 let _ = writeln!(out, "instructions: {instructions}");
             }
         }
@@ -652,15 +766,12 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
         let tools = client.list_tools().await.map_err(fail)?;
         if options.json {
             let raw: Vec<&serde_json::value::RawValue> = tools.iter().map(|t| t.raw()).collect();
-            let _ = writeln!(
-                out,
-                "{}",
-                serde_json::to_string(&raw).expect("raw JSON serializes")
-            );
+            let text = serde_json::to_string(&raw).expect("raw JSON serializes");
+            let _ = writeln!(out, "{}", term::json(&text));
         } else {
             for tool in &tools {
                 let description = tool.description.as_deref().unwrap_or("");
-                let _ = writeln!(out, "{}\t{}", tool.name, first_line(description));
+                let _ = writeln!(out, "{}", listed(&tool.name, description));
             }
         }
         return Ok(Outcome {
@@ -679,7 +790,8 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
                 .as_deref()
                 .map(|m| format!(" {m}"))
                 .unwrap_or_default();
-            eprintln!("progress: {}{total}{}", p.progress, one_line(&message));
+            let line = format!("progress: {}{total}{message}", p.progress);
+            eprintln!("{}", term::line(&line));
         };
         let request = Request::call_tool(name, arguments.clone());
         result = Some(
@@ -724,9 +836,10 @@ fn call_arguments(options: &Options) -> Result<Value, String> {
     }
 }
 
-/// A description's first line, as the list shows it.
-fn first_line(description: &str) -> &str {
-    description.lines().next().unwrap_or("")
+/// A tool's line in the list: its name, a tab, its description's first line.
+fn listed(name: &str, description: &str) -> String {
+    let first_line = description.lines().next().unwrap_or("");
+    format!("{}\t{}", term::line(name), term::line(first_line))
 }
 
 /// A call's result on stdout: its bridged text, or with `--json` one object.
@@ -738,9 +851,9 @@ fn print_result(out: &mut impl Write, result: &CallToolResult, json: bool) {
             "isError": result.is_error,
             "structuredContent": result.structured_content,
         });
-        let _ = writeln!(out, "{object}");
+        let _ = writeln!(out, "{}", term::json(&object.to_string()));
     } else {
-        let _ = writeln!(out, "{text}");
+        let _ = writeln!(out, "{}", term::shown(&text, term::Layout::Text));
     }
 }
 
@@ -793,7 +906,7 @@ fn demo() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("mcp-client: {}", one_line(&e));
+            eprintln!("mcp-client: {}", term::line(&e));
             ExitCode::from(1)
         }
     }

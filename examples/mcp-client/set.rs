@@ -3,7 +3,7 @@
 //! (`server__tool`), a call routed to its server; a server that failed is reported on stderr
 //! and the exit code says so (3, when what was asked for still worked).
 
-use crate::{call_arguments, client_config, describe, first_line, one_line, print_result};
+use crate::{call_arguments, client_config, describe, listed, print_result, term};
 use crate::{Options, Outcome};
 use mcp_client::config::ExpandOptions;
 use mcp_client::config::ServersConfig;
@@ -46,7 +46,8 @@ pub async fn run(file: &Path, options: &Options) -> Result<ExitCode, String> {
         set_config.on_started = Some(std::sync::Arc::new(move |name, outcome| {
             if let Ok(n) = outcome {
                 eprintln!(
-                    "ok {name} ({n} tool{}, {:.2} s)",
+                    "ok {} ({n} tool{}, {:.2} s)",
+                    term::line(name),
                     plural(n),
                     started.elapsed().as_secs_f64()
                 );
@@ -134,10 +135,8 @@ async fn session(
     let tools = set.tools().await;
     for name in set.server_names() {
         if let Some((_, cause)) = failures.iter().find(|(n, _)| n == name) {
-            eprintln!(
-                "mcp-client: server {name:?} failed: {}",
-                one_line(&describe(cause))
-            )
+            let line = format!("server {name:?} failed: {}", describe(cause));
+            eprintln!("mcp-client: {}", term::line(&line))
         }
     }
     let total = set.server_names().len();
@@ -151,7 +150,8 @@ async fn session(
     }
     if options.verbose {
         for (server, tool, why) in set.skipped() {
-            eprintln!("mcp-client: left out {server:?}'s tool {tool:?}: {why}");
+            let line = format!("left out {server:?}'s tool {tool:?}: {why}");
+            eprintln!("mcp-client: {}", term::line(&line));
         }
     }
     if failures.len() == total {
@@ -165,7 +165,7 @@ async fn session(
     let mut out = std::io::stdout().lock();
     let Some(name) = &options.call else {
         if options.json {
-            let listed: Vec<serde_json::Value> = tools
+            let objects: Vec<serde_json::Value> = tools
                 .iter()
                 .map(|t| {
                     let d = t.definition();
@@ -178,10 +178,11 @@ async fn session(
                     })
                 })
                 .collect();
-            let _ = writeln!(out, "{}", serde_json::Value::Array(listed));
+            let text = serde_json::Value::Array(objects).to_string();
+            let _ = writeln!(out, "{}", term::json(&text));
         } else {
             for tool in &tools {
-                let _ = writeln!(out, "{}\t{}", tool.name(), first_line(tool.description()));
+                let _ = writeln!(out, "{}", listed(tool.name(), tool.description()));
             }
         }
         return Ok(Outcome {
@@ -224,6 +225,6 @@ fn call_failure(e: SetError, failures: &[(String, Error)]) -> String {
                 None => format!("no tool named {name:?} (without --call, the tools are listed)"),
             }
         }
-        other => one_line(&describe(other)),
+        other => describe(other),
     }
 }

@@ -38,6 +38,15 @@
 //! `exit-on-discover` (exits with code 3 on it), `slow-discover-error` (-32601 to it after 3 s,
 //! while other requests are answered at once).
 //!
+//! Behaviours of the legacy era for the CLI's tests: `hostile-text` (every string a person may be
+//! shown holds [`HOSTILE`]'s terminal escapes: its identity and instructions, its tools' names and
+//! descriptions, and in each `tools/call` a log message, a progress message (when the call has a
+//! `progressToken`), a stderr line and the result's text; tool `fail` is a JSON-RPC error with it,
+//! `crash` writes it on stderr and exits with code 3, `ask-form` and `ask-url` ask the client for a
+//! form- or URL-mode `elicitation/create` (the URL is the `url` argument, else a link that shows one
+//! URL and opens another) and answer its reply, as JSON text); `show-capabilities` (logs the
+//! capabilities of each `initialize` on stderr: `serve: client capabilities {…}`).
+//!
 //! In the modern and dual eras, every `initialize` and `server/discover` received is logged on
 //! stderr (`serve: got initialize`), and so is the end of input, with their counts (`serve: end of
 //! input; initialize ×0, server/discover ×1`).
@@ -108,7 +117,18 @@ struct Behaviour {
     /// A `tools/call` that asks for progress gets five progress notifications and its answer
     /// in one write (other calls keep the other behaviours).
     progress_burst: bool,
+    /// `hostile-text`: [`HOSTILE`] in every string a person may be shown (legacy era).
+    hostile_text: bool,
+    /// `show-capabilities`: each `initialize`'s capabilities logged on stderr.
+    show_capabilities: bool,
 }
+
+/// What `hostile-text` puts in every string: an OSC 8 link that shows one URL and opens another,
+/// a window title (OSC 0, ended by BEL), erase-line and hidden-text CSI sequences, a C1 CSI
+/// (U+009B), DEL, NUL, a carriage return that would overwrite the line, a vertical tab and a
+/// backspace.
+pub const HOSTILE: &str = "\x1b]8;;https://evil.example/steal\x1b\\https://accounts.google.com/signin\x1b]8;;\x1b\\ \
+    \x1b]0;PWNED-TITLE\x07 \x1b[2K all good \x1b[8m hidden \u{9b}31m red \x7f\0 over\rwrite \x0b\x08";
 
 /// Collects what is written and hands it to the writer thread at each flush (`threaded` mode, in
 /// which call threads answer on their own, out of order; and `slow-discover-error`, whose late
@@ -208,6 +228,8 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "slow-discover" => b.slow_discover = true,
                         "grow" => b.grow = true,
                         "progress-burst" => b.progress_burst = true,
+                        "hostile-text" => b.hostile_text = true,
+                        "show-capabilities" => b.show_capabilities = true,
                         "exit-before-handshake" => {
                             eprintln!("serve: exiting before the handshake, on purpose");
                             return ExitCode::from(4);
@@ -301,6 +323,12 @@ fn run(b: Behaviour) -> ExitCode {
             }
             continue;
         }
+        if b.show_capabilities && method == "initialize" {
+            eprintln!(
+                "serve: client capabilities {}",
+                msg["params"]["capabilities"]
+            );
+        }
         if b.era != Era::Legacy {
             match method {
                 "initialize" => {
@@ -339,6 +367,19 @@ fn run(b: Behaviour) -> ExitCode {
             }
         } else {
             let reply = match method {
+                "initialize" if b.hostile_text => Ok(json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}, "logging": {}, "experimental": {HOSTILE: HOSTILE}},
+                    "serverInfo": {"name": format!("evil {HOSTILE}"), "version": HOSTILE},
+                    "instructions": format!("line one\n{HOSTILE}\nline three")
+                })),
+                "tools/list" if b.hostile_text => Ok(json!({"tools": [
+                    {"name": "echo", "description": format!("{HOSTILE}\nsecond line"),
+                     "inputSchema": {"type": "object", "properties": {"hostile": {"description": HOSTILE}}}},
+                    {"name": format!("evil{HOSTILE}"), "description": "a hostile name",
+                     "inputSchema": {"type": "object"}}
+                ]})),
+                "tools/call" if b.hostile_text => hostile_call(&msg, &mut input, &mut out),
                 "initialize" => {
                     let asked = msg["params"]["protocolVersion"]
                         .as_str()
@@ -762,6 +803,72 @@ fn call(
         extra = ask_client(input, out);
     }
     Some(tools::call(&msg["params"], &extra))
+}
+
+/// A `tools/call` of `hostile-text`.
+fn hostile_call(
+    msg: &Value,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> Result<Value, Value> {
+    let params = &msg["params"];
+    let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                     "params": {"level": "warning", "logger": HOSTILE, "data": HOSTILE}});
+    let _ = writeln!(out, "{log}");
+    if let Some(token) = params["_meta"].get("progressToken") {
+        let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": 1, "total": 2, "message": HOSTILE}});
+        let _ = writeln!(out, "{progress}");
+    }
+    let _ = out.flush();
+    eprintln!("serve: {HOSTILE}");
+    let asked = match params["name"].as_str().unwrap_or_default() {
+        "fail" => return Err(json!({"code": -32000, "message": HOSTILE})),
+        "crash" => {
+            eprintln!("serve: crashing {HOSTILE}");
+            std::process::exit(3);
+        }
+        "ask-form" => json!({
+            "message": HOSTILE,
+            "requestedSchema": {"type": "object", "properties": {
+                format!("name{HOSTILE}"): {"type": "string", "default": HOSTILE}
+            }}
+        }),
+        "ask-url" => {
+            let url = params["arguments"]["url"].as_str().unwrap_or(HOSTILE);
+            json!({"mode": "url", "message": HOSTILE, "url": url, "elicitationId": "e-1"})
+        }
+        _ => {
+            let text = format!("text {HOSTILE}\nsecond line\r\n");
+            return Ok(json!({"content": [{"type": "text", "text": text}]}));
+        }
+    };
+    let request = json!({"jsonrpc": "2.0", "id": "srv-elicit", "method": "elicitation/create", "params": asked});
+    let _ = writeln!(out, "{request}");
+    let _ = out.flush();
+    let mut line = String::new();
+    let answer = loop {
+        line.clear();
+        if input.read_line(&mut line).unwrap_or(0) == 0 {
+            break Value::Null;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(&line) {
+            if v["id"] == "srv-elicit" && v.get("method").is_none() {
+                break v;
+            }
+        }
+    };
+    // As JSON text with no control character left raw (DEL and C1 escaped too), so that the
+    // answer reads back the same however the client shows the text.
+    let mut text = String::from("answer: ");
+    for c in answer.to_string().chars() {
+        match c {
+            '\x7f' | '\u{80}'..='\u{9f}' => text.push_str(&format!("\\u{:04x}", c as u32)),
+            c => text.push(c),
+        }
+    }
+    eprintln!("serve: elicitation {text}");
+    Ok(json!({"content": [{"type": "text", "text": text}]}))
 }
 
 /// Sends the client a ping and a request it does not implement; returns what it answered.
