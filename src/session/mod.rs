@@ -370,6 +370,8 @@ struct Core {
     /// With the probe racing `initialize`: why `initialize` failed, while the probe may still
     /// show a modern server.
     init_failed: Option<SessionError>,
+    /// The legacy version `initialize` offers, once a -32022 named one (else the latest).
+    legacy_offer: Option<&'static str>,
     /// What the server said of itself at the opening (in the modern era, assembled from the
     /// `server/discover` result).
     init: Option<InitializeResult>,
@@ -405,6 +407,7 @@ impl Session {
                 init_id: None,
                 probe_id: None,
                 init_failed: None,
+                legacy_offer: None,
                 init: None,
                 pending: PendingTable::default(),
                 transmits: VecDeque::new(),
@@ -1008,6 +1011,7 @@ impl Core {
         if !self.pending.contains_key(&id) {
             return;
         }
+        self.report_ignored_hints(id, &outcome);
         if let (Some(Era::Modern), TransportKind::Http, Ok(Reply::Tools(page))) =
             (self.era, self.config.transport, &mut outcome)
         {
@@ -1026,6 +1030,34 @@ impl Core {
             id,
             result: outcome,
         });
+    }
+}
+
+impl Core {
+    /// Reports the cache hints of a result that were ignored ([`Warning::CacheHintIgnored`]),
+    /// before its outcome.
+    fn report_ignored_hints(&mut self, id: RequestId, outcome: &Result<Reply, RequestError>) {
+        let ignored = match outcome {
+            Ok(Reply::Tools(page)) => page.ignored_hints(),
+            Ok(Reply::Discover(d)) => d.ignored_hints(),
+            _ => return,
+        };
+        if ignored.is_empty() {
+            return;
+        }
+        let method = self
+            .pending
+            .get(&id)
+            .map(|p| p.method.clone())
+            .unwrap_or_default();
+        for hint in ignored {
+            self.events
+                .push_back(Event::Warning(Warning::CacheHintIgnored {
+                    method: method.clone(),
+                    field: hint.field,
+                    reason: hint.reason.clone(),
+                }));
+        }
     }
 }
 

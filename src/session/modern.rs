@@ -64,6 +64,8 @@ pub(super) struct Modern {
     pub(super) discover: Option<DiscoverResult>,
     /// The opening's `server/discover` was already retried after -32022.
     discover_retried: bool,
+    /// `server/discover` was sent again after `initialize` met a -32022 naming a modern version.
+    reprobed: bool,
     /// Per tool name, the `x-mcp-header` parameters to mirror (HTTP), from the latest listing.
     tool_headers: HashMap<String, ParamHeaders>,
 }
@@ -82,10 +84,17 @@ impl Modern {
             meta_map: Map::new(),
             discover: None,
             discover_retried: false,
+            reprobed: false,
             tool_headers: HashMap::new(),
         };
         m.set_version(MODERN_PROTOCOL_VERSIONS[0]);
         m
+    }
+
+    /// Whether `server/discover` may be sent again after `initialize` met a -32022 naming a
+    /// modern version (once per session): it may, and now it has been.
+    pub(super) fn reprobe(&mut self) -> bool {
+        !std::mem::replace(&mut self.reprobed, true)
     }
 
     /// The version requests carry from now on; the `_meta` is made once for it.
@@ -244,9 +253,27 @@ fn supported_versions(error: &RpcError) -> Option<Vec<String>> {
     )
 }
 
+/// What a -32022 error says the server supports, when `error` is one that says.
+pub(super) fn unsupported_version(error: &RequestError) -> Option<(Vec<String>, &RpcError)> {
+    match error {
+        RequestError::Rpc(e) if e.code == UNSUPPORTED_PROTOCOL_VERSION => {
+            supported_versions(e).map(|theirs| (theirs, e))
+        }
+        _ => None,
+    }
+}
+
 /// The first modern version of ours the server lists.
-fn common_modern(theirs: &[String]) -> Option<&'static str> {
+pub(super) fn common_modern(theirs: &[String]) -> Option<&'static str> {
     MODERN_PROTOCOL_VERSIONS
+        .iter()
+        .find(|v| theirs.iter().any(|t| t == *v))
+        .copied()
+}
+
+/// The newest legacy version of ours the server lists.
+pub(super) fn common_legacy_version(theirs: &[String]) -> Option<&'static str> {
+    SUPPORTED_PROTOCOL_VERSIONS
         .iter()
         .find(|v| theirs.iter().any(|t| t == *v))
         .copied()
@@ -254,19 +281,44 @@ fn common_modern(theirs: &[String]) -> Option<&'static str> {
 
 /// Whether the server lists a legacy version this client speaks.
 fn common_legacy(theirs: &[String]) -> bool {
-    SUPPORTED_PROTOCOL_VERSIONS
-        .iter()
-        .any(|v| theirs.iter().any(|t| t == v))
+    common_legacy_version(theirs).is_some()
 }
 
-/// Every version this client speaks, modern first.
-fn ours() -> Vec<String> {
-    MODERN_PROTOCOL_VERSIONS
-        .iter()
-        .chain(SUPPORTED_PROTOCOL_VERSIONS)
-        .map(|v| v.to_string())
-        .collect()
+impl Core {
+    /// Every version this session may speak, modern first: both eras', or one era's when
+    /// [`Config::era`](super::Config::era) forces it.
+    pub(super) fn ours(&self) -> Vec<String> {
+        let modern = self.config.era != super::EraChoice::Legacy;
+        let legacy = self.config.era != super::EraChoice::Modern;
+        let modern = MODERN_PROTOCOL_VERSIONS.iter().filter(|_| modern);
+        let legacy = SUPPORTED_PROTOCOL_VERSIONS.iter().filter(|_| legacy);
+        modern.chain(legacy).map(|v| v.to_string()).collect()
+    }
+
+    /// Why the opening ends after the server refused version `requested` (-32022) listing
+    /// `theirs`, with no retry left: it refused a version it lists itself (`message` says what it
+    /// said), or no version is in common (it may have named none).
+    pub(super) fn version_failure(
+        &self,
+        theirs: Vec<String>,
+        requested: &str,
+        message: &str,
+    ) -> SessionError {
+        let ours = self.ours();
+        if theirs.iter().any(|t| ours.contains(t)) {
+            SessionError::VersionRefused {
+                requested: requested.to_owned(),
+                supported: theirs,
+                message: message.chars().take(MAX_QUOTED_MESSAGE).collect(),
+            }
+        } else {
+            SessionError::NoCommonVersion { theirs, ours }
+        }
+    }
 }
+
+/// The most of a server's error message quoted in a [`SessionError::VersionRefused`].
+const MAX_QUOTED_MESSAGE: usize = 256;
 
 /// Whether a JSON-RPC error is one only a modern server sends: it identifies a modern server.
 ///
@@ -329,8 +381,12 @@ impl Core {
     /// failed, in which case its failure is the session's.
     fn legacy_fallback(&mut self) {
         self.probe_id = None;
-        if let Some(e) = self.init_failed.take() {
-            return self.fail(e);
+        match self.init_failed.take() {
+            // `initialize` was refused already: what it said decides (a -32022 naming a legacy
+            // version both speak is answered with it; the probe said the server is not modern).
+            Some(SessionError::Initialize(e)) => return self.initialize_refused(e, false),
+            Some(e) => return self.fail(e),
+            None => {}
         }
         if self.init_id.is_none() {
             let Some(now) = self.now else {
@@ -352,12 +408,11 @@ impl Core {
                     // A dual-era server whose modern versions are not ours.
                     return self.legacy_fallback();
                 }
+                // No modern version in common, and (forced modern) the legacy ones do not count.
                 let theirs = d.supported_versions;
                 self.probe_id = None;
-                self.fail(SessionError::NoCommonVersion {
-                    theirs,
-                    ours: ours(),
-                })
+                let ours = self.ours();
+                self.fail(SessionError::NoCommonVersion { theirs, ours })
             }
             Err(RequestError::Rpc(e)) if is_modern_error(&e) => {
                 // A modern server. -32022 names the versions it speaks.
@@ -379,10 +434,8 @@ impl Core {
                         return self.legacy_fallback();
                     }
                     self.probe_id = None;
-                    return self.fail(SessionError::NoCommonVersion {
-                        theirs,
-                        ours: ours(),
-                    });
+                    let failure = self.version_failure(theirs, self.modern.version, &e.message);
+                    return self.fail(failure);
                 }
                 self.probe_id = None;
                 self.fail(SessionError::Discover(modern_error(e)))
@@ -601,7 +654,7 @@ impl Core {
                 return Some(RequestError::UnsupportedVersion {
                     requested: self.modern.version.to_owned(),
                     supported: theirs,
-                    ours: ours(),
+                    ours: self.ours(),
                 });
             }
         }
