@@ -1287,3 +1287,122 @@ fn a_request_refused_in_a_version_the_server_lists_says_so() {
         other => panic!("{other:?}"),
     }
 }
+
+// ---- the tools' mirrored headers, remembered --------------------------------------------------------
+
+fn annotated(name: &str) -> Value {
+    json!({"name": name, "inputSchema": {"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}}}})
+}
+
+/// Reads one `tools/list` page (cursor `cursor`) holding `tools`, with `next` as its cursor.
+fn list_page(
+    s: &mut Session,
+    now: Instant,
+    cursor: Option<&str>,
+    tools: Vec<Value>,
+    next: Option<&str>,
+) {
+    let h = s.list_tools(cursor, now).unwrap();
+    transmits(s);
+    let mut page = json!({"tools": tools});
+    if let Some(next) = next {
+        page["nextCursor"] = json!(next);
+    }
+    result(s, h.0, &page.to_string(), now);
+    events(s);
+}
+
+fn region_header_of_call(s: &mut Session, tool: &str, now: Instant) -> Option<String> {
+    s.call_tool(tool, json!({"region": "eu"}), now).unwrap();
+    let out = transmits(s);
+    header(&out[0], "Mcp-Param-Region").map(str::to_owned)
+}
+
+#[test]
+fn a_tool_never_listed_needs_a_listing_and_one_listed_carries_its_headers_on_its_first_call() {
+    let (mut s, now) = http();
+    assert!(s.needs_listing_for("query"), "never listed");
+    list_page(
+        &mut s,
+        now,
+        None,
+        vec![annotated("query"), json!({"name": "plain"})],
+        None,
+    );
+    assert!(!s.needs_listing_for("query"));
+    assert!(!s.needs_listing_for("plain"), "known, without headers");
+    assert!(s.needs_listing_for("other"));
+    assert_eq!(
+        region_header_of_call(&mut s, "query", now).as_deref(),
+        Some("eu")
+    );
+    assert_eq!(region_header_of_call(&mut s, "plain", now), None);
+    // Over a stream, and in the legacy era, there are no such headers to know.
+    let (s, _) = modern();
+    assert!(!s.needs_listing_for("query"));
+    let mut s = Session::new(Config {
+        era: EraChoice::Legacy,
+        transport: TransportKind::Http,
+        ..Config::default()
+    });
+    s.initialize(Instant::now()).unwrap();
+    sent(&mut s);
+    result(&mut s, 0, INIT, Instant::now());
+    assert!(!s.needs_listing_for("query"));
+}
+
+#[test]
+fn a_listing_that_fails_half_way_keeps_the_earlier_tools_headers_and_a_complete_one_replaces_them()
+{
+    let (mut s, now) = http();
+    list_page(&mut s, now, None, vec![annotated("a")], Some("p2"));
+    list_page(&mut s, now, Some("p2"), vec![annotated("b")], None);
+    // A new listing: its first page is read, its second fails.
+    list_page(&mut s, now, None, vec![annotated("a")], Some("p2"));
+    let h = s.list_tools(Some("p2"), now).unwrap();
+    transmits(&mut s);
+    error(&mut s, h.0, r#"{"code":-32603,"message":"oops"}"#, now);
+    events(&mut s);
+    assert_eq!(
+        region_header_of_call(&mut s, "b", now).as_deref(),
+        Some("eu"),
+        "b's headers are still known, as the driver's cached list still has b"
+    );
+    // A complete listing without b: b is forgotten.
+    list_page(&mut s, now, None, vec![annotated("a")], None);
+    assert!(s.needs_listing_for("b"));
+    assert_eq!(region_header_of_call(&mut s, "b", now), None);
+    assert_eq!(
+        region_header_of_call(&mut s, "a", now).as_deref(),
+        Some("eu")
+    );
+}
+
+#[test]
+fn the_remembered_tools_are_capped() {
+    use mcp_proto::session::MAX_REMEMBERED_TOOLS;
+    let (mut s, now) = http();
+    let many =
+        |prefix: &str, n: usize| (0..n).map(|i| annotated(&format!("{prefix}{i}"))).collect();
+    list_page(
+        &mut s,
+        now,
+        None,
+        many("t", MAX_REMEMBERED_TOOLS + 10),
+        None,
+    );
+    assert!(!s.needs_listing_for("t0"));
+    assert!(!s.needs_listing_for(&format!("t{}", MAX_REMEMBERED_TOOLS - 1)));
+    assert!(
+        s.needs_listing_for(&format!("t{MAX_REMEMBERED_TOOLS}")),
+        "past the cap"
+    );
+    // A later listing of other tools makes room for its own, dropping the earlier ones.
+    list_page(&mut s, now, None, many("u", 20), Some("more"));
+    assert!(!s.needs_listing_for("u19"));
+    assert_eq!(
+        region_header_of_call(&mut s, "u3", now).as_deref(),
+        Some("eu")
+    );
+}

@@ -19,6 +19,7 @@ pub mod request;
 mod server;
 
 pub use dispatch::{MAX_ECHOED_ID, MAX_ECHOED_METHOD};
+pub use modern::MAX_REMEMBERED_TOOLS;
 pub use pending::TimerFor;
 use pending::{Pending, PendingTable};
 use request::Timeout;
@@ -449,6 +450,24 @@ impl Session {
         self.core.era == Some(Era::Modern)
             && self.core.config.transport == TransportKind::Http
             && request.method() == crate::CallTool::NAME
+    }
+
+    /// Whether a `tools/call` of `tool` would go out without knowing the tool's mirrored
+    /// headers: in the modern era over HTTP, when no `tools/list` this session read showed
+    /// `tool` (see [`MAX_REMEMBERED_TOOLS`]). A driver that makes a first call of a tool it never
+    /// listed (a command line's one call) lists first, page by page until the tool shows or the
+    /// pages end, so that the call carries its `Mcp-Param-*` headers; otherwise the call goes
+    /// out as it is, and a -32020 leads to the re-list and retry
+    /// ([`retries_on_header_mismatch`](Self::retries_on_header_mismatch)). Always `false` in
+    /// the legacy era and over a stream, where there are no such headers.
+    ///
+    /// > "When a server's tool definition includes `x-mcp-header` annotations, conforming
+    /// > clients MUST mirror the designated parameter values into HTTP headers." — MCP
+    /// > 2026-07-28, Streamable HTTP § Custom Headers from Tool Parameters
+    pub fn needs_listing_for(&self, tool: &str) -> bool {
+        self.core.era == Some(Era::Modern)
+            && self.core.config.transport == TransportKind::Http
+            && !self.core.knows_tool(tool)
     }
 
     /// What the server said of itself at the opening, once it completed: its `initialize` answer

@@ -66,8 +66,68 @@ pub(super) struct Modern {
     discover_retried: bool,
     /// `server/discover` was sent again after `initialize` met a -32022 naming a modern version.
     reprobed: bool,
-    /// Per tool name, the `x-mcp-header` parameters to mirror (HTTP), from the latest listing.
-    tool_headers: HashMap<String, ParamHeaders>,
+    /// Per tool name, the `x-mcp-header` parameters to mirror (HTTP), from the listings read.
+    tool_headers: ToolHeaders,
+}
+
+/// The most tools whose mirrored headers (`x-mcp-header`, modern era over HTTP) a session
+/// remembers from the `tools/list` results it reads (4096). Past it, the tools of a listing that
+/// do not fit are not remembered: a call of one goes out without its `Mcp-Param-*` headers, the
+/// server's -32020 says so, and the driver re-lists and retries once
+/// ([`Session::retries_on_header_mismatch`](super::Session::retries_on_header_mismatch)).
+pub const MAX_REMEMBERED_TOOLS: usize = 4096;
+
+/// The tools a session has seen listed, each with its mirrored headers (none for most), so that
+/// the first call of a tool carries them. A listing replaces what an earlier one said when it
+/// completes (its last page read); one that fails half way leaves the earlier tools in place, as
+/// a driver's cached tool list does. At most [`MAX_REMEMBERED_TOOLS`] tools.
+#[derive(Debug, Default)]
+struct ToolHeaders {
+    /// By name: the listing that last showed the tool, and its headers.
+    by_name: HashMap<String, (u64, ParamHeaders)>,
+    /// The listing being read (counts first pages).
+    listing: u64,
+    /// The tools of earlier listings were already dropped to make room during this one.
+    swept: bool,
+}
+
+impl ToolHeaders {
+    fn get(&self, tool: &str) -> Option<&ParamHeaders> {
+        self.by_name.get(tool).map(|(_, spec)| spec)
+    }
+
+    /// A first page: a new listing starts.
+    fn begin(&mut self) {
+        self.listing += 1;
+        self.swept = false;
+    }
+
+    /// `tool` is on a page of the current listing, with these headers.
+    fn remember(&mut self, tool: &str, spec: ParamHeaders) {
+        if let Some(entry) = self.by_name.get_mut(tool) {
+            *entry = (self.listing, spec);
+            return;
+        }
+        if self.by_name.len() >= MAX_REMEMBERED_TOOLS && !self.swept {
+            // Room for this listing's tools first: drop those only earlier listings showed.
+            self.swept = true;
+            let current = self.listing;
+            self.by_name.retain(|_, (seen, _)| *seen == current);
+        }
+        if self.by_name.len() < MAX_REMEMBERED_TOOLS {
+            self.by_name.insert(tool.to_owned(), (self.listing, spec));
+        }
+    }
+
+    fn forget(&mut self, tool: &str) {
+        self.by_name.remove(tool);
+    }
+
+    /// The last page of the current listing was read: the tools it did not show are gone.
+    fn end(&mut self) {
+        let current = self.listing;
+        self.by_name.retain(|_, (seen, _)| *seen == current);
+    }
 }
 
 impl Modern {
@@ -85,7 +145,7 @@ impl Modern {
             discover: None,
             discover_retried: false,
             reprobed: false,
-            tool_headers: HashMap::new(),
+            tool_headers: ToolHeaders::default(),
         };
         m.set_version(MODERN_PROTOCOL_VERSIONS[0]);
         m
@@ -674,27 +734,23 @@ impl Core {
         first_page: bool,
         page: &mut crate::types::ListToolsResult,
     ) {
+        let known = &mut self.modern.tool_headers;
         if first_page {
-            // A new listing: what the previous one said no longer counts.
-            self.modern.tool_headers.clear();
+            known.begin();
         }
         let mut rejected = Vec::new();
         page.tools.retain(|tool| {
-            let Some(schema) = tool.input_schema.as_ref() else {
-                self.modern.tool_headers.remove(&tool.name);
+            let schema = tool
+                .input_schema
+                .as_ref()
+                .and_then(|s| serde_json::from_str::<Value>(s.get()).ok());
+            let Some(schema) = schema else {
+                known.remember(&tool.name, ParamHeaders::default());
                 return true;
             };
-            let schema: Value = match serde_json::from_str(schema.get()) {
-                Ok(v) => v,
-                Err(_) => return true,
-            };
             match ParamHeaders::from_input_schema(&schema) {
-                Ok(spec) if spec.is_empty() => {
-                    self.modern.tool_headers.remove(&tool.name);
-                    true
-                }
                 Ok(spec) => {
-                    self.modern.tool_headers.insert(tool.name.clone(), spec);
+                    known.remember(&tool.name, spec);
                     true
                 }
                 Err(e) => {
@@ -702,13 +758,21 @@ impl Core {
                         tool: tool.name.chars().take(128).collect(),
                         reason: e.to_string(),
                     });
-                    self.modern.tool_headers.remove(&tool.name);
+                    known.forget(&tool.name);
                     false
                 }
             }
         });
+        if page.next_cursor.is_none() {
+            known.end();
+        }
         self.stats.tools_rejected += rejected.len() as u64;
         self.events.extend(rejected.into_iter().map(Event::Warning));
+    }
+
+    /// Whether a `tools/list` read by this session showed `tool` (see `ToolHeaders`).
+    pub(super) fn knows_tool(&self, tool: &str) -> bool {
+        self.modern.tool_headers.get(tool).is_some()
     }
 
     /// Whether request `id` is a `tools/list` for the first page (no cursor).
