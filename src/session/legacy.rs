@@ -203,8 +203,14 @@ impl Core {
                 self.initialize_inner(now);
                 return;
             }
-            let failure = self.version_failure(theirs, offered, &rpc.message);
-            return self.fail(failure);
+            if theirs.iter().any(|t| t == offered) {
+                // It refused the very version it lists: say so, rather than quote a list that
+                // has the version in it as if it did not.
+                let failure = self.version_failure(theirs, offered, &rpc.message);
+                return self.fail(failure);
+            }
+            // No version to retry with: the server's own words say why.
+            return self.fail(SessionError::Initialize(error));
         }
         let legacy_first = self.config.era == EraChoice::LegacyFirst;
         if legacy_first && may_probe && matches!(error, RequestError::Rpc(_)) {
