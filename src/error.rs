@@ -81,7 +81,7 @@ pub enum RequestError {
     },
     /// The server does not speak the protocol version the request carried, and no other
     /// version both speak was left to retry with (modern era, -32022).
-    #[error("the server does not support protocol version {requested} (it supports: {}; this client speaks: {})", supported.join(", "), ours.join(", "))]
+    #[error("{}", unsupported_text(requested, supported, ours))]
     UnsupportedVersion {
         /// The version the request carried.
         requested: String,
@@ -159,14 +159,65 @@ pub enum SessionError {
     /// modern).
     #[error("server/discover failed, so the server does not speak the modern era (2026-07-28) as asked: {0}")]
     Discover(RequestError),
-    /// The server and this client share no protocol version.
-    #[error("no protocol version in common: the server supports {}; this client speaks {}", theirs.join(", "), ours.join(", "))]
+    /// The server and this client share no protocol version (the server may have named none).
+    #[error("{}", no_common_text(theirs, ours))]
     NoCommonVersion {
         /// What the server supports.
         theirs: Vec<String>,
-        /// What this client speaks (modern and legacy).
+        /// What this client speaks (modern and legacy, or one era's when the configuration
+        /// forces it).
         ours: Vec<String>,
     },
+    /// The server refused the protocol version it was sent (-32022) although it lists that
+    /// version, or another this client speaks, as supported, and the one retry was spent: the
+    /// server contradicts itself, and its own message says what went wrong.
+    #[error("{}", refused_text(requested, supported, message))]
+    VersionRefused {
+        /// The version the refused request carried.
+        requested: String,
+        /// What the server said it supports (`data.supported`).
+        supported: Vec<String>,
+        /// The server's error message (at most 256 characters).
+        message: String,
+    },
+}
+
+/// [`SessionError::NoCommonVersion`]'s text: an empty list is said as such.
+fn no_common_text(theirs: &[String], ours: &[String]) -> String {
+    if theirs.is_empty() {
+        format!(
+            "no protocol version in common: the server names no version it supports; this client speaks {}",
+            ours.join(", ")
+        )
+    } else {
+        format!(
+            "no protocol version in common: the server supports {}; this client speaks {}",
+            theirs.join(", "),
+            ours.join(", ")
+        )
+    }
+}
+
+/// [`SessionError::VersionRefused`]'s text.
+fn refused_text(requested: &str, supported: &[String], message: &str) -> String {
+    let list = supported.join(", ");
+    if supported.iter().any(|s| s == requested) {
+        format!("the server refused protocol version {requested} although it lists it as supported ({list}); it said: {message:?}")
+    } else {
+        format!("the server refused protocol version {requested} and names {list}, which it did not accept when asked either; it said: {message:?}")
+    }
+}
+
+/// [`RequestError::UnsupportedVersion`]'s text: a server that lists the version it refused, or
+/// names none, is said to.
+fn unsupported_text(requested: &str, supported: &[String], ours: &[String]) -> String {
+    if supported.is_empty() {
+        format!("the server does not support protocol version {requested} and names no version it supports (this client speaks: {})", ours.join(", "))
+    } else if supported.iter().any(|s| s == requested) {
+        format!("the server refused protocol version {requested} although it lists it as supported (it lists: {})", supported.join(", "))
+    } else {
+        format!("the server does not support protocol version {requested} (it supports: {}; this client speaks: {})", supported.join(", "), ours.join(", "))
+    }
 }
 
 /// Peer misbehaviour the session tolerated: reported, never fatal.
@@ -219,6 +270,17 @@ pub enum Warning {
         what: crate::text::Damage,
         /// The length in bytes of the text mended (the message, or the result in it).
         len: usize,
+    },
+    /// A cache hint (`ttlMs`, `cacheScope`) of a result could not be used and was ignored; the
+    /// result was read all the same (see [`IgnoredHint`](crate::IgnoredHint)).
+    #[error("ignored the {field} cache hint of a {method} result: {reason}")]
+    CacheHintIgnored {
+        /// The request's method.
+        method: String,
+        /// The member: `ttlMs` or `cacheScope`.
+        field: &'static str,
+        /// Why, with the value.
+        reason: String,
     },
     /// A tool whose `x-mcp-header` annotations break the rules was left out of the tool list
     /// (modern era over HTTP).

@@ -76,6 +76,6 @@ pub use session::{
     Transmit, TransmitKind, TransportKind,
 };
 pub use types::{
-    CallToolResult, ContentBlock, DiscoverResult, Implementation, InitializeResult,
+    CallToolResult, ContentBlock, DiscoverResult, IgnoredHint, Implementation, InitializeResult,
     ListToolsResult, ResultType, Tool,
 };

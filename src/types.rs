@@ -144,12 +144,214 @@ impl Outcome for Value {
     }
 }
 
-/// How a list result may be cached (`cacheScope`, 2026-07-28).
+/// How a list result may be cached (`cacheScope`, 2026-07-28): `"public"` or `"private"`, the
+/// only values read (any other is ignored, see [`IgnoredHint`]).
 ///
 /// > "`"public"`: The response does not contain user-specific data. … `"private"`: The response
 /// > MAY be cached and reused only within the same authorization context." — MCP 2026-07-28,
 /// > schema `CacheableResult`
 pub type CacheScope = String;
+
+/// A cache hint (`ttlMs`, `cacheScope`) a result carried that could not be used, and was ignored:
+/// hints are hints, so an odd one never fails its result. The session reports each as a
+/// [`Warning::CacheHintIgnored`](crate::Warning::CacheHintIgnored).
+///
+/// > "`ttlMs: number` … `@minimum 0`" / "`cacheScope: "public" | "private"`" — MCP 2026-07-28,
+/// > schema `CacheableResult`; "The `ttlMs` field is a hint from the server" / "If `ttlMs` is
+/// > negative, clients **SHOULD** ignore it and treat it as `0`." — MCP 2026-07-28, Caching
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IgnoredHint {
+    /// The member: `ttlMs` or `cacheScope`.
+    pub field: &'static str,
+    /// Why it was ignored, with the value (a string quoted and cut to 64 characters).
+    pub reason: String,
+}
+
+/// The hints of one result that were ignored, behind one thin pointer (rare; the result stays
+/// small).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Ignored(Vec<IgnoredHint>);
+
+/// The longest part of a server's string quoted in an [`IgnoredHint`].
+const HINT_EXCERPT: usize = 64;
+
+/// A `ttlMs` as read: a whole number of milliseconds in range, else why not.
+#[derive(Debug, Clone, PartialEq, Default)]
+enum TtlWire {
+    #[default]
+    Absent,
+    Valid(u64),
+    /// Negative: read as 0, as the spec says.
+    Negative(String),
+    Invalid(String),
+}
+
+impl<'de> Deserialize<'de> for TtlWire {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match HintValue::deserialize(d)?.0 {
+            Value::Null => TtlWire::Absent,
+            Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                (Some(v), _, _) => TtlWire::Valid(v),
+                (None, Some(_), _) => TtlWire::Negative(format!("{n} is negative: read as 0")),
+                (_, _, Some(f)) if f < 0.0 => {
+                    TtlWire::Negative(format!("{n} is negative: read as 0"))
+                }
+                (_, _, Some(f)) if f.fract() == 0.0 && f < 18_446_744_073_709_551_616.0 => {
+                    // A whole number written with a fraction or an exponent (`1000.0`, `1e3`).
+                    TtlWire::Valid(f as u64)
+                }
+                (_, _, Some(f)) if f.fract() == 0.0 => {
+                    TtlWire::Invalid(format!("{n} is past the largest number of milliseconds"))
+                }
+                _ => TtlWire::Invalid(format!("{n} is not a whole number of milliseconds")),
+            },
+            other => TtlWire::Invalid(format!("{} where a number belongs", describe(&other))),
+        })
+    }
+}
+
+/// A `cacheScope` as read.
+#[derive(Debug, Clone, PartialEq, Default)]
+enum ScopeWire {
+    #[default]
+    Absent,
+    Valid(CacheScope),
+    Invalid(String),
+}
+
+impl<'de> Deserialize<'de> for ScopeWire {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match HintValue::deserialize(d)?.0 {
+            Value::Null => ScopeWire::Absent,
+            Value::String(s) if s == "public" || s == "private" => ScopeWire::Valid(s),
+            Value::String(s) => ScopeWire::Invalid(format!(
+                "{:?} is no cache scope (public or private)",
+                excerpt(&s)
+            )),
+            other => ScopeWire::Invalid(format!("{} where a string belongs", describe(&other))),
+        })
+    }
+}
+
+/// Any JSON value, read without failing, and without keeping more of it than a warning needs
+/// (a string is cut to [`HINT_EXCERPT`] characters; arrays and objects are skipped). An integer
+/// past `u64` comes as a float from serde_json, so it is a number too big, not a parse error.
+struct HintValue(Value);
+
+impl<'de> Deserialize<'de> for HintValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = HintValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<HintValue, E> {
+                Ok(HintValue(Value::Bool(v)))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<HintValue, E> {
+                Ok(HintValue(Value::from(v)))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<HintValue, E> {
+                Ok(HintValue(Value::from(v)))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<HintValue, E> {
+                // Not finite only from a parser that allows it; a string then describes it.
+                Ok(HintValue(
+                    serde_json::Number::from_f64(v)
+                        .map(Value::Number)
+                        .unwrap_or_else(|| Value::String(v.to_string())),
+                ))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<HintValue, E> {
+                Ok(HintValue(Value::String(excerpt(v))))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<HintValue, E> {
+                Ok(HintValue(Value::Null))
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<HintValue, E> {
+                Ok(HintValue(Value::Null))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<HintValue, D::Error> {
+                HintValue::deserialize(d)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<HintValue, A::Error> {
+                while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(HintValue(Value::Array(Vec::new())))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<HintValue, A::Error> {
+                while a
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(HintValue(Value::Object(Map::new())))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// At most [`HINT_EXCERPT`] characters of a server's string.
+fn excerpt(s: &str) -> String {
+    s.chars().take(HINT_EXCERPT).collect()
+}
+
+/// What kind of value a hint was, for its warning.
+fn describe(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("the string {:?}", excerpt(s)),
+        Value::Bool(b) => format!("{b}"),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+        Value::Number(n) => n.to_string(),
+        Value::Null => "null".into(),
+    }
+}
+
+/// The hints of a cacheable result, read leniently: what could be used, and what was ignored.
+fn read_hints(
+    ttl: TtlWire,
+    scope: ScopeWire,
+) -> (Option<u64>, Option<CacheScope>, Option<Box<Ignored>>) {
+    let mut ignored = Vec::new();
+    let ttl_ms = match ttl {
+        TtlWire::Absent => None,
+        TtlWire::Valid(v) => Some(v),
+        TtlWire::Negative(reason) => {
+            ignored.push(IgnoredHint {
+                field: "ttlMs",
+                reason,
+            });
+            Some(0)
+        }
+        TtlWire::Invalid(reason) => {
+            ignored.push(IgnoredHint {
+                field: "ttlMs",
+                reason,
+            });
+            None
+        }
+    };
+    let cache_scope = match scope {
+        ScopeWire::Absent => None,
+        ScopeWire::Valid(s) => Some(s),
+        ScopeWire::Invalid(reason) => {
+            ignored.push(IgnoredHint {
+                field: "cacheScope",
+                reason,
+            });
+            None
+        }
+    };
+    let ignored = (!ignored.is_empty()).then(|| Box::new(Ignored(ignored)));
+    (ttl_ms, cache_scope, ignored)
+}
 
 /// The name and version of an MCP implementation (`clientInfo` / `serverInfo`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -295,8 +497,11 @@ impl Serialize for Tool {
 }
 
 /// The `tools/list` result: one page of tools.
+///
+/// Its cache hints are read leniently ([`IgnoredHint`]): an odd `ttlMs` or `cacheScope` is
+/// ignored, and never loses the page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", from = "ListToolsWire")]
 pub struct ListToolsResult {
     /// The tools on this page.
     pub tools: Vec<Tool>,
@@ -304,15 +509,57 @@ pub struct ListToolsResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
     /// How long this page may be cached, in milliseconds (`ttlMs`, modern servers; `0`: stale at
-    /// once).
+    /// once). `None` when absent or ignored ([`ignored_hints`](Self::ignored_hints)); a negative
+    /// value reads as `0`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
-    /// Who may cache it (`cacheScope`: `"public"` or `"private"`, modern servers).
+    /// Who may cache it (`cacheScope`: `"public"` or `"private"`, modern servers); `None` when
+    /// absent or ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<CacheScope>,
     /// `resultType` as sent (modern servers); absent means complete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
+    /// The cache hints that were sent but ignored.
+    #[serde(skip)]
+    ignored: Option<Box<Ignored>>,
+}
+
+impl ListToolsResult {
+    /// The cache hints the server sent that could not be used, and were ignored (empty
+    /// normally).
+    pub fn ignored_hints(&self) -> &[IgnoredHint] {
+        self.ignored.as_deref().map_or(&[], |i| &i.0)
+    }
+}
+
+/// [`ListToolsResult`] as sent, its hints not yet judged.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListToolsWire {
+    tools: Vec<Tool>,
+    #[serde(default)]
+    next_cursor: Option<String>,
+    #[serde(default)]
+    ttl_ms: TtlWire,
+    #[serde(default)]
+    cache_scope: ScopeWire,
+    #[serde(default)]
+    result_type: Option<ResultType>,
+}
+
+impl From<ListToolsWire> for ListToolsResult {
+    fn from(w: ListToolsWire) -> Self {
+        let (ttl_ms, cache_scope, ignored) = read_hints(w.ttl_ms, w.cache_scope);
+        ListToolsResult {
+            tools: w.tools,
+            next_cursor: w.next_cursor,
+            ttl_ms,
+            cache_scope,
+            result_type: w.result_type,
+            ignored,
+        }
+    }
 }
 
 impl Outcome for ListToolsResult {
@@ -359,8 +606,11 @@ impl Outcome for CallToolResult {
 ///
 /// `supportedVersions` is required: a result without it (a legacy server answering every
 /// unknown method with `{}`) is no discover result.
+///
+/// Its cache hints are read leniently ([`IgnoredHint`]): an odd `ttlMs` or `cacheScope` is
+/// ignored, and never makes a modern server look legacy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", from = "DiscoverWire")]
 pub struct DiscoverResult {
     /// The protocol versions the server supports.
     pub supported_versions: Vec<String>,
@@ -390,6 +640,47 @@ pub struct DiscoverResult {
     /// `resultType` as sent; absent means complete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
+    /// The cache hints that were sent but ignored.
+    #[serde(skip)]
+    ignored: Option<Box<Ignored>>,
+}
+
+/// [`DiscoverResult`] as sent, its hints not yet judged.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DiscoverWire {
+    supported_versions: Vec<String>,
+    #[serde(default)]
+    capabilities: Value,
+    #[serde(default)]
+    instructions: Option<String>,
+    #[serde(default)]
+    ttl_ms: TtlWire,
+    #[serde(default)]
+    cache_scope: ScopeWire,
+    #[serde(default, rename = "_meta")]
+    meta: Option<Value>,
+    #[serde(default, rename = "serverInfo")]
+    body_server_info: Option<Value>,
+    #[serde(default)]
+    result_type: Option<ResultType>,
+}
+
+impl From<DiscoverWire> for DiscoverResult {
+    fn from(w: DiscoverWire) -> Self {
+        let (ttl_ms, cache_scope, ignored) = read_hints(w.ttl_ms, w.cache_scope);
+        DiscoverResult {
+            supported_versions: w.supported_versions,
+            capabilities: w.capabilities,
+            instructions: w.instructions,
+            ttl_ms,
+            cache_scope,
+            meta: w.meta,
+            body_server_info: w.body_server_info,
+            result_type: w.result_type,
+            ignored,
+        }
+    }
 }
 
 /// The `_meta` key under which a modern server names itself in every result.
@@ -399,6 +690,12 @@ pub struct DiscoverResult {
 pub const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 
 impl DiscoverResult {
+    /// The cache hints the server sent that could not be used, and were ignored (empty
+    /// normally).
+    pub fn ignored_hints(&self) -> &[IgnoredHint] {
+        self.ignored.as_deref().map_or(&[], |i| &i.0)
+    }
+
     /// The server's identity (`_meta["io.modelcontextprotocol/serverInfo"]`, else a `serverInfo`
     /// member of the result), when it gave a readable one.
     pub fn server_info(&self) -> Option<Implementation> {

@@ -688,3 +688,93 @@ fn probe_cost_against_server_everything() {
         }
     })
 }
+
+// ---- the modern era over HTTP, with the test kit's HTTP server ------------------------------------
+
+/// `mcp-client --url URL ARGS…` against a modern-only test kit HTTP server.
+fn cli_http(
+    behaviour: mcp_testkit::http_server::Behaviour,
+    args: &[&str],
+) -> (mcp_testkit::Finished, Vec<mcp_testkit::http_server::Logged>) {
+    let server = mcp_testkit::http_server::start(behaviour).expect("listen on 127.0.0.1");
+    let mut command = std::process::Command::new(mcp_testkit::example_bin("mcp-client"));
+    command.args(["--url", &server.url]).args(args);
+    let out = mcp_testkit::run_within(&mut command, Duration::from_secs(60));
+    (out, server.log())
+}
+
+fn posts_of<'l>(
+    log: &'l [mcp_testkit::http_server::Logged],
+    method: &str,
+) -> Vec<&'l mcp_testkit::http_server::Logged> {
+    log.iter()
+        .filter(|l| l.method == "POST" && l.rpc_method().as_deref() == Some(method))
+        .collect()
+}
+
+#[test]
+fn the_clis_one_call_carries_its_mcp_param_headers_on_its_first_post() {
+    for json in [true, false] {
+        let (out, log) = cli_http(
+            mcp_testkit::http_server::Behaviour {
+                modern: true,
+                param_header: true,
+                json,
+                ..Default::default()
+            },
+            &["--call", "region", "--args", r#"{"region":"eu-west"}"#],
+        );
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(out.stdout.trim(), "region eu-west", "{out:?}");
+        let calls = posts_of(&log, "tools/call");
+        assert_eq!(calls.len(), 1, "no -32020 and retry: {calls:?}");
+        assert_eq!(calls[0].header("mcp-param-region"), Some("eu-west"));
+        assert_eq!(calls[0].header("mcp-name"), Some("region"));
+        // What it costs: one listing (one page) before the call, no initialize.
+        assert_eq!(posts_of(&log, "tools/list").len(), 1);
+        assert_eq!(posts_of(&log, "initialize").len(), 0);
+        let methods: Vec<String> = log.iter().filter_map(|l| l.rpc_method()).collect();
+        assert_eq!(
+            methods,
+            ["server/discover", "tools/list", "tools/call"],
+            "json {json}"
+        );
+    }
+}
+
+#[test]
+fn odd_cache_hints_from_a_real_server_lose_no_tool_and_keep_it_modern() {
+    for hints in [
+        json!({"ttlMs": -5, "cacheScope": "public"}),
+        json!({"ttlMs": 1.5, "cacheScope": 7}),
+        json!({"ttlMs": 18446744073709551616.0_f64, "cacheScope": "everyone"}),
+        json!({"ttlMs": "60000", "cacheScope": null}),
+    ] {
+        let behaviour = mcp_testkit::http_server::Behaviour {
+            modern: true,
+            json: true,
+            cache_hints: Some(hints.clone()),
+            ..Default::default()
+        };
+        let (out, log) = cli_http(behaviour.clone(), &["--info"]);
+        assert!(out.status.success(), "{hints}: {out:?}");
+        assert!(
+            out.stdout.contains("era: modern"),
+            "{hints}: {}",
+            out.stdout
+        );
+        assert_eq!(
+            posts_of(&log, "initialize").len(),
+            0,
+            "{hints}: no fallback"
+        );
+        let (out, _) = cli_http(behaviour, &[]);
+        assert!(out.status.success(), "{hints}: {out:?}");
+        assert_eq!(
+            out.stdout.lines().count(),
+            6,
+            "{hints}: every tool: {}",
+            out.stdout
+        );
+    }
+}

@@ -370,15 +370,24 @@ fn a_version_mismatch_is_retried_once_with_the_servers_version_even_the_same_one
     );
     assert_ne!(out[0]["id"], 0, "a new id");
     assert_modern_meta(&out[0], "2026-07-28");
-    // A second mismatch is final.
+    // A second mismatch is final, and says what happened: not "no version in common".
     let id = out[0]["id"].as_u64().unwrap();
     error(&mut s, id, mismatch, now);
     assert!(sent(&mut s).is_empty());
     match events(&mut s).as_slice() {
-        [Event::Failed(SessionError::NoCommonVersion { theirs, ours })] => {
-            assert_eq!(theirs, &["2026-07-28"]);
-            assert!(ours.contains(&"2026-07-28".to_string()));
-            assert!(ours.contains(&"2025-11-25".to_string()));
+        [Event::Failed(
+            e @ SessionError::VersionRefused {
+                requested,
+                supported,
+                message,
+            },
+        )] => {
+            assert_eq!(requested, "2026-07-28");
+            assert_eq!(supported, &["2026-07-28"]);
+            assert_eq!(message, "Unsupported protocol version");
+            let text = e.to_string();
+            assert!(!text.contains("no protocol version in common"), "{text}");
+            assert!(text.contains("although it lists it"), "{text}");
         }
         other => panic!("{other:?}"),
     }
@@ -958,4 +967,439 @@ fn over_http_cancelling_closes_the_stream_and_posts_nothing() {
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].kind, TransmitKind::Abort { id: h });
     assert!(out[0].payload.is_empty());
+}
+
+// ---- cache hints are hints ----------------------------------------------------------------------
+
+/// Odd `ttlMs` / `cacheScope` values, with what is read from each (`None`: ignored).
+const ODD_HINTS: &[(&str, &str, Option<u64>, Option<&str>)] = &[
+    ("-5", r#""public""#, Some(0), Some("public")),
+    ("1.5", r#""private""#, None, Some("private")),
+    ("18446744073709551616", r#""public""#, None, Some("public")),
+    ("1e30", "7", None, None),
+    (r#""60000""#, r#""shared""#, None, None),
+    ("true", "null", None, None),
+    ("{}", "[]", None, None),
+    ("1000.0", r#""public""#, Some(1000), Some("public")),
+    (
+        "18446744073709551615",
+        r#""private""#,
+        Some(u64::MAX),
+        Some("private"),
+    ),
+];
+
+#[test]
+fn an_odd_cache_hint_on_a_discover_result_is_ignored_and_the_server_stays_modern() {
+    for (ttl, scope, want_ttl, want_scope) in ODD_HINTS {
+        let now = Instant::now();
+        let mut s = Session::new(Config::default());
+        s.initialize(now).unwrap();
+        sent(&mut s);
+        let answer = format!(
+            r#"{{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{{}},"ttlMs":{ttl},"cacheScope":{scope}}}"#
+        );
+        result(&mut s, 0, &answer, now);
+        assert!(
+            sent(&mut s).is_empty(),
+            "{ttl} {scope}: no initialize, the server is modern"
+        );
+        let ev = events(&mut s);
+        assert_eq!(ev.last(), Some(&Event::Ready), "{ttl} {scope}: {ev:?}");
+        let odd = want_ttl.is_none() || *ttl == "-5";
+        let warned = |field: &str| {
+            ev.iter().any(|e| {
+                matches!(e, Event::Warning(Warning::CacheHintIgnored { method, field: f, .. })
+                    if method == "server/discover" && *f == field)
+            })
+        };
+        assert_eq!(warned("ttlMs"), odd, "{ttl}: {ev:?}");
+        assert_eq!(
+            warned("cacheScope"),
+            want_scope.is_none() && *scope != "null",
+            "{scope}: {ev:?}"
+        );
+        assert_eq!(s.era(), Some(Era::Modern));
+        let d = s.discover_result().unwrap();
+        assert_eq!(d.ttl_ms, *want_ttl, "{ttl}");
+        assert_eq!(d.cache_scope.as_deref(), *want_scope, "{scope}");
+    }
+}
+
+#[test]
+fn an_odd_cache_hint_on_a_tools_page_never_loses_the_tools() {
+    for transport in [TransportKind::Stream, TransportKind::Http] {
+        for (ttl, scope, want_ttl, want_scope) in ODD_HINTS {
+            let (mut s, now) = modern_with(Config {
+                transport,
+                ..Config::default()
+            });
+            let h = s.list_tools(None, now).unwrap();
+            transmits(&mut s);
+            let page = format!(
+                r#"{{"resultType":"complete","tools":[{{"name":"echo","inputSchema":{{"type":"object"}}}}],"ttlMs":{ttl},"cacheScope":{scope}}}"#
+            );
+            result(&mut s, h.0, &page, now);
+            let ev = events(&mut s);
+            let page = ev.iter().find_map(|e| match e {
+                Event::Response {
+                    id,
+                    result: Ok(Reply::Tools(page)),
+                } if *id == h => Some(page),
+                _ => None,
+            });
+            let page = page.unwrap_or_else(|| panic!("{ttl} {scope}: {ev:?}"));
+            assert_eq!(page.tools.len(), 1);
+            assert_eq!(page.ttl_ms, *want_ttl);
+            assert_eq!(page.cache_scope.as_deref(), *want_scope);
+            // The warnings come before the answer, each naming the field.
+            for hint in page.ignored_hints() {
+                assert!(ev.iter().any(|e| matches!(e,
+                    Event::Warning(w @ Warning::CacheHintIgnored { field, .. })
+                        if *field == hint.field && w.to_string().contains("tools/list"))));
+            }
+        }
+    }
+    // A hostile string is quoted short in the warning, never whole.
+    let (mut s, now) = modern();
+    let h = s.list_tools(None, now).unwrap();
+    sent(&mut s);
+    let long = "x".repeat(100_000);
+    let page = format!(r#"{{"tools":[],"ttlMs":"{long}","cacheScope":"{long}"}}"#);
+    result(&mut s, h.0, &page, now);
+    for e in events(&mut s) {
+        if let Event::Warning(w) = e {
+            assert!(w.to_string().len() < 300, "{}", w.to_string().len());
+        }
+    }
+}
+
+// ---- -32022 after a legacy fallback ---------------------------------------------------------------
+
+const MODERN_ONLY_INIT_REFUSAL: &str = r#"{"code":-32022,"message":"this server speaks only 2026-07-28","data":{"supported":["2026-07-28"],"requested":"2025-11-25"}}"#;
+
+#[test]
+fn after_a_fallback_a_32022_to_initialize_naming_a_modern_version_is_answered_in_it() {
+    // The probe's answer could not be read (here: no discover result), so the client fell back;
+    // the server's -32022 to `initialize` shows it is modern after all.
+    let now = Instant::now();
+    let mut s = Session::new(Config::default());
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    result(&mut s, 0, r#"{"supportedVersions":"garbled"}"#, now);
+    assert_eq!(sent(&mut s)[0]["method"], "initialize");
+    error(&mut s, 1, MODERN_ONLY_INIT_REFUSAL, now);
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["method"], "server/discover", "speaks the version");
+    assert_modern_meta(&out[0], "2026-07-28");
+    assert!(events(&mut s).is_empty(), "not failed: {:?}", s.state());
+    let id = out[0]["id"].as_u64().unwrap();
+    result(&mut s, id, DISCOVER, now);
+    assert_eq!(events(&mut s), vec![Event::Ready]);
+    assert_eq!(s.era(), Some(Era::Modern));
+    // Only once: a server that then says legacy again ends the opening with initialize's error.
+    let mut s = Session::new(Config::default());
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    error(&mut s, 0, r#"{"code":-32601,"message":"no"}"#, now);
+    assert_eq!(sent(&mut s)[0]["method"], "initialize");
+    error(&mut s, 1, MODERN_ONLY_INIT_REFUSAL, now);
+    let again = sent(&mut s);
+    assert_eq!(again[0]["method"], "server/discover");
+    let id = again[0]["id"].as_u64().unwrap();
+    error(&mut s, id, r#"{"code":-32601,"message":"no"}"#, now);
+    assert!(sent(&mut s).is_empty(), "no third opening");
+    match events(&mut s).as_slice() {
+        [Event::Failed(SessionError::Initialize(RequestError::Rpc(e)))] => {
+            assert_eq!(e.code, -32022)
+        }
+        other => panic!("{other:?}"),
+    }
+    // Forced legacy does not go modern: it fails with the server's own words.
+    let mut s = Session::new(config(EraChoice::Legacy));
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    error(&mut s, 0, MODERN_ONLY_INIT_REFUSAL, now);
+    assert!(sent(&mut s).is_empty());
+    match events(&mut s).as_slice() {
+        [Event::Failed(e @ SessionError::Initialize(RequestError::Rpc(_)))] => {
+            assert!(e.to_string().contains("speaks only 2026-07-28"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_32022_to_initialize_naming_another_legacy_version_is_answered_in_it_once() {
+    let now = Instant::now();
+    let mut s = Session::new(config(EraChoice::Legacy));
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    let older = r#"{"code":-32022,"message":"old server","data":{"supported":["2025-03-26","1999-01-01"],"requested":"2025-11-25"}}"#;
+    error(&mut s, 0, older, now);
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["method"], "initialize");
+    assert_eq!(out[0]["params"]["protocolVersion"], "2025-03-26");
+    let id = out[0]["id"].as_u64().unwrap();
+    result(
+        &mut s,
+        id,
+        r#"{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"old","version":"1"}}"#,
+        now,
+    );
+    assert_eq!(events(&mut s), vec![Event::Ready]);
+    assert_eq!(s.protocol_version(), Some("2025-03-26"));
+    // The same after an Auto fallback; and a server that refuses the version it named ends it,
+    // saying so.
+    let mut s = Session::new(Config::default());
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    error(&mut s, 0, r#"{"code":-32601,"message":"no"}"#, now);
+    sent(&mut s);
+    error(&mut s, 1, older, now);
+    let out = sent(&mut s);
+    assert_eq!(out[0]["params"]["protocolVersion"], "2025-03-26");
+    let id = out[0]["id"].as_u64().unwrap();
+    let again = r#"{"code":-32022,"message":"still no","data":{"supported":["2025-03-26"],"requested":"2025-03-26"}}"#;
+    error(&mut s, id, again, now);
+    assert!(sent(&mut s).is_empty());
+    match events(&mut s).as_slice() {
+        [Event::Failed(e @ SessionError::VersionRefused { requested, .. })] => {
+            assert_eq!(requested, "2025-03-26");
+            assert!(e.to_string().contains("still no"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+// ---- honest version errors ----------------------------------------------------------------------
+
+#[test]
+fn version_errors_never_list_one_version_on_both_sides_nor_an_empty_list() {
+    let now = Instant::now();
+    let texts = |answer: Result<&str, &str>, era: EraChoice| {
+        let mut s = Session::new(config(era));
+        s.initialize(now).unwrap();
+        sent(&mut s);
+        match answer {
+            Ok(r) => result(&mut s, 0, r, now),
+            Err(e) => error(&mut s, 0, e, now),
+        }
+        let failed: Vec<String> = events(&mut s)
+            .iter()
+            .filter_map(|e| match e {
+                Event::Failed(e) => Some(e.to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(failed.len(), 1, "{answer:?}");
+        failed[0].clone()
+    };
+    let cases = [
+        // An empty list, from a discover result and from a -32022.
+        (
+            Ok(r#"{"supportedVersions":[],"capabilities":{}}"#),
+            EraChoice::Auto,
+        ),
+        (
+            Err(
+                r#"{"code":-32022,"message":"no","data":{"supported":[],"requested":"2026-07-28"}}"#,
+            ),
+            EraChoice::Auto,
+        ),
+        (
+            Err(r#"{"code":-32022,"message":"no","data":{"supported":[7, null],"requested":"x"}}"#),
+            EraChoice::Modern,
+        ),
+        // A legacy-only server when modern is forced: legacy versions are not "ours" then.
+        (
+            Ok(r#"{"supportedVersions":["2025-11-25"],"capabilities":{}}"#),
+            EraChoice::Modern,
+        ),
+        (
+            Err(
+                r#"{"code":-32022,"message":"no","data":{"supported":["2025-06-18"],"requested":"2026-07-28"}}"#,
+            ),
+            EraChoice::Modern,
+        ),
+    ];
+    for (answer, era) in cases {
+        let text = texts(answer, era);
+        if let Some((_, lists)) = text.split_once("no protocol version in common: ") {
+            let (theirs, ours) = lists.split_once("; this client speaks ").expect(&text);
+            assert!(!ours.trim().is_empty(), "{text}");
+            if let Some(theirs) = theirs.strip_prefix("the server supports ") {
+                assert!(!theirs.trim().is_empty(), "{text}");
+                for v in theirs.split(", ") {
+                    assert!(
+                        !ours.split(", ").any(|o| o == v),
+                        "both sides list {v}: {text}"
+                    );
+                }
+            } else {
+                assert!(theirs.contains("names no version"), "{text}");
+            }
+        }
+        assert!(!text.contains("supports ;"), "{text}");
+        assert!(!text.contains("supports: ;"), "{text}");
+    }
+}
+
+#[test]
+fn a_request_refused_in_a_version_the_server_lists_says_so() {
+    let (mut s, now) = modern();
+    let h = s.call_tool("echo", json!({}), now).unwrap();
+    sent(&mut s);
+    let mismatch = r#"{"code":-32022,"message":"no","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}"#;
+    error(&mut s, h.0, mismatch, now);
+    let retry = sent(&mut s);
+    let id = retry[0]["id"].as_u64().unwrap();
+    error(&mut s, id, mismatch, now);
+    match events(&mut s).as_slice() {
+        [Event::Response {
+            result: Err(e @ RequestError::UnsupportedVersion { .. }),
+            ..
+        }] => {
+            let text = e.to_string();
+            assert!(!text.contains("does not support"), "{text}");
+            assert!(text.contains("although it lists it"), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let (mut s, now) = modern();
+    let h = s.call_tool("echo", json!({}), now).unwrap();
+    error(
+        &mut s,
+        h.0,
+        r#"{"code":-32022,"message":"no","data":{"supported":[],"requested":"2026-07-28"}}"#,
+        now,
+    );
+    match events(&mut s).as_slice() {
+        [Event::Response { result: Err(e), .. }] => {
+            let text = e.to_string();
+            assert!(text.contains("names no version"), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+// ---- the tools' mirrored headers, remembered --------------------------------------------------------
+
+fn annotated(name: &str) -> Value {
+    json!({"name": name, "inputSchema": {"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}}}})
+}
+
+/// Reads one `tools/list` page (cursor `cursor`) holding `tools`, with `next` as its cursor.
+fn list_page(
+    s: &mut Session,
+    now: Instant,
+    cursor: Option<&str>,
+    tools: Vec<Value>,
+    next: Option<&str>,
+) {
+    let h = s.list_tools(cursor, now).unwrap();
+    transmits(s);
+    let mut page = json!({"tools": tools});
+    if let Some(next) = next {
+        page["nextCursor"] = json!(next);
+    }
+    result(s, h.0, &page.to_string(), now);
+    events(s);
+}
+
+fn region_header_of_call(s: &mut Session, tool: &str, now: Instant) -> Option<String> {
+    s.call_tool(tool, json!({"region": "eu"}), now).unwrap();
+    let out = transmits(s);
+    header(&out[0], "Mcp-Param-Region").map(str::to_owned)
+}
+
+#[test]
+fn a_tool_never_listed_needs_a_listing_and_one_listed_carries_its_headers_on_its_first_call() {
+    let (mut s, now) = http();
+    assert!(s.needs_listing_for("query"), "never listed");
+    list_page(
+        &mut s,
+        now,
+        None,
+        vec![annotated("query"), json!({"name": "plain"})],
+        None,
+    );
+    assert!(!s.needs_listing_for("query"));
+    assert!(!s.needs_listing_for("plain"), "known, without headers");
+    assert!(s.needs_listing_for("other"));
+    assert_eq!(
+        region_header_of_call(&mut s, "query", now).as_deref(),
+        Some("eu")
+    );
+    assert_eq!(region_header_of_call(&mut s, "plain", now), None);
+    // Over a stream, and in the legacy era, there are no such headers to know.
+    let (s, _) = modern();
+    assert!(!s.needs_listing_for("query"));
+    let mut s = Session::new(Config {
+        era: EraChoice::Legacy,
+        transport: TransportKind::Http,
+        ..Config::default()
+    });
+    s.initialize(Instant::now()).unwrap();
+    sent(&mut s);
+    result(&mut s, 0, INIT, Instant::now());
+    assert!(!s.needs_listing_for("query"));
+}
+
+#[test]
+fn a_listing_that_fails_half_way_keeps_the_earlier_tools_headers_and_a_complete_one_replaces_them()
+{
+    let (mut s, now) = http();
+    list_page(&mut s, now, None, vec![annotated("a")], Some("p2"));
+    list_page(&mut s, now, Some("p2"), vec![annotated("b")], None);
+    // A new listing: its first page is read, its second fails.
+    list_page(&mut s, now, None, vec![annotated("a")], Some("p2"));
+    let h = s.list_tools(Some("p2"), now).unwrap();
+    transmits(&mut s);
+    error(&mut s, h.0, r#"{"code":-32603,"message":"oops"}"#, now);
+    events(&mut s);
+    assert_eq!(
+        region_header_of_call(&mut s, "b", now).as_deref(),
+        Some("eu"),
+        "b's headers are still known, as the driver's cached list still has b"
+    );
+    // A complete listing without b: b is forgotten.
+    list_page(&mut s, now, None, vec![annotated("a")], None);
+    assert!(s.needs_listing_for("b"));
+    assert_eq!(region_header_of_call(&mut s, "b", now), None);
+    assert_eq!(
+        region_header_of_call(&mut s, "a", now).as_deref(),
+        Some("eu")
+    );
+}
+
+#[test]
+fn the_remembered_tools_are_capped() {
+    use mcp_proto::session::MAX_REMEMBERED_TOOLS;
+    let (mut s, now) = http();
+    let many =
+        |prefix: &str, n: usize| (0..n).map(|i| annotated(&format!("{prefix}{i}"))).collect();
+    list_page(
+        &mut s,
+        now,
+        None,
+        many("t", MAX_REMEMBERED_TOOLS + 10),
+        None,
+    );
+    assert!(!s.needs_listing_for("t0"));
+    assert!(!s.needs_listing_for(&format!("t{}", MAX_REMEMBERED_TOOLS - 1)));
+    assert!(
+        s.needs_listing_for(&format!("t{MAX_REMEMBERED_TOOLS}")),
+        "past the cap"
+    );
+    // A later listing of other tools makes room for its own, dropping the earlier ones.
+    list_page(&mut s, now, None, many("u", 20), Some("more"));
+    assert!(!s.needs_listing_for("u19"));
+    assert_eq!(
+        region_header_of_call(&mut s, "u3", now).as_deref(),
+        Some("eu")
+    );
 }

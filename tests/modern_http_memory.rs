@@ -276,3 +276,41 @@ fn a_dropped_call_aborts_its_exchange_and_posts_nothing() {
         "no notification over HTTP in the modern era"
     );
 }
+
+#[test]
+fn a_tool_never_listed_is_learned_before_its_first_call_which_carries_its_headers() {
+    let transport = HttpMemory::new(|seen, _| {
+        Some(match seen.method.as_deref()? {
+            "server/discover" => Ok(discover()),
+            "tools/list" => Ok(
+                json!({"resultType": "complete", "tools": [tool(true)], "ttlMs": -1, "cacheScope": 3}),
+            ),
+            "tools/call" => match seen.header("Mcp-Param-Region") {
+                Some("eu") => Ok(json!({"content": [{"type": "text", "text": "rows from eu"}]})),
+                _ => Err(json!({"code": -32020, "message": "Header mismatch"})),
+            },
+            _ => Err(json!({"code": -32601, "message": "no"})),
+        })
+    });
+    let seen = transport.seen.clone();
+    smol::block_on(async {
+        let client = Client::new(transport);
+        client.initialize().await.unwrap();
+        client.learn_tool("query").await.unwrap();
+        client.learn_tool("query").await.unwrap();
+        let result = client
+            .call_tool("query", json!({"region": "eu", "limit": 5}))
+            .await
+            .unwrap();
+        assert_eq!(result.text(), "rows from eu");
+    });
+    let seen = seen.lock().unwrap();
+    let methods: Vec<&str> = seen.iter().filter_map(|s| s.method.as_deref()).collect();
+    assert_eq!(
+        methods,
+        ["server/discover", "tools/list", "tools/call"],
+        "one listing, odd cache hints and all; the call's first POST carries its headers"
+    );
+    assert_eq!(seen[2].header("Mcp-Param-Region"), Some("eu"));
+    assert_eq!(seen[2].header("Mcp-Param-Limit"), Some("5"));
+}

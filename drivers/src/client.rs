@@ -657,6 +657,27 @@ impl<T: Transport> Client<T> {
         }
     }
 
+    /// Makes sure the first call of tool `name` carries its mirrored headers: when the session
+    /// does not know them ([`Session::needs_listing_for`]: modern era over HTTP, and no listing
+    /// showed the tool), lists the tools page by page until it shows or the pages end — one
+    /// round trip for a tool on the first page. Does nothing otherwise. For a caller about to
+    /// call a tool it never listed (a command line's one call); a caller that lists first needs
+    /// it not.
+    pub async fn learn_tool(&self, name: &str) -> Result<(), Error> {
+        let mut guard = Pagination::new(self.max_tool_pages).max_bytes(self.max_tool_bytes);
+        let mut cursor: Option<String> = None;
+        while self.lock().session.needs_listing_for(name) {
+            guard.admit().map_err(pagination)?;
+            let page = self.list_tools_page(cursor.as_deref()).await?;
+            let bytes = page.tools.iter().map(|t| t.raw().get().len()).sum();
+            match guard.follow(page.next_cursor, bytes).map_err(pagination)? {
+                None => break,
+                next => cursor = next,
+            }
+        }
+        Ok(())
+    }
+
     /// Calls a tool with the model's raw arguments (`null` becomes `{}`). A result with
     /// `isError: true` is still `Ok`: see [`CallToolResult::is_error`] and [`CallToolResult::text`].
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {

@@ -779,6 +779,10 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
             calls_per_second: None,
         });
     };
+    // In the modern era over HTTP, the call's first POST carries the tool's `Mcp-Param-*`
+    // headers: the tools are listed first (one round trip, the cheapest way to know them) when
+    // the session does not know them. A listing that fails leaves the call to say what is wrong.
+    let _ = client.learn_tool(name).await;
     let started = Instant::now();
     let mut result = None;
     if options.repeat <= 1 {

@@ -39,9 +39,14 @@ impl Session {
 }
 
 impl Core {
+    /// Sends `initialize`, offering the latest legacy revision (or the one a -32022 named, see
+    /// `initialize_refused`).
     pub(super) fn initialize_inner(&mut self, now: Instant) -> RequestId {
         let params = InitializeParams {
-            protocol_version: LATEST_PROTOCOL_VERSION.to_owned(),
+            protocol_version: self
+                .legacy_offer
+                .unwrap_or(LATEST_PROTOCOL_VERSION)
+                .to_owned(),
             capabilities: self.config.capabilities.to_json(),
             client_info: self.config.client_info.clone(),
         };
@@ -157,20 +162,62 @@ impl Core {
 
 impl Core {
     /// `initialize` failed (refused, unreadable): while the probe may still show a modern server
-    /// the failure waits for it; with [`EraChoice::LegacyFirst`], a JSON-RPC refusal sends the
-    /// probe; else the session fails.
+    /// the failure waits for it; else see [`initialize_refused`](Self::initialize_refused).
     fn initialize_failed(&mut self, error: RequestError) {
         if self.probe_id.is_some() {
             self.init_failed = Some(SessionError::Initialize(error));
             return;
         }
-        if self.config.era == EraChoice::LegacyFirst && self.init.is_none() {
-            if let (RequestError::Rpc(_), Some(now)) = (&error, self.now) {
-                // The remembered era was wrong: probe, as `Auto` would have.
+        self.initialize_refused(error, true)
+    }
+
+    /// `initialize` failed with no probe racing it. A -32022 that names a version both speak is
+    /// answered by speaking it: a modern one by `server/discover` with it (unless `may_probe` is
+    /// false: a probe just said the server is not modern), a legacy one by `initialize` offering
+    /// it (once). With [`EraChoice::LegacyFirst`], any other JSON-RPC refusal sends the probe.
+    /// Else the session fails, saying what happened.
+    ///
+    /// > "a recognized modern JSON-RPC error (such as `UnsupportedProtocolVersionError`)
+    /// > identifies a modern server: the client retries with a supported version rather than
+    /// > falling back." / "The client **SHOULD** select a mutually supported version from the
+    /// > `supported` list and retry the request, or surface an error to the user if no
+    /// > compatible version exists." — MCP 2026-07-28, Versioning
+    pub(super) fn initialize_refused(&mut self, error: RequestError, may_probe: bool) {
+        let (Some(now), None) = (self.now, self.init.as_ref()) else {
+            return self.fail(SessionError::Initialize(error));
+        };
+        let modern_allowed = self.config.era != EraChoice::Legacy && may_probe;
+        if let Some((theirs, rpc)) = super::modern::unsupported_version(&error) {
+            let offered = self.legacy_offer.unwrap_or(LATEST_PROTOCOL_VERSION);
+            let modern = super::modern::common_modern(&theirs).filter(|_| modern_allowed);
+            if let Some(v) = modern.filter(|_| self.modern.reprobe()) {
+                // A modern server that refuses `initialize`: speak its version.
+                self.modern.set_version(v);
                 self.init_failed = Some(SessionError::Initialize(error));
                 self.discover(now, None);
                 return;
             }
+            let legacy = super::modern::common_legacy_version(&theirs);
+            if let (None, Some(v)) = (self.legacy_offer, legacy.filter(|v| *v != offered)) {
+                self.legacy_offer = Some(v);
+                self.initialize_inner(now);
+                return;
+            }
+            if theirs.iter().any(|t| t == offered) {
+                // It refused the very version it lists: say so, rather than quote a list that
+                // has the version in it as if it did not.
+                let failure = self.version_failure(theirs, offered, &rpc.message);
+                return self.fail(failure);
+            }
+            // No version to retry with: the server's own words say why.
+            return self.fail(SessionError::Initialize(error));
+        }
+        let legacy_first = self.config.era == EraChoice::LegacyFirst;
+        if legacy_first && may_probe && matches!(error, RequestError::Rpc(_)) {
+            // The remembered era was wrong: probe, as `Auto` would have.
+            self.init_failed = Some(SessionError::Initialize(error));
+            self.discover(now, None);
+            return;
         }
         self.fail(SessionError::Initialize(error))
     }

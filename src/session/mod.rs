@@ -19,6 +19,7 @@ pub mod request;
 mod server;
 
 pub use dispatch::{MAX_ECHOED_ID, MAX_ECHOED_METHOD};
+pub use modern::MAX_REMEMBERED_TOOLS;
 pub use pending::TimerFor;
 use pending::{Pending, PendingTable};
 use request::Timeout;
@@ -373,6 +374,8 @@ struct Core {
     /// With the probe racing `initialize`: why `initialize` failed, while the probe may still
     /// show a modern server.
     init_failed: Option<SessionError>,
+    /// The legacy version `initialize` offers, once a -32022 named one (else the latest).
+    legacy_offer: Option<&'static str>,
     /// What the server said of itself at the opening (in the modern era, assembled from the
     /// `server/discover` result).
     init: Option<InitializeResult>,
@@ -408,6 +411,7 @@ impl Session {
                 init_id: None,
                 probe_id: None,
                 init_failed: None,
+                legacy_offer: None,
                 init: None,
                 pending: PendingTable::default(),
                 transmits: VecDeque::new(),
@@ -449,6 +453,24 @@ impl Session {
         self.core.era == Some(Era::Modern)
             && self.core.config.transport == TransportKind::Http
             && request.method() == crate::CallTool::NAME
+    }
+
+    /// Whether a `tools/call` of `tool` would go out without knowing the tool's mirrored
+    /// headers: in the modern era over HTTP, when no `tools/list` this session read showed
+    /// `tool` (see [`MAX_REMEMBERED_TOOLS`]). A driver that makes a first call of a tool it never
+    /// listed (a command line's one call) lists first, page by page until the tool shows or the
+    /// pages end, so that the call carries its `Mcp-Param-*` headers; otherwise the call goes
+    /// out as it is, and a -32020 leads to the re-list and retry
+    /// ([`retries_on_header_mismatch`](Self::retries_on_header_mismatch)). Always `false` in
+    /// the legacy era and over a stream, where there are no such headers.
+    ///
+    /// > "When a server's tool definition includes `x-mcp-header` annotations, conforming
+    /// > clients MUST mirror the designated parameter values into HTTP headers." — MCP
+    /// > 2026-07-28, Streamable HTTP § Custom Headers from Tool Parameters
+    pub fn needs_listing_for(&self, tool: &str) -> bool {
+        self.core.era == Some(Era::Modern)
+            && self.core.config.transport == TransportKind::Http
+            && !self.core.knows_tool(tool)
     }
 
     /// What the server said of itself at the opening, once it completed: its `initialize` answer
@@ -1048,6 +1070,7 @@ impl Core {
         if !self.pending.contains_key(&id) {
             return;
         }
+        self.report_ignored_hints(id, &outcome);
         if let (Some(Era::Modern), TransportKind::Http, Ok(Reply::Tools(page))) =
             (self.era, self.config.transport, &mut outcome)
         {
@@ -1066,6 +1089,34 @@ impl Core {
             id,
             result: outcome,
         });
+    }
+}
+
+impl Core {
+    /// Reports the cache hints of a result that were ignored ([`Warning::CacheHintIgnored`]),
+    /// before its outcome.
+    fn report_ignored_hints(&mut self, id: RequestId, outcome: &Result<Reply, RequestError>) {
+        let ignored = match outcome {
+            Ok(Reply::Tools(page)) => page.ignored_hints(),
+            Ok(Reply::Discover(d)) => d.ignored_hints(),
+            _ => return,
+        };
+        if ignored.is_empty() {
+            return;
+        }
+        let method = self
+            .pending
+            .get(&id)
+            .map(|p| p.method.clone())
+            .unwrap_or_default();
+        for hint in ignored {
+            self.events
+                .push_back(Event::Warning(Warning::CacheHintIgnored {
+                    method: method.clone(),
+                    field: hint.field,
+                    reason: hint.reason.clone(),
+                }));
+        }
     }
 }
 

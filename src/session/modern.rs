@@ -64,8 +64,70 @@ pub(super) struct Modern {
     pub(super) discover: Option<DiscoverResult>,
     /// The opening's `server/discover` was already retried after -32022.
     discover_retried: bool,
-    /// Per tool name, the `x-mcp-header` parameters to mirror (HTTP), from the latest listing.
-    tool_headers: HashMap<String, ParamHeaders>,
+    /// `server/discover` was sent again after `initialize` met a -32022 naming a modern version.
+    reprobed: bool,
+    /// Per tool name, the `x-mcp-header` parameters to mirror (HTTP), from the listings read.
+    tool_headers: ToolHeaders,
+}
+
+/// The most tools whose mirrored headers (`x-mcp-header`, modern era over HTTP) a session
+/// remembers from the `tools/list` results it reads (4096). Past it, the tools of a listing that
+/// do not fit are not remembered: a call of one goes out without its `Mcp-Param-*` headers, the
+/// server's -32020 says so, and the driver re-lists and retries once
+/// ([`Session::retries_on_header_mismatch`](super::Session::retries_on_header_mismatch)).
+pub const MAX_REMEMBERED_TOOLS: usize = 4096;
+
+/// The tools a session has seen listed, each with its mirrored headers (none for most), so that
+/// the first call of a tool carries them. A listing replaces what an earlier one said when it
+/// completes (its last page read); one that fails half way leaves the earlier tools in place, as
+/// a driver's cached tool list does. At most [`MAX_REMEMBERED_TOOLS`] tools.
+#[derive(Debug, Default)]
+struct ToolHeaders {
+    /// By name: the listing that last showed the tool, and its headers.
+    by_name: HashMap<String, (u64, ParamHeaders)>,
+    /// The listing being read (counts first pages).
+    listing: u64,
+    /// The tools of earlier listings were already dropped to make room during this one.
+    swept: bool,
+}
+
+impl ToolHeaders {
+    fn get(&self, tool: &str) -> Option<&ParamHeaders> {
+        self.by_name.get(tool).map(|(_, spec)| spec)
+    }
+
+    /// A first page: a new listing starts.
+    fn begin(&mut self) {
+        self.listing += 1;
+        self.swept = false;
+    }
+
+    /// `tool` is on a page of the current listing, with these headers.
+    fn remember(&mut self, tool: &str, spec: ParamHeaders) {
+        if let Some(entry) = self.by_name.get_mut(tool) {
+            *entry = (self.listing, spec);
+            return;
+        }
+        if self.by_name.len() >= MAX_REMEMBERED_TOOLS && !self.swept {
+            // Room for this listing's tools first: drop those only earlier listings showed.
+            self.swept = true;
+            let current = self.listing;
+            self.by_name.retain(|_, (seen, _)| *seen == current);
+        }
+        if self.by_name.len() < MAX_REMEMBERED_TOOLS {
+            self.by_name.insert(tool.to_owned(), (self.listing, spec));
+        }
+    }
+
+    fn forget(&mut self, tool: &str) {
+        self.by_name.remove(tool);
+    }
+
+    /// The last page of the current listing was read: the tools it did not show are gone.
+    fn end(&mut self) {
+        let current = self.listing;
+        self.by_name.retain(|_, (seen, _)| *seen == current);
+    }
 }
 
 impl Modern {
@@ -82,10 +144,17 @@ impl Modern {
             meta_map: Map::new(),
             discover: None,
             discover_retried: false,
-            tool_headers: HashMap::new(),
+            reprobed: false,
+            tool_headers: ToolHeaders::default(),
         };
         m.set_version(MODERN_PROTOCOL_VERSIONS[0]);
         m
+    }
+
+    /// Whether `server/discover` may be sent again after `initialize` met a -32022 naming a
+    /// modern version (once per session): it may, and now it has been.
+    pub(super) fn reprobe(&mut self) -> bool {
+        !std::mem::replace(&mut self.reprobed, true)
     }
 
     /// The version requests carry from now on; the `_meta` is made once for it.
@@ -244,9 +313,27 @@ fn supported_versions(error: &RpcError) -> Option<Vec<String>> {
     )
 }
 
+/// What a -32022 error says the server supports, when `error` is one that says.
+pub(super) fn unsupported_version(error: &RequestError) -> Option<(Vec<String>, &RpcError)> {
+    match error {
+        RequestError::Rpc(e) if e.code == UNSUPPORTED_PROTOCOL_VERSION => {
+            supported_versions(e).map(|theirs| (theirs, e))
+        }
+        _ => None,
+    }
+}
+
 /// The first modern version of ours the server lists.
-fn common_modern(theirs: &[String]) -> Option<&'static str> {
+pub(super) fn common_modern(theirs: &[String]) -> Option<&'static str> {
     MODERN_PROTOCOL_VERSIONS
+        .iter()
+        .find(|v| theirs.iter().any(|t| t == *v))
+        .copied()
+}
+
+/// The newest legacy version of ours the server lists.
+pub(super) fn common_legacy_version(theirs: &[String]) -> Option<&'static str> {
+    SUPPORTED_PROTOCOL_VERSIONS
         .iter()
         .find(|v| theirs.iter().any(|t| t == *v))
         .copied()
@@ -254,19 +341,44 @@ fn common_modern(theirs: &[String]) -> Option<&'static str> {
 
 /// Whether the server lists a legacy version this client speaks.
 fn common_legacy(theirs: &[String]) -> bool {
-    SUPPORTED_PROTOCOL_VERSIONS
-        .iter()
-        .any(|v| theirs.iter().any(|t| t == v))
+    common_legacy_version(theirs).is_some()
 }
 
-/// Every version this client speaks, modern first.
-fn ours() -> Vec<String> {
-    MODERN_PROTOCOL_VERSIONS
-        .iter()
-        .chain(SUPPORTED_PROTOCOL_VERSIONS)
-        .map(|v| v.to_string())
-        .collect()
+impl Core {
+    /// Every version this session may speak, modern first: both eras', or one era's when
+    /// [`Config::era`](super::Config::era) forces it.
+    pub(super) fn ours(&self) -> Vec<String> {
+        let modern = self.config.era != super::EraChoice::Legacy;
+        let legacy = self.config.era != super::EraChoice::Modern;
+        let modern = MODERN_PROTOCOL_VERSIONS.iter().filter(|_| modern);
+        let legacy = SUPPORTED_PROTOCOL_VERSIONS.iter().filter(|_| legacy);
+        modern.chain(legacy).map(|v| v.to_string()).collect()
+    }
+
+    /// Why the opening ends after the server refused version `requested` (-32022) listing
+    /// `theirs`, with no retry left: it refused a version it lists itself (`message` says what it
+    /// said), or no version is in common (it may have named none).
+    pub(super) fn version_failure(
+        &self,
+        theirs: Vec<String>,
+        requested: &str,
+        message: &str,
+    ) -> SessionError {
+        let ours = self.ours();
+        if theirs.iter().any(|t| ours.contains(t)) {
+            SessionError::VersionRefused {
+                requested: requested.to_owned(),
+                supported: theirs,
+                message: message.chars().take(MAX_QUOTED_MESSAGE).collect(),
+            }
+        } else {
+            SessionError::NoCommonVersion { theirs, ours }
+        }
+    }
 }
+
+/// The most of a server's error message quoted in a [`SessionError::VersionRefused`].
+const MAX_QUOTED_MESSAGE: usize = 256;
 
 /// Whether a JSON-RPC error is one only a modern server sends: it identifies a modern server.
 ///
@@ -329,8 +441,12 @@ impl Core {
     /// failed, in which case its failure is the session's.
     fn legacy_fallback(&mut self) {
         self.probe_id = None;
-        if let Some(e) = self.init_failed.take() {
-            return self.fail(e);
+        match self.init_failed.take() {
+            // `initialize` was refused already: what it said decides (a -32022 naming a legacy
+            // version both speak is answered with it; the probe said the server is not modern).
+            Some(SessionError::Initialize(e)) => return self.initialize_refused(e, false),
+            Some(e) => return self.fail(e),
+            None => {}
         }
         if self.init_id.is_none() {
             let Some(now) = self.now else {
@@ -352,12 +468,11 @@ impl Core {
                     // A dual-era server whose modern versions are not ours.
                     return self.legacy_fallback();
                 }
+                // No modern version in common, and (forced modern) the legacy ones do not count.
                 let theirs = d.supported_versions;
                 self.probe_id = None;
-                self.fail(SessionError::NoCommonVersion {
-                    theirs,
-                    ours: ours(),
-                })
+                let ours = self.ours();
+                self.fail(SessionError::NoCommonVersion { theirs, ours })
             }
             Err(RequestError::Rpc(e)) if is_modern_error(&e) => {
                 // A modern server. -32022 names the versions it speaks.
@@ -379,10 +494,8 @@ impl Core {
                         return self.legacy_fallback();
                     }
                     self.probe_id = None;
-                    return self.fail(SessionError::NoCommonVersion {
-                        theirs,
-                        ours: ours(),
-                    });
+                    let failure = self.version_failure(theirs, self.modern.version, &e.message);
+                    return self.fail(failure);
                 }
                 self.probe_id = None;
                 self.fail(SessionError::Discover(modern_error(e)))
@@ -601,7 +714,7 @@ impl Core {
                 return Some(RequestError::UnsupportedVersion {
                     requested: self.modern.version.to_owned(),
                     supported: theirs,
-                    ours: ours(),
+                    ours: self.ours(),
                 });
             }
         }
@@ -621,27 +734,23 @@ impl Core {
         first_page: bool,
         page: &mut crate::types::ListToolsResult,
     ) {
+        let known = &mut self.modern.tool_headers;
         if first_page {
-            // A new listing: what the previous one said no longer counts.
-            self.modern.tool_headers.clear();
+            known.begin();
         }
         let mut rejected = Vec::new();
         page.tools.retain(|tool| {
-            let Some(schema) = tool.input_schema.as_ref() else {
-                self.modern.tool_headers.remove(&tool.name);
+            let schema = tool
+                .input_schema
+                .as_ref()
+                .and_then(|s| serde_json::from_str::<Value>(s.get()).ok());
+            let Some(schema) = schema else {
+                known.remember(&tool.name, ParamHeaders::default());
                 return true;
             };
-            let schema: Value = match serde_json::from_str(schema.get()) {
-                Ok(v) => v,
-                Err(_) => return true,
-            };
             match ParamHeaders::from_input_schema(&schema) {
-                Ok(spec) if spec.is_empty() => {
-                    self.modern.tool_headers.remove(&tool.name);
-                    true
-                }
                 Ok(spec) => {
-                    self.modern.tool_headers.insert(tool.name.clone(), spec);
+                    known.remember(&tool.name, spec);
                     true
                 }
                 Err(e) => {
@@ -649,13 +758,21 @@ impl Core {
                         tool: tool.name.chars().take(128).collect(),
                         reason: e.to_string(),
                     });
-                    self.modern.tool_headers.remove(&tool.name);
+                    known.forget(&tool.name);
                     false
                 }
             }
         });
+        if page.next_cursor.is_none() {
+            known.end();
+        }
         self.stats.tools_rejected += rejected.len() as u64;
         self.events.extend(rejected.into_iter().map(Event::Warning));
+    }
+
+    /// Whether a `tools/list` read by this session showed `tool` (see `ToolHeaders`).
+    pub(super) fn knows_tool(&self, tool: &str) -> bool {
+        self.modern.tool_headers.get(tool).is_some()
     }
 
     /// Whether request `id` is a `tools/list` for the first page (no cursor).

@@ -67,6 +67,13 @@ pub struct Behaviour {
     /// versions it supports; every result says `resultType: "complete"` and carries the server's
     /// identity in its `_meta`. `json` picks JSON or SSE answers as for the legacy era.
     pub modern: bool,
+    /// With `modern`: `tools/list` also offers `region`, whose `region` argument is mirrored into
+    /// an `Mcp-Param-Region` header (`x-mcp-header`); a `tools/call` of it whose header is missing
+    /// or differs from the argument is refused with -32020 (a `400`), as the spec says.
+    pub param_header: bool,
+    /// With `modern`: these members (cache hints, odd ones included) go into every
+    /// `server/discover` and `tools/list` result.
+    pub cache_hints: Option<Value>,
 }
 
 /// One request the server received.
@@ -625,12 +632,44 @@ fn handle_modern(
                    "data": {"supported": [MODERN], "requested": version}}),
         );
     }
-    let result = match method {
-        "server/discover" => {
-            Ok(json!({"supportedVersions": [MODERN], "capabilities": {"tools": {}}}))
+    let hinted = |mut result: Value| {
+        let hints = b.cache_hints.as_ref().and_then(Value::as_object);
+        for (k, v) in hints.into_iter().flatten() {
+            result[k] = v.clone();
         }
-        "tools/list" => Ok(json!({"tools": tools::list()})),
-        "tools/call" => tools::call(&msg["params"], ""),
+        result
+    };
+    let params = &msg["params"];
+    if b.param_header && method == "tools/call" && params["name"] == "region" {
+        // > "The server MUST reject requests where … a header value does not match the
+        // > corresponding value in the request body" — MCP 2026-07-28, Streamable HTTP
+        let want = params["arguments"]["region"].as_str();
+        if want.is_none() || req.header("mcp-param-region") != want {
+            return refuse(
+                out,
+                id,
+                "400 Bad Request",
+                json!({"code": -32020, "message": "Header mismatch: Mcp-Param-Region is missing or does not match arguments.region"}),
+            );
+        }
+    }
+    let result = match method {
+        "server/discover" => Ok(hinted(
+            json!({"supportedVersions": [MODERN], "capabilities": {"tools": {}}}),
+        )),
+        "tools/list" => {
+            let mut list = tools::list();
+            if let (true, Some(list)) = (b.param_header, list.as_array_mut()) {
+                list.push(json!({"name": "region", "description": "Says the region it was given.",
+                    "inputSchema": {"type": "object", "properties": {
+                        "region": {"type": "string", "x-mcp-header": "Region"}}, "required": ["region"]}}));
+            }
+            Ok(hinted(json!({"tools": list})))
+        }
+        "tools/call" if b.param_header && params["name"] == "region" => Ok(
+            json!({"content": [{"type": "text", "text": format!("region {}", params["arguments"]["region"].as_str().unwrap_or(""))}]}),
+        ),
+        "tools/call" => tools::call(params, ""),
         other => {
             return refuse(
                 out,
