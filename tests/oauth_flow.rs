@@ -1428,6 +1428,31 @@ fn urls_a_server_names_are_fetched_only_where_it_may_send_the_client() {
         assert_eq!(r.urls()[0], format!("GET {PRM}"), "{challenge}");
         assert_eq!(r.ok().tokens.access_token.expose(), "AT1");
     }
+    // When nothing is found, the error says why the challenge's URL was not used.
+    let mut w = World::standard();
+    w.remove("GET", PRM);
+    let mut o = options();
+    o.legacy_fallbacks = false;
+    let r = drive(
+        unauthorized(Some(
+            r#"Bearer resource_metadata="https://10.0.0.1/prm?x=1""#,
+        )),
+        o,
+        &w,
+        None,
+        &approve,
+    );
+    let AuthError::NoResourceMetadata { tried, .. } = r.err() else {
+        panic!("{:?}", r.result);
+    };
+    assert_eq!(
+        tried,
+        &[
+            "https://10.0.0.1/prm (not fetched: a private network address)".to_owned(),
+            PRM.to_owned(),
+            PRM_ROOT.to_owned()
+        ]
+    );
     // An issuer, or an endpoint, at an address the client does not fetch: refused, nothing
     // sent there, nobody asked to authorize.
     let issuers = [

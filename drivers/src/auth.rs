@@ -314,8 +314,9 @@ pub enum Authorize {
     /// The application's callback gets the authorization request and returns the redirect URL
     /// (headless programs and tests; the redirect URI is [`AuthOptions::redirect_uri`]).
     Callback(AuthorizeCallback),
-    /// The native-app flow (RFC 8252): a one-shot listener on `127.0.0.1` and an ephemeral port
-    /// is the redirect URI; the system browser is opened on the authorization URL (`open`:
+    /// The native-app flow (RFC 8252): a listener on `127.0.0.1` and an ephemeral port is the
+    /// redirect URI (it takes only this flow's redirect, by its `state`, and serves other
+    /// connections meanwhile with an error page); the system browser is opened on the authorization URL (`open`:
     /// whether to try), `show` is told the URL (and whether a browser was started), and the
     /// person has `timeout` to finish.
     Browser {

@@ -791,6 +791,19 @@ impl Flow {
             });
         }
         self.tried.clear();
+        // A challenge's URL that is not fetched is named first, so that a failure says why the
+        // well-known URIs were tried instead.
+        let named = self
+            .start
+            .challenge
+            .as_ref()
+            .and_then(|c| c.resource_metadata.as_deref());
+        if let Some(named) = named {
+            if let Err(why) = allowed_fetch(&self.start.resource_url, named) {
+                self.tried
+                    .push(format!("{} (not fetched: {why})", redact_url(named)));
+            }
+        }
         self.tried.push(redact_url(&urls[0]));
         let request = get(&urls[0]);
         self.send(State::ResourceMetadata { urls, at: 0 }, request);
