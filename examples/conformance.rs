@@ -95,7 +95,7 @@ async fn run(
 ) -> Result<(), String> {
     let mut http = HttpTransportConfig::new(url);
     if scenario.starts_with("auth/") {
-        http = http.oauth(oauth_config(scenario, context)?);
+        http = http.oauth(oauth_config(url, scenario, context).await?);
     }
     let transport = HttpTransport::new(http).map_err(s)?;
     let handlers = if ELICITING.contains(&scenario) {
@@ -119,21 +119,35 @@ async fn run(
 /// this client's metadata document URL for CIMD, and a headless person: the authorization URL
 /// is fetched without following redirects, and its `Location` is the redirect back (the suite's
 /// authorization server answers at once).
-fn oauth_config(scenario: &str, context: Option<&str>) -> Result<OAuthConfig, String> {
+async fn oauth_config(
+    url: &str,
+    scenario: &str,
+    context: Option<&str>,
+) -> Result<OAuthConfig, String> {
     let context: Value = context
         .map(serde_json::from_str)
         .transpose()
         .map_err(|e| format!("MCP_CONFORMANCE_CONTEXT: {e}"))?
         .unwrap_or(Value::Null);
     let text = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_owned);
-    let pre = text("client_id").map(|client_id| PreRegistered {
+    let mut pre = text("client_id").map(|client_id| PreRegistered {
         client_id,
         client_secret: text("client_secret").map(Secret::new),
         // `auth/client-credentials-jwt`: a P-256 key for private_key_jwt (ES256).
         private_key: text("private_key_pem").map(Secret::new),
         auth_method: None,
-        issuer: None,
+        issuer: text("issuer"),
     });
+    // A secret or key is bound to the authorization server that issued it (the client refuses
+    // one without). The context names it for the newer scenarios; for the others, the
+    // scenario's own authorization server issued it, and the harness looks it up the way a
+    // person configuring the client would: in the scenario server's metadata.
+    if let Some(pre) = pre
+        .as_mut()
+        .filter(|p| p.is_confidential() && p.issuer.is_none())
+    {
+        pre.issuer = Some(scenario_issuer(url).await?);
+    }
     let mut config = match (scenario.starts_with("auth/client-credentials"), pre) {
         (true, Some(pre)) => OAuthConfig::client_credentials(pre),
         (true, None) => return Err("no client credentials in MCP_CONFORMANCE_CONTEXT".into()),
@@ -145,6 +159,27 @@ fn oauth_config(scenario: &str, context: Option<&str>) -> Result<OAuthConfig, St
     };
     config.options.client_metadata_url = Some(CLIENT_METADATA_URL.to_owned());
     Ok(config)
+}
+
+/// The first authorization server the scenario's protected resource metadata names (at its
+/// well-known URIs).
+async fn scenario_issuer(url: &str) -> Result<String, String> {
+    use isahc::AsyncReadResponseExt;
+    for prm in mcp_client::proto::oauth::resource_metadata_urls(url, None) {
+        let Ok(mut response) = isahc::get_async(prm.as_str()).await else {
+            continue;
+        };
+        let Ok(body) = response.bytes().await else {
+            continue;
+        };
+        let Ok(doc) = serde_json::from_slice::<Value>(&body) else {
+            continue;
+        };
+        if let Some(issuer) = doc["authorization_servers"][0].as_str() {
+            return Ok(issuer.to_owned());
+        }
+    }
+    Err(format!("no protected resource metadata for {url}"))
 }
 
 /// The client metadata document URL this client presents where CIMD is supported.

@@ -807,7 +807,8 @@ pub fn check_oauth(data: &[u8]) -> String {
             client_secret: Some(Secret::new(SECRET)),
             private_key: None,
             auth_method: None,
-            issuer: None,
+            // Bound, as a secret must be (unbound, the flow stops before any request).
+            issuer: Some("https://as.example.com".into()),
         });
     }
     if flags & 2 != 0 {
@@ -887,6 +888,14 @@ pub fn check_oauth(data: &[u8]) -> String {
         match flow.step().clone() {
             Step::Send(request) => {
                 assert!(request.check().is_ok(), "{request:?}");
+                // Nowhere a server may not send the client (MCP 2025-11-25, Security Best
+                // Practices § Server-Side Request Forgery).
+                assert_eq!(
+                    mcp_proto::oauth::allowed_fetch(MCP, &request.url),
+                    Ok(()),
+                    "{}",
+                    request.url
+                );
                 assert!(
                     request.url.starts_with("https://") || request.url.starts_with("http://"),
                     "{}",

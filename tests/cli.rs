@@ -282,6 +282,22 @@ impl Scenario {
         let url = peer.url.replace("//127.0.0.1:", "//localhost:");
         Some(Scenario { peer, url })
     }
+
+    /// The scenario's authorization server, as its protected resource metadata names it: what
+    /// a person would give as `--client-issuer` for a client registered there.
+    fn issuer(&self) -> String {
+        use isahc::ReadResponseExt;
+        let prm = self
+            .url
+            .replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+            .replace("//localhost:", "//127.0.0.1:");
+        let mut response = isahc::get(prm.as_str()).unwrap();
+        let doc: Value = serde_json::from_slice(&response.bytes().unwrap()).unwrap();
+        doc["authorization_servers"][0]
+            .as_str()
+            .unwrap_or_else(|| panic!("{prm}: {doc}"))
+            .to_owned()
+    }
 }
 
 /// The person, for the CLI's browser flow: a directory put first on `PATH` with an `xdg-open`
@@ -464,18 +480,21 @@ fn a_pre_registered_client_with_its_secret_from_the_environment_and_a_store_file
     };
     let person = Person::new();
     let store = person.dir.path().join("new/dir/creds.json");
+    let issuer = scenario.issuer();
+    let args = [
+        "--url",
+        &scenario.url,
+        "--client-id",
+        "pre-registered-client",
+        "--client-secret-env",
+        "MCP_TEST_CLIENT_SECRET",
+        "--client-issuer",
+        &issuer,
+        "--auth-store",
+        store.to_str().unwrap(),
+    ];
     let out = person.cli(
-        &[
-            "--url",
-            &scenario.url,
-            "--client-id",
-            "pre-registered-client",
-            "--client-secret-env",
-            "MCP_TEST_CLIENT_SECRET",
-            "--auth-store",
-            store.to_str().unwrap(),
-            "--verbose",
-        ],
+        &[&args[..], &["--verbose"]].concat(),
         &[("MCP_TEST_CLIENT_SECRET", "pre-registered-secret")],
     );
     assert!(out.status.success(), "{out:?}\n{}", scenario.peer.output());
@@ -494,6 +513,22 @@ fn a_pre_registered_client_with_its_secret_from_the_environment_and_a_store_file
         !person.config_home().exists(),
         "--auth-store replaces the default"
     );
+    // The store holds the tokens, not the secret the user gave (from the environment here).
+    let kept = std::fs::read_to_string(&store).unwrap();
+    assert!(kept.contains("test-token-"), "{kept}");
+    assert!(!kept.contains("pre-registered-secret"), "{kept}");
+    // The next run, given the secret again, uses them: no browser.
+    let out = person.cli(
+        &[&args[..], &["--call", "test-tool"]].concat(),
+        &[("MCP_TEST_CLIENT_SECRET", "pre-registered-secret")],
+    );
+    assert!(out.status.success(), "{out:?}\n{}", scenario.peer.output());
+    assert_eq!(out.stdout, "test\n");
+    assert_eq!(person.opened(), 1, "the browser was opened again: {out:?}");
+    shows_no_secret(&out, &["pre-registered-secret"]);
+    assert!(!std::fs::read_to_string(&store)
+        .unwrap()
+        .contains("pre-registered-secret"));
     // Bound to another authorization server, the credentials are not sent to this one.
     let out = person.cli(
         &[
@@ -535,6 +570,8 @@ fn client_credentials_need_no_person() {
             "conformance-test-client",
             "--client-secret-env",
             "MCP_TEST_CLIENT_SECRET",
+            "--client-issuer",
+            &scenario.issuer(),
             "--no-auth-store",
             "--call",
             "test-tool",
@@ -636,6 +673,30 @@ fn auth_options_that_do_not_go_together_are_refused() {
         (
             vec!["--url", url, "--auth-timeout", "0.5"],
             "--auth-timeout needs at least 1 second",
+        ),
+        // A secret goes only to the authorization server that issued it: that must be named.
+        (
+            vec![
+                "--url",
+                url,
+                "--client-id",
+                "a",
+                "--client-secret",
+                "s3cret",
+            ],
+            "--client-secret needs --client-issuer URL",
+        ),
+        (
+            vec![
+                "--url",
+                url,
+                "--client-id",
+                "a",
+                "--client-secret-env",
+                "PATH",
+                "--client-credentials",
+            ],
+            "--client-secret-env needs --client-issuer URL",
         ),
     ] {
         let out = cli(&args);

@@ -6,8 +6,9 @@
 use mcp_proto::http::{HttpRequest, Method};
 use mcp_proto::oauth::{
     parse_challenges, Attempt, AuthError, AuthMethod, AuthOptions, AuthorizationRequest,
-    Authorizer, BearerChallenge, Client, ClientKind, Credentials, Flow, FlowStart, Grant, Pkce,
-    PreRegistered, Randomness, Reason, Secret, Step, Tokens, Verdict, MAX_STEP_UPS,
+    Authorizer, BearerChallenge, Client, ClientKind, Credentials, FetchRefusal, Flow, FlowStart,
+    Grant, Pkce, PreRegistered, Randomness, Reason, Redirect, Secret, Step, Tokens, Verdict,
+    MAX_STEP_UPS,
 };
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -924,7 +925,7 @@ fn client_credentials_need_no_person() {
         client_secret: Some(Secret::new("m2m-secret")),
         private_key: None,
         auth_method: Some(AuthMethod::ClientSecretBasic),
-        issuer: None,
+        issuer: Some(AS.into()),
     });
     let r = drive(
         unauthorized(Some(r#"Bearer scope="jobs""#)),
@@ -1154,7 +1155,7 @@ fn private_key_jwt_sends_a_signed_assertion_and_no_secret() {
         client_secret: None,
         private_key: Some(Secret::new(TEST_KEY)),
         auth_method: None,
-        issuer: None,
+        issuer: Some(AS.into()),
     });
     let r = drive(
         unauthorized(None),
@@ -1221,4 +1222,407 @@ fn a_failed_refresh_before_sending_lets_the_request_go_without_the_token() {
     a.install(credentials(AS, "T2", None, None));
     assert_eq!(a.flow_failed(Reason::Unauthorized, e.clone()), Err(e));
     assert_eq!(a.bearer().unwrap().expose(), "Bearer T2");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 16: T1 (a secret only to its issuer), T2 (fetches only where a server may send the
+// client), T8 (a redirect that is not this flow's ends nothing), and no pre-registered secret
+// in what a flow ends with.
+
+fn confidential(issuer: Option<&str>) -> PreRegistered {
+    PreRegistered {
+        client_id: "pre".into(),
+        client_secret: Some(Secret::new("pre-secret")),
+        private_key: None,
+        auth_method: None,
+        issuer: issuer.map(str::to_owned),
+    }
+}
+
+#[test]
+fn a_secret_or_key_without_an_issuer_is_refused_before_anything_is_sent() {
+    for grant in [Grant::AuthorizationCode, Grant::ClientCredentials] {
+        for keyed in [false, true] {
+            let mut pre = confidential(None);
+            if keyed {
+                pre.client_secret = None;
+                pre.private_key = Some(Secret::new(TEST_KEY));
+            }
+            let mut o = options();
+            o.grant = grant;
+            o.pre_registered = Some(pre);
+            let flow = Flow::new(unauthorized(None), o.clone(), RANDOM, now());
+            assert!(flow.is_over());
+            assert!(
+                matches!(flow.step(), Step::Failed(AuthError::UnboundSecret { client_id }) if client_id == "pre"),
+                "{:?}",
+                flow.step()
+            );
+            let r = drive(unauthorized(None), o, &World::standard(), None, &approve);
+            assert!(r.requests.is_empty(), "{:?}", r.urls());
+            assert!(r
+                .err()
+                .to_string()
+                .contains("bind it to the authorization server"));
+            assert!(!r.err().to_string().contains("pre-secret"));
+        }
+    }
+    // A refresh of earlier credentials is refused the same way.
+    let mut o = options();
+    o.pre_registered = Some(confidential(None));
+    let previous = credentials(AS, "OLD", Some("R"), Some(unix(now()) - 1));
+    let r = drive(
+        start(Reason::Expired, None, Some(previous)),
+        o,
+        &World::standard(),
+        None,
+        &approve,
+    );
+    assert!(r.requests.is_empty(), "{:?}", r.urls());
+    // A public client (an id alone) needs no issuer: it is used with the server's.
+    let mut o = options();
+    o.pre_registered = Some(PreRegistered {
+        client_secret: None,
+        ..confidential(None)
+    });
+    let r = drive(unauthorized(None), o, &World::standard(), None, &approve);
+    assert_eq!(r.ok().client.client_id, "pre");
+    assert_eq!(params(&r.authorizations[0].url)["client_id"], "pre");
+}
+
+#[test]
+fn a_legacy_document_at_the_servers_origin_cannot_claim_the_bound_issuer() {
+    // No protected resource metadata; the MCP server's origin serves authorization server
+    // metadata that claims the real issuer, with a token endpoint of its own.
+    let mut w = World::standard();
+    w.remove("GET", PRM);
+    let origin = "https://mcp.example.com";
+    let mut md = as_metadata(AS);
+    md["token_endpoint"] = json!(format!("{origin}/steal"));
+    w.put(
+        "GET",
+        &format!("{origin}/.well-known/oauth-authorization-server"),
+        200,
+        md,
+    );
+    let mut o = options();
+    o.grant = Grant::ClientCredentials;
+    o.pre_registered = Some(confidential(Some(AS)));
+    let bearer = r#"Bearer error="invalid_token""#;
+    let r = drive(unauthorized(Some(bearer)), o.clone(), &w, None, &approve);
+    assert!(
+        matches!(r.err(), AuthError::WrongIssuer { .. }),
+        "{:?}",
+        r.result
+    );
+    assert!(
+        r.urls().iter().all(|u| !u.starts_with("POST")),
+        "{:?}",
+        r.urls()
+    );
+    // Bound to that origin (the 2025-03-26 server that is its own authorization server), it
+    // is used.
+    let mut md = as_metadata(origin);
+    md["token_endpoint"] = json!(format!("{origin}/token"));
+    w.put(
+        "GET",
+        &format!("{origin}/.well-known/oauth-authorization-server"),
+        200,
+        md,
+    );
+    w.put(
+        "POST",
+        &format!("{origin}/token"),
+        200,
+        json!({"access_token": "LEGACY", "token_type": "Bearer"}),
+    );
+    o.pre_registered = Some(confidential(Some(origin)));
+    let r = drive(unauthorized(Some(bearer)), o, &w, None, &approve);
+    assert_eq!(r.ok().tokens.access_token.expose(), "LEGACY");
+}
+
+#[test]
+fn a_pre_registered_secret_is_in_no_credentials_and_is_sent_on_every_token_request() {
+    let mut o = options();
+    o.pre_registered = Some(confidential(Some(AS)));
+    let r = drive(
+        unauthorized(None),
+        o.clone(),
+        &World::standard(),
+        None,
+        &approve,
+    );
+    let done = r.ok().clone();
+    assert_eq!(done.client.kind, ClientKind::PreRegistered);
+    assert_eq!(done.client.client_secret, None);
+    assert!(!serde_json::to_string(&done).unwrap().contains("pre-secret"));
+    let basic = "Basic cHJlOnByZS1zZWNyZXQ="; // pre:pre-secret
+    assert_eq!(
+        header(r.last_to("https://as.example.com/token"), "authorization"),
+        Some(basic)
+    );
+    // A refresh of those credentials (in this run, or stored from an earlier one, even one
+    // that kept the secret) sends the secret given now.
+    let mut stale = done.clone();
+    stale.tokens.expires_at = Some(unix(now()) - 1);
+    stale.tokens.refresh_token = Some(Secret::new("RT0"));
+    stale.client.client_secret = Some(Secret::new("an-old-stored-secret"));
+    for r in [
+        drive(
+            start(Reason::Expired, None, Some(stale.clone())),
+            o.clone(),
+            &World::standard(),
+            None,
+            &approve,
+        ),
+        drive(
+            unauthorized(None),
+            o.clone(),
+            &World::standard(),
+            Some(stale),
+            &approve,
+        ),
+    ] {
+        let t = r.last_to("https://as.example.com/token");
+        assert_eq!(form(t)["grant_type"], "refresh_token");
+        assert_eq!(header(t, "authorization"), Some(basic));
+        assert_eq!(r.ok().client.client_secret, None);
+        assert!(!format!("{:?}", r.requests).contains("an-old-stored-secret"));
+    }
+    // Bound to another issuer, it never goes to this one, not even for a refresh.
+    let mut other = done;
+    other.tokens.expires_at = Some(unix(now()) - 1);
+    other.tokens.refresh_token = Some(Secret::new("RT0"));
+    o.pre_registered = Some(confidential(Some("https://other-as.example.com")));
+    let r = drive(
+        start(Reason::Expired, None, Some(other)),
+        o,
+        &World::standard(),
+        None,
+        &approve,
+    );
+    assert!(
+        r.requests.iter().all(|q| header(q, "authorization").is_none()
+            && !form(q).contains_key("client_secret")),
+        "{:?}",
+        r.urls()
+    );
+}
+
+#[test]
+fn urls_a_server_names_are_fetched_only_where_it_may_send_the_client() {
+    // A resource_metadata the client may not fetch: the well-known URI instead.
+    for challenge in [
+        r#"Bearer resource_metadata="http://169.254.169.254/latest/meta-data/""#,
+        r#"Bearer resource_metadata="https://192.168.1.1/admin/delete-all?confirm=yes""#,
+        r#"Bearer resource_metadata="http://meta.example.com/prm""#,
+        r#"Bearer resource_metadata="https://localhost:9999/prm""#,
+    ] {
+        let r = drive(
+            unauthorized(Some(challenge)),
+            options(),
+            &World::standard(),
+            None,
+            &approve,
+        );
+        assert_eq!(r.urls()[0], format!("GET {PRM}"), "{challenge}");
+        assert_eq!(r.ok().tokens.access_token.expose(), "AT1");
+    }
+    // When nothing is found, the error says why the challenge's URL was not used.
+    let mut w = World::standard();
+    w.remove("GET", PRM);
+    let mut o = options();
+    o.legacy_fallbacks = false;
+    let r = drive(
+        unauthorized(Some(
+            r#"Bearer resource_metadata="https://10.0.0.1/prm?x=1""#,
+        )),
+        o,
+        &w,
+        None,
+        &approve,
+    );
+    let AuthError::NoResourceMetadata { tried, .. } = r.err() else {
+        panic!("{:?}", r.result);
+    };
+    assert_eq!(
+        tried,
+        &[
+            "https://10.0.0.1/prm (not fetched: a private network address)".to_owned(),
+            PRM.to_owned(),
+            PRM_ROOT.to_owned()
+        ]
+    );
+    // An issuer, or an endpoint, at an address the client does not fetch: refused, nothing
+    // sent there, nobody asked to authorize.
+    let issuers = [
+        ("https://10.0.0.7", FetchRefusal::Private),
+        ("https://[fd00:ec2::254]", FetchRefusal::CloudMetadata),
+        (
+            "https://metadata.google.internal",
+            FetchRefusal::CloudMetadata,
+        ),
+        ("http://127.0.0.1:8080", FetchRefusal::Loopback),
+        ("https://[fe80::1]", FetchRefusal::LinkLocal),
+    ];
+    for (issuer, why) in issuers {
+        let mut w = World::standard();
+        w.put(
+            "GET",
+            PRM,
+            200,
+            json!({"resource": MCP, "authorization_servers": [issuer]}),
+        );
+        let r = run(&w);
+        assert!(
+            matches!(r.err(), AuthError::RefusedUrl { reason, .. } if *reason == why),
+            "{issuer}: {:?}",
+            r.result
+        );
+        assert_eq!(r.urls(), [format!("GET {PRM}")], "{issuer}");
+    }
+    for endpoint in [
+        "token_endpoint",
+        "authorization_endpoint",
+        "registration_endpoint",
+    ] {
+        let mut w = World::standard();
+        let mut md = as_metadata(AS);
+        md[endpoint] = json!("https://169.254.169.254/latest/");
+        w.put("GET", AS_META, 200, md);
+        let r = run(&w);
+        assert!(
+            matches!(
+                r.err(),
+                AuthError::RefusedUrl {
+                    reason: FetchRefusal::CloudMetadata,
+                    ..
+                }
+            ),
+            "{endpoint}: {:?}",
+            r.result
+        );
+        assert!(r.authorizations.is_empty());
+        assert!(r.urls().iter().all(|u| u.starts_with("GET")));
+    }
+    // A stored token endpoint that was changed to one: the refresh is not sent there.
+    let mut stale = credentials(AS, "OLD", Some("R"), Some(unix(now()) - 1));
+    stale.token_endpoint = "http://192.168.0.1/token".into();
+    let r = drive(
+        start(Reason::Expired, None, Some(stale)),
+        options(),
+        &World::standard(),
+        None,
+        &approve,
+    );
+    assert!(
+        matches!(
+            r.err(),
+            AuthError::RefusedUrl {
+                reason: FetchRefusal::Private,
+                ..
+            }
+        ),
+        "{:?}",
+        r.result
+    );
+    assert!(r.requests.is_empty());
+    // An MCP server on this machine may name an authorization server on it (development,
+    // tests): another port of localhost over plain HTTP.
+    let local_mcp = "http://localhost:3000/mcp";
+    let local_as = "http://127.0.0.1:4000";
+    let mut w = World::standard();
+    w.put(
+        "GET",
+        "http://localhost:3000/.well-known/oauth-protected-resource/mcp",
+        200,
+        json!({"resource": local_mcp, "authorization_servers": [local_as]}),
+    );
+    w.put(
+        "GET",
+        &format!("{local_as}/.well-known/oauth-authorization-server"),
+        200,
+        as_metadata(local_as),
+    );
+    w.put(
+        "POST",
+        &format!("{local_as}/register"),
+        201,
+        json!({"client_id": "c1"}),
+    );
+    w.put(
+        "POST",
+        &format!("{local_as}/token"),
+        200,
+        json!({"access_token": "LOCAL", "token_type": "Bearer"}),
+    );
+    let local = FlowStart {
+        resource_url: local_mcp.into(),
+        ..unauthorized(None)
+    };
+    let r = drive(local, options(), &w, None, &approve);
+    assert_eq!(r.ok().tokens.access_token.expose(), "LOCAL");
+}
+
+#[test]
+fn a_redirect_without_this_flows_state_is_not_its_and_changes_nothing() {
+    let mut flow = Flow::new(unauthorized(None), options(), RANDOM, now());
+    let mut request = None;
+    for _ in 0..16 {
+        match flow.step().clone() {
+            Step::Send(r) => {
+                let (status, body) = World::standard().answer(&r);
+                flow.on_response(status, &[], &body, now());
+            }
+            Step::Load { .. } => flow.on_loaded(None, now()),
+            Step::Authorize(r) => {
+                request = Some(r);
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let request = request.expect("the flow asks for a person");
+    let state = params(&request.url)["state"].clone();
+    let before = format!("{:?}", flow.step());
+    for (url, want) in [
+        (
+            format!("{REDIRECT}?code=evil&state=WRONG"),
+            Redirect::NotOurs,
+        ),
+        (format!("{REDIRECT}?code=evil"), Redirect::NotOurs),
+        (
+            format!("{REDIRECT}?code=evil&state={state}x"),
+            Redirect::NotOurs,
+        ),
+        (
+            "http://127.0.0.1:7777/favicon.ico".to_owned(),
+            Redirect::Elsewhere,
+        ),
+        (
+            format!("http://127.0.0.1:7778/callback?state={state}"),
+            Redirect::Elsewhere,
+        ),
+        ("not a url".to_owned(), Redirect::Elsewhere),
+        (format!("{REDIRECT}?code=C&state={state}"), Redirect::Ours),
+        // The person denied: still this flow's answer (its state), which then fails it.
+        (
+            format!("{REDIRECT}?error=access_denied&state={state}"),
+            Redirect::Ours,
+        ),
+    ] {
+        assert_eq!(flow.check_redirect(&url), want, "{url}");
+    }
+    assert_eq!(
+        format!("{:?}", flow.step()),
+        before,
+        "checking changed the flow"
+    );
+    flow.on_redirect(&approve(&request));
+    assert!(matches!(flow.step(), Step::Send(r) if r.url == "https://as.example.com/token"));
+    // Once it is past waiting, nothing is its redirect any more.
+    assert_eq!(
+        flow.check_redirect(&format!("{REDIRECT}?code=C&state={state}")),
+        Redirect::NotOurs
+    );
 }

@@ -932,7 +932,7 @@ fn no_secret_in_errors_or_debug() {
         client_secret: Some(Secret::new("TOPSECRET-CLIENT-SECRET")),
         private_key: None,
         auth_method: None,
-        issuer: None,
+        issuer: Some(auth.origin.clone()),
     });
     let transport_config = HttpTransportConfig::new(mcp.url("/mcp")).oauth(config.clone());
     for shown in [format!("{config:?}"), format!("{transport_config:?}")] {
@@ -959,10 +959,8 @@ fn no_secret_in_errors_or_debug() {
     let stored =
         mcp_client::TokenStore::load(&*store, &auth.origin, &mcp.url("/mcp")).expect("stored");
     assert_eq!(stored.tokens.access_token.expose(), "TOPSECRET-ACCESS-1");
-    assert_eq!(
-        stored.client.client_secret.as_ref().map(Secret::expose),
-        Some("TOPSECRET-CLIENT-SECRET")
-    );
+    // The application's own secret is not part of what is stored.
+    assert_eq!(stored.client.client_secret, None);
     assert_no_secret(&stored);
     // A refusal at the token endpoint and a bad redirect back, with the code in flight.
     let mut auth = Fake::new();
@@ -1352,4 +1350,349 @@ fn an_upfront_login_slower_than_the_request_timeout_still_opens() {
             .all(|r| bearer(r).is_some()),
         "a request went without the token"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 16: secrets bound to their issuer (T1), no secret of the user's in the store, fetches
+// only where a server may send the client (T2), a redirect listener a local process cannot
+// derail (T8).
+
+/// T1: a pre-registered secret without the issuer that issued it goes nowhere — not even a
+/// discovery request is made — and with an issuer, to no other authorization server. With the
+/// client credentials grant nobody would notice otherwise. A public client (an id alone) still
+/// works with the authorization server the MCP server names.
+#[test]
+fn a_secret_goes_only_to_the_issuer_it_is_bound_to() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, good_tokens);
+    let mut mcp = Fake::new();
+    let gate = bearer_gate(mcp.url(PRM_PATH));
+    serve_mcp(&mut mcp, &auth.origin, gate);
+    let secret = |issuer: Option<String>| PreRegistered {
+        client_id: "real-client".into(),
+        client_secret: Some(Secret::new("TOPSECRET-OF-THE-REAL-AS")),
+        private_key: None,
+        auth_method: None,
+        issuer,
+    };
+    let mut config = OAuthConfig::client_credentials(secret(None));
+    config.request_timeout = Duration::from_secs(2);
+    let error = opening_fails(
+        &mcp.url("/mcp"),
+        config,
+        |e| matches!(e, AuthError::UnboundSecret { client_id } if client_id == "real-client"),
+    );
+    assert!(error.to_string().contains("bind it"), "{error}");
+    assert!(auth.log().is_empty(), "{:?}", auth.log());
+    assert_eq!(mcp.count("GET", PRM_PATH), 0, "discovery ran");
+    // The same with the authorization code grant, and with a private key.
+    let person = Person::default();
+    let mut config = oauth(&person);
+    let mut keyed = secret(None);
+    keyed.client_secret = None;
+    keyed.private_key = Some(Secret::new("TOPSECRET-KEY"));
+    config.options.pre_registered = Some(keyed);
+    opening_fails(&mcp.url("/mcp"), config, |e| {
+        matches!(e, AuthError::UnboundSecret { .. })
+    });
+    assert!(auth.log().is_empty(), "{:?}", auth.log());
+    assert_eq!(person.calls(), 0);
+    // Bound to another issuer: the server's is looked at, nothing is sent to its token endpoint.
+    let mut config =
+        OAuthConfig::client_credentials(secret(Some("https://as.real.example".into())));
+    config.request_timeout = Duration::from_secs(2);
+    opening_fails(&mcp.url("/mcp"), config, |e| {
+        matches!(e, AuthError::WrongIssuer { .. })
+    });
+    assert!(
+        auth.log().iter().all(|r| r.method == "GET"),
+        "{:?}",
+        auth.log()
+    );
+    // Bound to this one: it is used there.
+    let mut config = OAuthConfig::client_credentials(secret(Some(auth.origin.clone())));
+    config.request_timeout = Duration::from_secs(2);
+    let c = client(&mcp.url("/mcp"), config);
+    within(Duration::from_secs(20), async {
+        c.initialize().await.unwrap();
+        c.close().await.unwrap();
+    });
+    let token = auth
+        .log()
+        .into_iter()
+        .find(|r| r.path() == "/token")
+        .expect("a token request");
+    assert_eq!(
+        token.form("grant_type").as_deref(),
+        Some("client_credentials")
+    );
+    assert!(token
+        .header("authorization")
+        .is_some_and(|a| a.starts_with("Basic ")));
+    // A public client with no issuer: the person signs in at the server's authorization server.
+    let person = Person::default();
+    let mut config = oauth(&person);
+    config.options.pre_registered = Some(PreRegistered {
+        client_id: "public-client".into(),
+        client_secret: None,
+        private_key: None,
+        auth_method: None,
+        issuer: None,
+    });
+    let c = client(&mcp.url("/mcp"), config);
+    within(Duration::from_secs(20), async {
+        c.initialize().await.unwrap();
+        c.close().await.unwrap();
+    });
+    assert_eq!(person.calls(), 1);
+    let seen = person.seen.lock().unwrap()[0].clone();
+    assert_eq!(
+        query(&seen.url, "client_id").as_deref(),
+        Some("public-client")
+    );
+}
+
+/// Tokens that are stale at once (`expires_in: 0`), so every request refreshes them first.
+fn stale_tokens(_: &Req, n: usize) -> Resp {
+    let mut t = tokens(n, true);
+    t["expires_in"] = json!(0);
+    Resp::json(200, t)
+}
+
+/// The store keeps tokens, never the pre-registered secret the application gave: the file
+/// never holds it, and each refresh — in this run, and in the next one that finds the stored
+/// tokens — authenticates with the secret given again.
+#[test]
+fn a_pre_registered_secret_is_never_stored_and_is_sent_with_each_refresh() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, stale_tokens);
+    let mut mcp = Fake::new();
+    let gate = bearer_gate(mcp.url(PRM_PATH));
+    serve_mcp(&mut mcp, &auth.origin, gate);
+    let dir = mcp_testkit::TempDir::new("oauth-store");
+    let path = dir.path().join("credentials.json");
+    let run = |person: &Person| {
+        let mut config = oauth(person);
+        config.store = Arc::new(mcp_client::FileStore::new(&path));
+        config.options.pre_registered = Some(PreRegistered {
+            client_id: "client-pre".into(),
+            client_secret: Some(Secret::new("TOPSECRET-CLIENT-SECRET")),
+            private_key: None,
+            auth_method: None,
+            issuer: Some(auth.origin.clone()),
+        });
+        let c = client(&mcp.url("/mcp"), config);
+        within(Duration::from_secs(30), async {
+            c.initialize().await.unwrap();
+            c.list_tools().await.unwrap();
+            c.close().await.unwrap();
+        });
+    };
+    let basic = {
+        use base64::Engine;
+        let raw = "client-pre:TOPSECRET-CLIENT-SECRET";
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(raw)
+        )
+    };
+    let person = Person::default();
+    run(&person);
+    assert_eq!(person.calls(), 1);
+    let kept = std::fs::read_to_string(&path).unwrap();
+    assert!(kept.contains("TOPSECRET-ACCESS-"), "{kept}");
+    assert!(!kept.contains("TOPSECRET-CLIENT-SECRET"), "{kept}");
+    let refreshes = |log: &[Req]| {
+        log.iter()
+            .filter(|r| r.path() == "/token")
+            .filter(|r| r.form("grant_type").as_deref() == Some("refresh_token"))
+            .map(|r| r.header("authorization").map(str::to_owned))
+            .collect::<Vec<_>>()
+    };
+    let first = refreshes(&auth.log());
+    assert!(!first.is_empty(), "no refresh: {:?}", auth.log());
+    assert!(first.iter().all(|a| a.as_deref() == Some(basic.as_str())));
+    // The next run: the stored (stale) tokens are refreshed with the secret given again; no
+    // person is asked.
+    let before = first.len();
+    let person = Person::default();
+    run(&person);
+    assert_eq!(person.calls(), 0);
+    let all = refreshes(&auth.log());
+    assert!(all.len() > before, "no refresh in the next run");
+    assert!(all.iter().all(|a| a.as_deref() == Some(basic.as_str())));
+    let kept = std::fs::read_to_string(&path).unwrap();
+    assert!(!kept.contains("TOPSECRET-CLIENT-SECRET"), "{kept}");
+}
+
+/// T2: a challenge's `resource_metadata` the client may not fetch (a cloud metadata address)
+/// is not fetched: the well-known URI at the server's own origin is used instead, and the flow
+/// completes there. Issuers and endpoints at private addresses are refused before anything is
+/// sent to them.
+#[test]
+fn urls_a_server_names_are_fetched_only_where_it_may_send_the_client() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, good_tokens);
+    let mut mcp = Fake::new();
+    serve_mcp(&mut mcp, &auth.origin, |req: &Req| match bearer(req) {
+        Some(_) => None,
+        None => Some(unauthorized(
+            "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+        )),
+    });
+    let person = Person::default();
+    let c = client(&mcp.url("/mcp"), oauth(&person));
+    within(Duration::from_secs(20), async {
+        c.initialize().await.unwrap();
+        c.close().await.unwrap();
+    });
+    assert_eq!(person.calls(), 1);
+    assert!(mcp.count("GET", PRM_PATH) >= 1, "{:?}", mcp.log());
+    assert_eq!(auth.count("POST", "/token"), 1);
+    // An issuer on a private network.
+    let mut mcp = Fake::new();
+    let gate = bearer_gate(mcp.url(PRM_PATH));
+    serve_mcp(&mut mcp, "https://10.255.255.1", gate);
+    let person = Person::default();
+    let error = opening_fails(&mcp.url("/mcp"), oauth(&person), |e| {
+        matches!(
+            e,
+            AuthError::RefusedUrl {
+                reason: mcp_client::proto::oauth::FetchRefusal::Private,
+                ..
+            }
+        )
+    });
+    assert!(error.to_string().contains("not fetched"), "{error}");
+    assert_eq!(person.calls(), 0);
+    // A token endpoint on a link-local address: the person is not even asked.
+    let mut auth = Fake::new();
+    serve_as(
+        &mut auth,
+        |md| md["token_endpoint"] = json!("https://169.254.10.10/token"),
+        good_tokens,
+    );
+    let mut mcp = Fake::new();
+    let gate = bearer_gate(mcp.url(PRM_PATH));
+    serve_mcp(&mut mcp, &auth.origin, gate);
+    let person = Person::default();
+    opening_fails(
+        &mcp.url("/mcp"),
+        oauth(&person),
+        |e| matches!(e, AuthError::RefusedUrl { url, .. } if url == "https://169.254.10.10/token"),
+    );
+    assert_eq!(person.calls(), 0);
+    assert!(auth.log().iter().all(|r| r.method == "GET"));
+}
+
+/// Sends `request` on a new connection to the listener and gives the status line of the
+/// answer (read until the listener closes the connection).
+fn listener_says(port: u16, target: &str) -> String {
+    use std::io::Read;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    answer.lines().next().unwrap_or("(nothing)").to_owned()
+}
+
+/// T8: the loopback redirect listener takes only this flow's redirect. A local process's
+/// request with a wrong `state` (or none) gets an error page and ends nothing; a connection
+/// that sends nothing does not hold up the others; the person's real redirect then completes
+/// the flow.
+#[test]
+fn the_redirect_listener_waits_for_its_own_state_and_serves_connections_at_once() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, good_tokens);
+    let mut mcp = Fake::new();
+    let gate = bearer_gate(mcp.url(PRM_PATH));
+    serve_mcp(&mut mcp, &auth.origin, gate);
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let record = seen.clone();
+    let show: mcp_client::auth::ShowUrl =
+        Arc::new(move |request: &AuthorizationRequest, opened| {
+            assert!(!opened);
+            let port: u16 = request
+                .redirect_uri
+                .strip_prefix("http://127.0.0.1:")
+                .and_then(|r| r.split('/').next())
+                .and_then(|p| p.parse().ok())
+                .expect("a loopback redirect URI");
+            let state = query(&request.url, "state").expect("a state");
+            let record = record.clone();
+            // The other local process, then the person's browser.
+            std::thread::spawn(move || {
+                let note = |s: String| record.lock().unwrap().push(s);
+                // A connection that sends nothing, kept open…
+                let silent = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                // …while requests without this flow's state are answered (and ignored).
+                note(format!(
+                    "wrong state: {}",
+                    listener_says(port, "/callback?code=evil&state=WRONG")
+                ));
+                note(format!(
+                    "no state: {}",
+                    listener_says(port, "/callback?code=evil")
+                ));
+                note(format!("favicon: {}", listener_says(port, "/favicon.ico")));
+                // The silent connection is still open: it was never in the way.
+                silent.set_nonblocking(true).unwrap();
+                let mut byte = [0u8; 1];
+                let open = matches!(
+                    std::io::Read::read(&mut &silent, &mut byte),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+                );
+                note(format!("silent connection still open: {open}"));
+                note(format!(
+                    "real: {}",
+                    listener_says(
+                        port,
+                        &format!("/callback?code=TOPSECRET-CODE-1&state={state}")
+                    )
+                ));
+                drop(silent);
+            });
+        });
+    let mut config = OAuthConfig::new(Authorize::Browser {
+        open: false,
+        show,
+        timeout: Duration::from_secs(60),
+    });
+    config.request_timeout = Duration::from_secs(5);
+    let c = client(&mcp.url("/mcp"), config);
+    within(Duration::from_secs(60), async {
+        c.initialize().await.unwrap();
+        c.close().await.unwrap();
+    });
+    let seen = seen.lock().unwrap().clone();
+    let status = |prefix: &str| {
+        seen.iter()
+            .find_map(|s| s.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("{prefix}: {seen:?}"))
+            .to_owned()
+    };
+    assert!(
+        status("wrong state: ").starts_with("HTTP/1.1 400"),
+        "{seen:?}"
+    );
+    assert!(status("no state: ").starts_with("HTTP/1.1 400"), "{seen:?}");
+    assert!(status("favicon: ").starts_with("HTTP/1.1 404"), "{seen:?}");
+    assert_eq!(status("silent connection still open: "), "true", "{seen:?}");
+    assert!(status("real: ").starts_with("HTTP/1.1 200"), "{seen:?}");
+    // The code exchanged is the person's, not the other process's.
+    let token = auth
+        .log()
+        .into_iter()
+        .find(|r| r.path() == "/token")
+        .expect("a token request");
+    assert_eq!(token.form("code").as_deref(), Some("TOPSECRET-CODE-1"));
+    assert_eq!(auth.count("POST", "/token"), 1);
 }

@@ -70,23 +70,125 @@ impl TokenStore for MemoryStore {
 }
 
 /// Credentials in a JSON file that only its owner can read (mode 0600 on Unix, in a directory
-/// created with mode 0700 when it does not exist), rewritten whole (through a temporary file of
-/// this process and a rename) on every change. A file that cannot be read counts as empty; one
-/// that cannot be written loses the change (the flow still works, the next run authorizes
-/// again). Changes are serialized within a process, not between processes: two runs saving at
-/// once keep one of their changes.
+/// created with mode 0700 when it does not exist), rewritten whole on every change.
+///
+/// Several stores on one path, in one process or in several, lose nothing of each other's:
+/// every change is a read-modify-write under a lock held by one of them at a time — a
+/// process-wide lock per canonical path, and an advisory lock (`flock`) on `PATH.lock` beside
+/// the file for the other processes. The new contents go to a temporary file of a random name
+/// (`PATH.<random>.tmp`), created afresh (`O_EXCL`) and never through a symbolic link
+/// (`O_NOFOLLOW`), then renamed over the file, so a reader sees the old contents or the new,
+/// never a part. The file itself is read without following a link either: a link planted in a
+/// directory others can write to is neither followed, truncated nor `chmod`-ed.
+///
+/// A file that cannot be read (or is over [`MAX_STORE_FILE`] bytes) counts as empty; a change
+/// that cannot be made (no lock within [`STORE_LOCK_WAIT`], a directory that cannot be
+/// written) is lost: the flow still works, the next run authorizes again. The calls block the
+/// calling thread for the file's I/O and the lock, as a [`TokenStore`] does. On Windows only
+/// the process-wide lock applies.
+///
+/// It keeps what a flow ends with: tokens, and a dynamic registration (with the secret the
+/// authorization server issued, if any). A pre-registered client's secret or key, given by the
+/// application, is never among them ([`mcp_proto::oauth::PreRegistered`]).
 pub struct FileStore {
     path: PathBuf,
-    lock: Mutex<()>,
+}
+
+/// The largest credentials file a [`FileStore`] reads; a larger one counts as empty.
+pub const MAX_STORE_FILE: u64 = 16 * 1024 * 1024;
+
+/// How long a [`FileStore`] change waits for another process's lock on the file before it is
+/// given up.
+pub const STORE_LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// The process-wide locks of the files being changed, by canonical path: an entry lives while a
+/// change of its file holds it (the map holds them weakly and forgets the dead ones).
+fn path_lock(path: &std::path::Path) -> Arc<Mutex<()>> {
+    use std::sync::{OnceLock, Weak};
+    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Weak<Mutex<()>>>>> = OnceLock::new();
+    let mut locks = lock(LOCKS.get_or_init(Mutex::default));
+    if let Some(live) = locks.get(path).and_then(Weak::upgrade) {
+        return live;
+    }
+    locks.retain(|_, w| w.strong_count() > 0);
+    let fresh = Arc::new(Mutex::new(()));
+    locks.insert(path.to_owned(), Arc::downgrade(&fresh));
+    fresh
+}
+
+/// `path` with `suffix` appended to its file name.
+fn with_suffix(path: &std::path::Path, suffix: &str) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(suffix);
+    PathBuf::from(p)
+}
+
+/// Options that create or open a file for its owner alone and never through a symbolic link.
+fn private_options() -> std::fs::OpenOptions {
+    #[allow(unused_mut)]
+    let mut options = std::fs::OpenOptions::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+    }
+    options
+}
+
+/// The advisory lock on `PATH.lock` (released when the file is closed), waiting at most
+/// [`STORE_LOCK_WAIT`] for another process to release it.
+#[cfg(unix)]
+fn file_lock(path: &std::path::Path) -> Option<std::fs::File> {
+    use rustix::fs::{flock, FlockOperation};
+    let file = private_options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(with_suffix(path, ".lock"))
+        .ok()?;
+    let give_up = std::time::Instant::now() + STORE_LOCK_WAIT;
+    loop {
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Some(file),
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK || e == rustix::io::Errno::INTR => {
+                if std::time::Instant::now() >= give_up {
+                    return None;
+                }
+                // Another process is changing the file: its change takes milliseconds.
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn file_lock(_path: &std::path::Path) -> Option<()> {
+    Some(())
+}
+
+/// A random suffix for a temporary file (the process id and a count where the system gives no
+/// randomness: `O_EXCL` keeps a clash harmless).
+fn temp_suffix() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let mut random = [0u8; 12];
+    if getrandom::fill(&mut random).is_err() {
+        let n = COUNT.fetch_add(1, Ordering::Relaxed);
+        random[..4].copy_from_slice(&std::process::id().to_be_bytes());
+        random[4..].copy_from_slice(&n.to_be_bytes());
+    }
+    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    format!(".{hex}.tmp")
 }
 
 impl FileStore {
     /// A store in this file (its directory is created when needed, readable by its owner alone).
     pub fn new(path: impl Into<PathBuf>) -> FileStore {
-        FileStore {
-            path: path.into(),
-            lock: Mutex::new(()),
-        }
+        FileStore { path: path.into() }
     }
 
     /// The default place: `$XDG_CONFIG_HOME/mcp-client/credentials.json`, else
@@ -105,54 +207,68 @@ impl FileStore {
         Some(base.join("mcp-client").join("credentials.json"))
     }
 
-    fn read(&self) -> Vec<Credentials> {
-        std::fs::read(&self.path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default()
+    fn read(path: &std::path::Path) -> Vec<Credentials> {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        let read = private_options().read(true).open(path).and_then(|f| {
+            f.take(MAX_STORE_FILE + 1).read_to_end(&mut bytes)?;
+            Ok(())
+        });
+        if read.is_err() || bytes.len() as u64 > MAX_STORE_FILE {
+            return Vec::new();
+        }
+        serde_json::from_slice(&bytes).unwrap_or_default()
     }
 
-    fn write(&self, entries: &[Credentials]) {
+    /// Runs a read-modify-write of the file under both locks (`f` says whether it changed
+    /// anything); when the locks cannot be had, the change is lost.
+    fn change(&self, f: impl FnOnce(&mut Vec<Credentials>) -> bool) {
+        let dir = self
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            // Only the directories created here; an existing one keeps its mode.
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        let _ = builder.create(dir);
+        // One lock per file, however it is named: `a/../creds.json` and `creds.json` are one.
+        let path = match (std::fs::canonicalize(dir), self.path.file_name()) {
+            (Ok(dir), Some(name)) => dir.join(name),
+            _ => self.path.clone(),
+        };
+        let in_process = path_lock(&path);
+        let _process = lock(&in_process);
+        let Some(_file) = file_lock(&path) else {
+            return;
+        };
+        let mut entries = FileStore::read(&path);
+        if f(&mut entries) {
+            FileStore::write(&path, &entries);
+        }
+    }
+
+    fn write(path: &std::path::Path, entries: &[Credentials]) {
         let Ok(json) = serde_json::to_vec_pretty(entries) else {
             return;
         };
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            let mut builder = std::fs::DirBuilder::new();
-            builder.recursive(true);
-            #[cfg(unix)]
-            {
-                // Only the directories created here; an existing one keeps its mode.
-                use std::os::unix::fs::DirBuilderExt;
-                builder.mode(0o700);
-            }
-            let _ = builder.create(dir);
-        }
-        // One temporary file per process, so that two runs saving at once do not write into
-        // the same file.
-        let mut tmp = self.path.clone().into_os_string();
-        tmp.push(format!(".{}.tmp", std::process::id()));
-        let tmp = PathBuf::from(tmp);
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let written = options.open(&tmp).and_then(|mut f| {
-            use std::io::Write;
-            // The mode above applies only to a file it creates: a leftover one is narrowed too.
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-            }
-            f.write_all(&json)?;
-            f.sync_all()
-        });
-        if written.is_ok() {
-            let _ = std::fs::rename(&tmp, &self.path);
-        } else {
+        let tmp = with_suffix(path, &temp_suffix());
+        let written = private_options()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .and_then(|mut f| {
+                use std::io::Write;
+                f.write_all(&json)?;
+                f.sync_all()
+            });
+        // The rename replaces a link at `path` itself, never what it points to.
+        if written.is_err() || std::fs::rename(&tmp, path).is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
     }
@@ -160,28 +276,28 @@ impl FileStore {
 
 impl TokenStore for FileStore {
     fn load(&self, issuer: &str, resource: &str) -> Option<Credentials> {
-        let _guard = lock(&self.lock);
-        self.read()
+        // Changes are renames: a read sees a whole file without taking the lock.
+        FileStore::read(&self.path)
             .into_iter()
             .find(|c| c.issuer == issuer && c.resource == resource)
     }
 
     fn save(&self, credentials: &Credentials) {
-        let _guard = lock(&self.lock);
-        let mut entries = self.read();
-        entries.retain(|c| !(c.issuer == credentials.issuer && c.resource == credentials.resource));
-        entries.push(credentials.clone());
-        self.write(&entries);
+        self.change(|entries| {
+            entries.retain(|c| {
+                !(c.issuer == credentials.issuer && c.resource == credentials.resource)
+            });
+            entries.push(credentials.clone());
+            true
+        });
     }
 
     fn remove(&self, issuer: &str, resource: &str) {
-        let _guard = lock(&self.lock);
-        let mut entries = self.read();
-        let before = entries.len();
-        entries.retain(|c| !(c.issuer == issuer && c.resource == resource));
-        if entries.len() != before {
-            self.write(&entries);
-        }
+        self.change(|entries| {
+            let before = entries.len();
+            entries.retain(|c| !(c.issuer == issuer && c.resource == resource));
+            entries.len() != before
+        });
     }
 }
 
@@ -200,8 +316,9 @@ pub enum Authorize {
     /// requests waiting for it do not time out meanwhile (their timeouts start again when the
     /// flow ends): the callback bounds its own time.
     Callback(AuthorizeCallback),
-    /// The native-app flow (RFC 8252): a one-shot listener on `127.0.0.1` and an ephemeral port
-    /// is the redirect URI; the system browser is opened on the authorization URL (`open`:
+    /// The native-app flow (RFC 8252): a listener on `127.0.0.1` and an ephemeral port is the
+    /// redirect URI (it takes only this flow's redirect, by its `state`, and serves other
+    /// connections meanwhile with an error page); the system browser is opened on the authorization URL (`open`:
     /// whether to try), `show` is told the URL (and whether a browser was started), and the
     /// person has `timeout` to finish (the requests waiting for the flow do not time out
     /// meanwhile; past it the flow fails with [`AuthError::NotAuthorized`]).
@@ -510,7 +627,7 @@ impl OAuth {
                     flow.on_loaded(stored, SystemTime::now());
                 }
                 Step::Authorize(request) => {
-                    let redirect = self.authorize(&request, listener.as_ref()).await;
+                    let redirect = self.authorize(&request, listener.as_ref(), &flow).await;
                     match redirect {
                         Ok(url) => flow.on_redirect(&url),
                         Err(reason) => {
@@ -535,6 +652,7 @@ impl OAuth {
         &self,
         request: &AuthorizationRequest,
         listener: Option<&smol::net::TcpListener>,
+        flow: &Flow,
     ) -> Result<String, String> {
         match &self.config.authorize {
             Authorize::Refuse => Err("authorizing is turned off".into()),
@@ -549,7 +667,7 @@ impl OAuth {
                 };
                 let opened = *open && open_browser(&request.url);
                 show(request, opened);
-                let wait = receive_redirect(listener, &request.redirect_uri);
+                let wait = receive_redirect(listener, &request.redirect_uri, flow);
                 smol::future::or(wait, async {
                     smol::Timer::after(*timeout).await;
                     Err(format!("nobody came back within {} s", timeout.as_secs()))
@@ -641,70 +759,113 @@ fn open_browser(url: &str) -> bool {
 /// The largest request head the redirect listener reads.
 const MAX_REDIRECT_HEAD: usize = 16 * 1024;
 
-/// Waits on the listener for the browser's request to the redirect URI's path, answers it with
-/// a short page, and gives the full redirect URL. Other requests (a favicon) get a 404 and the
-/// wait goes on.
+/// How long one connection to the redirect listener has to send its request head: a browser
+/// sends it at once; the connection is closed after this, and other connections are served
+/// meanwhile.
+const REDIRECT_READ_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The most connections the redirect listener serves at once; more wait in the system's
+/// backlog until one is done (at most [`REDIRECT_READ_DEADLINE`]).
+const MAX_REDIRECT_CONNECTIONS: usize = 16;
+
+/// Waits on the listener for this flow's redirect (the flow's [`Flow::check_redirect`] says
+/// which request is its), answers it with a short page, and gives the full redirect URL.
+/// Connections are served concurrently, each with its own read deadline, so a slow or silent
+/// one does not hold up the person's; a request to another path (a favicon) gets a 404, and
+/// one to the redirect path without this flow's `state` an error page: the wait goes on in
+/// both cases, until the flow's redirect or the caller's timeout.
 async fn receive_redirect(
     listener: &smol::net::TcpListener,
     redirect_uri: &str,
+    flow: &Flow,
 ) -> Result<String, String> {
-    let expected_path = redirect_path(redirect_uri);
-    loop {
-        let (mut stream, _) = listener
-            .accept()
-            .await
-            .map_err(|e| format!("waiting for the redirect: {e}"))?;
-        let mut head = Vec::new();
-        let mut buf = [0u8; 2048];
-        let read = async {
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_REDIRECT_HEAD {
-                match stream.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => head.extend_from_slice(&buf[..n]),
-                }
-            }
-        };
-        // A browser sends its request at once; a connection that does not cannot hold the
-        // listener for long.
-        smol::future::or(read, smol::Timer::after(Duration::from_secs(2)).map_unit()).await;
-        let line = String::from_utf8_lossy(&head);
-        let target = line
-            .lines()
-            .next()
-            .and_then(|l| l.strip_prefix("GET "))
-            .and_then(|l| l.split(' ').next())
-            .unwrap_or("")
-            .to_owned();
-        let path = target.split('?').next().unwrap_or("");
-        if path != expected_path {
-            let _ = stream
-                .write_all(
-                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                )
-                .await;
-            continue;
+    let origin = url::Url::parse(redirect_uri)
+        .map(|u| u.origin().ascii_serialization())
+        .map_err(|_| "the redirect URI is not a URL".to_owned())?;
+    let slots = smol::lock::Semaphore::new(MAX_REDIRECT_CONNECTIONS);
+    let (found, redirect) = smol::channel::bounded::<String>(1);
+    // Declared after what its tasks borrow: dropped (with every connection still open) first.
+    let connections = smol::Executor::new();
+    let accept = async {
+        loop {
+            let slot = slots.acquire().await;
+            let (stream, _) = listener
+                .accept()
+                .await
+                .map_err(|e| format!("waiting for the redirect: {e}"))?;
+            let (found, origin) = (found.clone(), origin.as_str());
+            connections
+                .spawn(async move {
+                    let _slot = slot;
+                    if let Some(url) = serve_redirect(stream, origin, flow).await {
+                        let _ = found.try_send(url);
+                    }
+                })
+                .detach();
         }
-        let page = "<!doctype html><title>Authorized</title><p>You can close this window and go back to the application.</p>";
-        let answer = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n{page}",
-            page.len()
-        );
-        let _ = stream.write_all(answer.as_bytes()).await;
-        let _ = stream.flush().await;
-        let base = redirect_uri.split('?').next().unwrap_or(redirect_uri);
-        let query = target.split_once('?').map(|(_, q)| q).unwrap_or("");
-        return Ok(format!("{base}?{query}"));
-    }
+    };
+    let taken = async {
+        redirect
+            .recv()
+            .await
+            .map_err(|_| "the redirect listener stopped".to_owned())
+    };
+    connections.run(smol::future::or(taken, accept)).await
 }
 
-/// The path of a redirect URI (`http://127.0.0.1:PORT/callback` → `/callback`).
-fn redirect_path(uri: &str) -> String {
-    let rest = uri.split_once("://").map_or(uri, |(_, r)| r);
-    let rest = rest.split(['?', '#']).next().unwrap_or("");
-    match rest.find('/') {
-        Some(i) => rest[i..].to_owned(),
-        None => "/".to_owned(),
-    }
+/// One connection to the redirect listener: reads its request head (within the deadline),
+/// answers it, and gives the redirect URL when it is this flow's.
+async fn serve_redirect(
+    mut stream: smol::net::TcpStream,
+    origin: &str,
+    flow: &Flow,
+) -> Option<String> {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 2048];
+    let read = async {
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_REDIRECT_HEAD {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    smol::future::or(read, smol::Timer::after(REDIRECT_READ_DEADLINE).map_unit()).await;
+    let line = String::from_utf8_lossy(&head);
+    let target = line
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("GET "))
+        .and_then(|l| l.split(' ').next())
+        .filter(|t| t.starts_with('/'))
+        .unwrap_or("");
+    let url = format!("{origin}{target}");
+    let verdict = if target.is_empty() {
+        mcp_proto::oauth::Redirect::Elsewhere
+    } else {
+        flow.check_redirect(&url)
+    };
+    let (status, title, text) = match verdict {
+        mcp_proto::oauth::Redirect::Ours => (
+            "200 OK",
+            "Authorized",
+            "You can close this window and go back to the application.",
+        ),
+        mcp_proto::oauth::Redirect::NotOurs => (
+            "400 Bad Request",
+            "Not this sign-in",
+            "This is not the answer to the sign-in the application is waiting for: it was ignored, and the application keeps waiting.",
+        ),
+        mcp_proto::oauth::Redirect::Elsewhere => ("404 Not Found", "Not found", "Nothing here."),
+    };
+    let page = format!("<!doctype html><title>{title}</title><p>{text}</p>");
+    let answer = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n{page}",
+        page.len()
+    );
+    let _ = stream.write_all(answer.as_bytes()).await;
+    let _ = stream.flush().await;
+    (verdict == mcp_proto::oauth::Redirect::Ours).then_some(url)
 }
 
 trait MapUnit: std::future::Future + Sized {

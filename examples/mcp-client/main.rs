@@ -297,6 +297,21 @@ fn check_auth(a: &AuthFlags, url: bool) -> Result<(), String> {
             }
         }
     }
+    // A secret goes only to the authorization server that issued it (MCP 2026-07-28,
+    // Authorization Server Binding), never to one the MCP server names.
+    if a.client_issuer.is_none() {
+        for secret in [
+            "--client-secret",
+            "--client-secret-env",
+            "--client-credentials",
+        ] {
+            if has(secret) {
+                return Err(format!(
+                    "{secret} needs --client-issuer URL: the client's secret is sent only to the authorization server that issued it"
+                ));
+            }
+        }
+    }
     Ok(())
 }
 
