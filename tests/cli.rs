@@ -1025,3 +1025,100 @@ fn elicitation_is_declared_only_with_a_terminal_to_ask_on() {
         "accept"
     );
 }
+
+/// A fake protected MCP server that is its own authorization server (127.0.0.1): `/mcp`
+/// answers 401 naming its resource metadata, which names this origin as the issuer, whose
+/// metadata offers the client credentials grant; the token endpoint refuses with an
+/// `error_description` full of terminal escapes. Its origin.
+fn refusing_authorization_server() -> String {
+    use std::io::{BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let base = origin.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let origin = base.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut out = stream;
+                while let Ok(Some(req)) = mcp_testkit::http_server::read_request(&mut reader) {
+                    let prm = format!("{origin}/.well-known/oauth-protected-resource/mcp");
+                    let (status, extra, body) = match req.path() {
+                        "/mcp" => (
+                            "401 Unauthorized",
+                            format!("WWW-Authenticate: Bearer resource_metadata=\"{prm}\"\r\n"),
+                            serde_json::json!({"error": "invalid_token"}),
+                        ),
+                        "/.well-known/oauth-protected-resource/mcp" => (
+                            "200 OK",
+                            String::new(),
+                            serde_json::json!({"resource": format!("{origin}/mcp"),
+                                               "authorization_servers": [origin]}),
+                        ),
+                        "/.well-known/oauth-authorization-server" => (
+                            "200 OK",
+                            String::new(),
+                            serde_json::json!({
+                                "issuer": origin,
+                                "authorization_endpoint": format!("{origin}/authorize"),
+                                "token_endpoint": format!("{origin}/token"),
+                                "response_types_supported": ["code"],
+                                "grant_types_supported": ["client_credentials"],
+                                "code_challenge_methods_supported": ["S256"],
+                                "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+                            }),
+                        ),
+                        "/token" => (
+                            "400 Bad Request",
+                            String::new(),
+                            serde_json::json!({"error": "invalid_client",
+                                "error_description": mcp_testkit::stdio_server::HOSTILE}),
+                        ),
+                        _ => ("404 Not Found", String::new(), serde_json::json!({})),
+                    };
+                    let body = body.to_string();
+                    let head = format!(
+                        "HTTP/1.1 {status}\r\n{extra}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    if out.write_all(head.as_bytes()).is_err()
+                        || out.write_all(body.as_bytes()).is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    origin
+}
+
+#[test]
+fn an_authorization_servers_error_description_is_shown_escaped() {
+    let origin = refusing_authorization_server();
+    let url = format!("{origin}/mcp");
+    let mut command = Command::new(example_bin("mcp-client"));
+    command
+        .args([
+            "--url",
+            &url,
+            "--client-id",
+            "c1",
+            "--client-secret-env",
+            "CLI_TEST_SECRET",
+        ])
+        .args([
+            "--client-issuer",
+            &origin,
+            "--client-credentials",
+            "--no-auth-store",
+        ])
+        .env("CLI_TEST_SECRET", "s3cr3t-value");
+    let out = run_within(&mut command, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let last = out.stderr.lines().last().unwrap_or_default();
+    assert!(last.contains("invalid_client"), "{out:?}");
+    escaped(&out, last);
+    shows_no_secret(&out, &["s3cr3t-value"]);
+}

@@ -643,3 +643,54 @@ fn vs_code_inputs_come_from_input_flags_and_are_never_prompted_for() {
         out.stderr
     );
 }
+
+/// The control characters of `text` a terminal would obey: C0 but newline and tab, DEL, C1.
+fn raw_controls(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|c| matches!(c, '\0'..='\x08' | '\x0b'..='\x1f' | '\x7f'..='\u{9f}'))
+        .collect()
+}
+
+#[test]
+fn a_servers_control_characters_are_shown_escaped_with_config_too() {
+    let s = Setup::new();
+    // A server whose every text holds terminal escapes, and one that writes some on stderr
+    // and exits at start.
+    let quitter = r#"printf '\033]0;PWNED-TITLE\007 \033[2K gone\n' >&2; exit 4"#;
+    let file = s.write(
+        "mcp.json",
+        &json!({"mcpServers": {
+            "hostile": {"command": s.serve(), "args": ["--behave", "hostile-text"]},
+            "quitter": {"command": "sh", "args": ["-c", quitter, s.serve()]}
+        }})
+        .to_string(),
+    );
+    let clean = |out: &Finished| {
+        for (name, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let raw = raw_controls(text);
+            assert!(raw.is_empty(), "raw {raw:?} on {name}: {out:?}");
+        }
+    };
+    let list = s.cli(&["--config", p(&file), "--verbose"]);
+    assert_eq!(list.status.code(), Some(3), "{list:?}");
+    clean(&list);
+    let failed = reported(&list, "quitter");
+    assert_eq!(failed.len(), 1, "{list:?}");
+    assert!(
+        failed[0].contains(r"\x1b]0;PWNED-TITLE\x07 \x1b[2K gone"),
+        "{}",
+        failed[0]
+    );
+    assert!(
+        list.stdout
+            .contains(r"hostile__echo	\x1b]8;;https://evil.example/steal\x1b\"),
+        "{}",
+        list.stdout
+    );
+    for tool in ["hostile__echo", "hostile__fail"] {
+        let out = s.cli(&["--config", p(&file), "--call", tool, "--verbose"]);
+        clean(&out);
+        let shown = format!("{}{}", out.stdout, out.stderr);
+        assert!(shown.contains(r"\x1b]0;PWNED-TITLE\x07"), "{out:?}");
+    }
+}

@@ -1151,3 +1151,134 @@ fn errors_never_show_a_value() {
         assert!(!format!("{error:?}").contains("s3cr3t"), "{error:?}");
     }
 }
+
+// Files read: regular files only, capped (T11).
+
+/// `load_with(path)` on a thread: its outcome, or a failure of the test when it has not ended
+/// within 30 s (a loader blocked on a FIFO would never end).
+fn load_within(path: &Path) -> Result<ServersConfig, ConfigError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = path.to_owned();
+    std::thread::spawn(move || {
+        let _ = tx.send(load_with(&path, &options()));
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("loading ended (it must not wait on a FIFO or read without end)")
+}
+
+/// A FIFO nobody writes to, made with `mkfifo`.
+fn fifo(dir: &Path) -> PathBuf {
+    let path = dir.join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    path
+}
+
+#[test]
+fn a_config_or_env_file_that_is_not_a_regular_file_is_refused_at_once() {
+    let dir = mcp_testkit::TempDir::new("mcp-config-files");
+    let fifo = fifo(dir.path());
+    let linked = dir.path().join("zero-link");
+    std::os::unix::fs::symlink("/dev/zero", &linked).unwrap();
+    let cases: [(&Path, &str); 5] = [
+        (Path::new("/dev/zero"), "a character device"),
+        (&fifo, "a FIFO"),
+        (dir.path(), "a directory"),
+        (&linked, "a character device"),
+        // The test's stdin: /dev/null (a device), a pipe or a terminal — never a regular file.
+        (Path::new("/dev/stdin"), ""),
+    ];
+    for (path, found) in cases {
+        // The config file itself.
+        let error = load_within(path).unwrap_err();
+        let ConfigErrorKind::NotAFile { what, found: is } = &error.kind else {
+            panic!("{}: {error}", path.display())
+        };
+        assert_eq!(what, "the file");
+        if !found.is_empty() {
+            assert_eq!(*is, found);
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "{}: the file is not a regular file: it is {found}",
+                    path.display()
+                )
+            );
+        }
+        // An envFile.
+        let config = dir.path().join("mcp.json");
+        let server = serde_json::json!({"servers": {"a": {"command": "x", "envFile": path}}});
+        std::fs::write(&config, server.to_string()).unwrap();
+        let error = load_within(&config).unwrap_err();
+        let ConfigErrorKind::NotAFile { what, .. } = &error.kind else {
+            panic!("{}: {error}", path.display())
+        };
+        assert_eq!(what, &format!("\"envFile\" {}", path.display()));
+        assert!(
+            error
+                .to_string()
+                .starts_with(&format!("{}:1:", config.display())),
+            "{error}"
+        );
+        assert!(
+            error.to_string().contains("is not a regular file"),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn a_config_or_env_file_past_its_cap_is_refused_and_one_at_its_cap_is_read() {
+    use mcp_client::config::{MAX_CONFIG_FILE, MAX_ENV_FILE};
+    let dir = mcp_testkit::TempDir::new("mcp-config-caps");
+    let sized = |name: &str, head: &str, size: u64| {
+        let path = dir.path().join(name);
+        let mut text = head.to_owned();
+        text.push_str(&" ".repeat(size as usize - head.len() - 1));
+        text.push('\n');
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let head = r#"{"servers": {"a": {"command": "x", "envFile": "env"}}}"#;
+    // A symlink to a regular file is read (the user's config may be one).
+    let at_cap = sized("at-cap.json", head, MAX_CONFIG_FILE);
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&at_cap, &link).unwrap();
+    sized("env", "A=1", MAX_ENV_FILE);
+    for path in [&at_cap, &link] {
+        let config = load_within(path).unwrap_or_else(|e| panic!("{e}"));
+        let ServerTransport::Stdio { env, .. } = &config.servers[0].transport else {
+            panic!("stdio")
+        };
+        assert_eq!(env["A"], "1");
+    }
+    let past = sized("past-cap.json", head, MAX_CONFIG_FILE + 1);
+    let error = load_within(&past).unwrap_err();
+    assert_eq!(
+        error.kind,
+        ConfigErrorKind::TooLarge {
+            what: "the file".into(),
+            cap: MAX_CONFIG_FILE
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "{}: the file is larger than 16 MiB, the most it may hold",
+            past.display()
+        )
+    );
+    let env = sized("env", "A=1", MAX_ENV_FILE + 1);
+    let error = load_within(&at_cap).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "{}:1:47: server \"a\": \"envFile\" {} is larger than 4 MiB, the most it may hold",
+            at_cap.display(),
+            env.display()
+        )
+    );
+}

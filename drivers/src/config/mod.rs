@@ -41,6 +41,16 @@
 //! Strings without `${` are never changed. A relative `cwd` (or `envFile`) is taken relative to the
 //! workspace folder as defined above.
 //!
+//! # Files read
+//!
+//! A config file and an `envFile` are read only when they are regular files (a symlink is
+//! followed: its target must be one) of at most [`MAX_CONFIG_FILE`] (16 MiB) and
+//! [`MAX_ENV_FILE`] (4 MiB) bytes. A directory, a FIFO, a device (`/dev/zero`, `/dev/stdin`) or a
+//! socket is refused at once, without reading from it ([`ConfigErrorKind::NotAFile`]), and so is
+//! a larger file ([`ConfigErrorKind::TooLarge`]): loading never blocks on a pipe nor reads
+//! without end. What is checked is the file opened (opened without waiting for a writer, and
+//! read at most one byte past the cap), so a path swapped after the check gains nothing.
+//!
 //! # Errors
 //!
 //! A [`ConfigError`] names the file, the line and column (1-based, columns in characters) of the
@@ -60,6 +70,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tree::{Key, Node, Value};
+
+/// The most bytes a config file may hold (16 MiB): a larger one is refused
+/// ([`ConfigErrorKind::TooLarge`]).
+pub const MAX_CONFIG_FILE: u64 = 16 << 20;
+
+/// The most bytes VS Code's `envFile` may hold (4 MiB): a larger one is refused
+/// ([`ConfigErrorKind::TooLarge`]).
+pub const MAX_ENV_FILE: u64 = 4 << 20;
 
 /// A config file's servers, in the order the file lists them.
 #[derive(Debug, Clone, PartialEq)]
@@ -325,6 +343,24 @@ pub enum ConfigErrorKind {
         /// The cause (also [`ConfigError`]'s `source()`).
         error: Arc<std::io::Error>,
     },
+    /// The file (or an `envFile`) is not a regular file: a directory, a FIFO, a device or a
+    /// socket (a symlink's target counts). Refused without reading from it.
+    #[error("{what} is not a regular file: it is {found}")]
+    NotAFile {
+        /// `the file`, or `"envFile" PATH`.
+        what: String,
+        /// What it is: `a directory`, `a FIFO`, `a character device`…
+        found: &'static str,
+    },
+    /// The file (or an `envFile`) holds more than `cap` bytes ([`MAX_CONFIG_FILE`],
+    /// [`MAX_ENV_FILE`]).
+    #[error("{what} is larger than {} MiB, the most it may hold", cap >> 20)]
+    TooLarge {
+        /// `the file`, or `"envFile" PATH`.
+        what: String,
+        /// The cap, in bytes.
+        cap: u64,
+    },
     /// The file is not JSON (JSONC) or TOML.
     #[error("invalid {syntax}: {message}")]
     Syntax {
@@ -367,6 +403,8 @@ impl PartialEq for ConfigErrorKind {
                 },
             ) => a == b && x == y,
             (Invalid(a), Invalid(b)) | (MissingVariable(a), MissingVariable(b)) => a == b,
+            (NotAFile { what: a, found: x }, NotAFile { what: b, found: y }) => a == b && x == y,
+            (TooLarge { what: a, cap: x }, TooLarge { what: b, cap: y }) => a == b && x == y,
             (
                 MissingInput {
                     id: a,
@@ -382,6 +420,85 @@ impl PartialEq for ConfigErrorKind {
     }
 }
 
+/// The text of the regular file at `path` (a symlink followed), of at most `cap` bytes (see
+/// [Files read](self#files-read)); `what` names it in errors.
+fn read_text(path: &Path, cap: u64, what: &str) -> Result<String, ConfigErrorKind> {
+    use std::io::Read;
+    let read = |e: std::io::Error| ConfigErrorKind::Read {
+        what: what.to_owned(),
+        error: Arc::new(e),
+    };
+    let not_a_file = |meta: &std::fs::Metadata| {
+        (!meta.is_file()).then(|| ConfigErrorKind::NotAFile {
+            what: what.to_owned(),
+            found: file_type(meta.file_type()),
+        })
+    };
+    // Not opened at all when it is no regular file (opening a device may do something)…
+    if let Some(refused) = not_a_file(&std::fs::metadata(path).map_err(read)?) {
+        return Err(refused);
+    }
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true);
+    #[cfg(unix)]
+    {
+        // …and, when it was swapped since, a FIFO opens without waiting for a writer (a regular
+        // file reads the same).
+        use std::os::unix::fs::OpenOptionsExt;
+        open.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let file = open.open(path).map_err(read)?;
+    // What counts is the file opened.
+    let meta = file.metadata().map_err(read)?;
+    if let Some(refused) = not_a_file(&meta) {
+        return Err(refused);
+    }
+    let too_large = || ConfigErrorKind::TooLarge {
+        what: what.to_owned(),
+        cap,
+    };
+    if meta.len() > cap {
+        return Err(too_large());
+    }
+    // At most one byte past the cap, should it grow while read.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(cap + 1).read_to_end(&mut bytes).map_err(read)?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        read(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ))
+    })
+}
+
+/// What a file that is not a regular one is, for [`ConfigErrorKind::NotAFile`].
+fn file_type(t: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
+}
+
 /// Reads a config file, telling its format from it (see the [module docs](self)), with `${…}` from
 /// this process's environment.
 pub fn load(path: impl AsRef<Path>) -> Result<ServersConfig, ConfigError> {
@@ -394,14 +511,11 @@ pub fn load_with(
     options: &ExpandOptions,
 ) -> Result<ServersConfig, ConfigError> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+    let text = read_text(path, MAX_CONFIG_FILE, "the file").map_err(|kind| ConfigError {
         path: path.to_owned(),
         position: None,
         server: None,
-        kind: ConfigErrorKind::Read {
-            what: "the file".into(),
-            error: Arc::new(e),
-        },
+        kind,
     })?;
     if path
         .extension()

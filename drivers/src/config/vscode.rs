@@ -23,12 +23,13 @@
 //!   blank lines and lines starting with `#` are skipped, an `export ` prefix is allowed, a value
 //!   may be in `"…"` (where `\n`, `\"` and `\\` are escapes) or `'…'` (taken as written), and an
 //!   unquoted value ends at ` #`. Values are not expanded. `env` entries override the file's.
+//!   It must be a regular file of at most [`MAX_ENV_FILE`](super::MAX_ENV_FILE) bytes (4 MiB;
+//!   see [Files read](super#files-read)).
 
 use super::tree::{Key, Node, Value};
 use super::{field, ConfigError, ConfigErrorKind, Kind, Reader, ServerEntry};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
 /// The `type` names VS Code uses.
 const TYPES: &[(&str, Kind)] = &[("stdio", Kind::Stdio), ("http", Kind::Http)];
@@ -94,15 +95,9 @@ fn env_file(
     path: &Path,
     node: &Node,
 ) -> Result<Vec<(String, String)>, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        r.error_kind(
-            node.span.start,
-            ConfigErrorKind::Read {
-                what: format!("\"envFile\" {}", path.display()),
-                error: Arc::new(e),
-            },
-        )
-    })?;
+    let what = format!("\"envFile\" {}", path.display());
+    let text = super::read_text(path, super::MAX_ENV_FILE, &what)
+        .map_err(|kind| r.error_kind(node.span.start, kind))?;
     let error = |line: usize, raw: &str, message: &str| ConfigError {
         path: path.to_owned(),
         position: Some((line, raw.len() - raw.trim_start().len() + 1)),
