@@ -61,6 +61,7 @@ pub mod oauth;
 pub mod pagination;
 pub mod session;
 pub mod sse;
+pub mod terminal;
 pub mod text;
 pub mod toolset;
 pub mod types;

@@ -348,7 +348,14 @@ impl Authorize {
                 } else {
                     "Open this URL to authorize"
                 };
-                eprintln!("{how} with {}:\n  {}", request.issuer, request.url);
+                // The issuer and the URL come from the server's documents: no control character
+                // of theirs reaches the terminal.
+                let line = mcp_proto::terminal::line;
+                eprintln!(
+                    "{how} with {}:\n  {}",
+                    line(&request.issuer),
+                    line(&request.url)
+                );
             }),
             timeout: Duration::from_secs(300),
         }

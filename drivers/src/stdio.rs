@@ -35,7 +35,8 @@ pub enum StderrMode {
     /// Only keep the tail.
     #[default]
     Tail,
-    /// Also copy each line to this process's stderr.
+    /// Also copy each line to this process's stderr, its control characters escaped
+    /// ([`mcp_proto::terminal::line`]): a server never writes escape sequences to the terminal.
     Forward,
     /// Also hand each line to a callback.
     Callback(Arc<dyn Fn(&str) + Send + Sync>),
@@ -955,7 +956,8 @@ async fn drain_stderr(
         line.clear();
         match &mode {
             StderrMode::Tail => {}
-            StderrMode::Forward => eprintln!("{text}"),
+            // The server's own line, on our stderr: its control characters escaped.
+            StderrMode::Forward => eprintln!("{}", mcp_proto::terminal::line(&text)),
             StderrMode::Callback(f) => f(&text),
         }
         #[cfg(feature = "tracing")]

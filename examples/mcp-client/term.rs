@@ -5,7 +5,8 @@
 //! person's terminal, which obeys the control characters in them: ESC starts the CSI and OSC
 //! sequences that move the cursor, erase or hide lines, set the window title or make a link
 //! show one URL and open another (OSC 8), and so do the C1 characters (U+009B is CSI in some
-//! terminals). So every print path of the CLI passes server text through [`shown`], which
+//! terminals). So every print path of the CLI passes server text through [`shown`] (the core's
+//! `mcp_proto::terminal`, which the driver's own print paths use too), which
 //! replaces each C0 control character (but a newline and a tab where the text may have lines),
 //! DEL and each C1 character (U+0080–U+009F) by a visible escape: `\x1b` for C0 and DEL,
 //! `\u{9b}` for C1 — the notation tracing's formatter uses too, so a line shows what the server
@@ -17,50 +18,7 @@
 
 use std::fmt::Write;
 
-/// How a text is laid out where it is printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// Lines of their own (tool text, a server's instructions): newlines and tabs are kept (a
-    /// CRLF becomes a newline).
-    Text,
-    /// Part of one line (a name, an error, a log line, a prompt): every run of white space,
-    /// newlines and tabs included, becomes one space.
-    Line,
-}
-
-/// `text` as the terminal may show it: its control characters escaped, its white space laid
-/// out as `layout` says.
-pub fn shown(text: &str, layout: Layout) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    let mut blank = false;
-    while let Some(c) = chars.next() {
-        if layout == Layout::Line && c.is_whitespace() {
-            blank = true;
-            continue;
-        }
-        if std::mem::take(&mut blank) && !out.is_empty() {
-            out.push(' ');
-        }
-        match c {
-            '\n' | '\t' => out.push(c),
-            '\r' if chars.peek() == Some(&'\n') => {}
-            '\0'..='\x1f' | '\x7f' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            '\u{80}'..='\u{9f}' => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// [`shown`] as one line.
-pub fn line(text: &str) -> String {
-    shown(text, Layout::Line)
-}
+pub use mcp_client::proto::terminal::{line, shown, Layout};
 
 /// JSON text as the CLI prints it: one line, with no control character anywhere. serde_json
 /// escapes C0 in strings (and a parsed document has none raw in its strings), but not DEL nor
@@ -84,20 +42,6 @@ pub fn json(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn control_characters_are_escaped_and_white_space_laid_out() {
-        let hostile = "a\x1b]8;;https://evil\x07b\x1b[2K\u{9b}31m\x7f\0c";
-        let want = r"a\x1b]8;;https://evil\x07b\x1b[2K\u{9b}31m\x7f\x00c";
-        assert_eq!(shown(hostile, Layout::Text), want);
-        assert_eq!(line(hostile), want);
-        assert_eq!(
-            shown("one\r\ntwo\tthree\rfour\n", Layout::Text),
-            "one\ntwo\tthree\\x0dfour\n"
-        );
-        assert_eq!(line("  one\r\n two\t\u{85}three \n"), "one two three");
-        assert_eq!(line("ünï 🦀"), "ünï 🦀");
-    }
 
     #[test]
     fn json_stays_json_without_control_characters() {

@@ -1,0 +1,82 @@
+//! A server's text as a terminal may show it: never its control characters.
+//!
+//! A server's strings (tool text, error messages, elicitation questions and URLs, log lines,
+//! progress messages, stderr lines, its name and its tools' names and descriptions) reach a
+//! person's terminal when an application prints them, and the terminal obeys the control
+//! characters in them: ESC starts the CSI and OSC sequences that move the cursor, erase or hide
+//! lines, set the window title or make a link show one URL and open another (OSC 8), and so do
+//! the C1 characters (U+009B is CSI in some terminals). [`shown`] replaces each C0 control
+//! character (but a newline and a tab where the text may have lines), DEL and each C1 character
+//! (U+0080–U+009F) by a visible escape: `\x1b` for C0 and DEL, `\u{9b}` for C1 — the notation
+//! tracing's formatter uses too, so a line shows what the server sent (a U+FFFD would say only
+//! that something was there).
+//!
+//! Clean where the text is printed, not in the data: the model and the application read what
+//! the server sent. The driver's own print paths (the default browser-login message, a stdio
+//! server's forwarded stderr) and every print path of the `mcp-client` CLI use it.
+
+use std::fmt::Write;
+
+/// How a text is laid out where it is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Lines of their own (tool text, a server's instructions): newlines and tabs are kept (a
+    /// CRLF becomes a newline).
+    Text,
+    /// Part of one line (a name, an error, a log line, a prompt): every run of white space,
+    /// newlines and tabs included, becomes one space.
+    Line,
+}
+
+/// `text` as the terminal may show it: its control characters escaped, its white space laid
+/// out as `layout` says.
+pub fn shown(text: &str, layout: Layout) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut blank = false;
+    while let Some(c) = chars.next() {
+        if layout == Layout::Line && c.is_whitespace() {
+            blank = true;
+            continue;
+        }
+        if std::mem::take(&mut blank) && !out.is_empty() {
+            out.push(' ');
+        }
+        match c {
+            '\n' | '\t' => out.push(c),
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\0'..='\x1f' | '\x7f' => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            '\u{80}'..='\u{9f}' => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// [`shown`] as one line.
+pub fn line(text: &str) -> String {
+    shown(text, Layout::Line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_and_white_space_laid_out() {
+        let hostile = "a\x1b]8;;https://evil\x07b\x1b[2K\u{9b}31m\x7f\0c";
+        let want = r"a\x1b]8;;https://evil\x07b\x1b[2K\u{9b}31m\x7f\x00c";
+        assert_eq!(shown(hostile, Layout::Text), want);
+        assert_eq!(line(hostile), want);
+        assert_eq!(
+            shown("one\r\ntwo\tthree\rfour\n", Layout::Text),
+            "one\ntwo\tthree\\x0dfour\n"
+        );
+        assert_eq!(line("  one\r\n two\t\u{85}three \n"), "one two three");
+        assert_eq!(line("ünï 🦀"), "ünï 🦀");
+    }
+}
