@@ -221,6 +221,20 @@ impl State {
                 };
                 self.report(hit, error);
             }
+            Inbound::Undelivered {
+                what,
+                request,
+                error,
+            } => {
+                self.warn(Warning::Undelivered {
+                    what,
+                    reason: error.to_string(),
+                });
+                if let Some(id) = request {
+                    let hit = self.session.handle_undeliverable(id);
+                    self.report(hit, error);
+                }
+            }
             Inbound::SessionExpired { id, error } => {
                 let hit = self.session.handle_expired(id, now);
                 self.report(hit, error);
@@ -250,11 +264,32 @@ impl State {
         }
     }
 
+    /// Keeps a warning among the recent ones and tells the application of it.
+    fn warn(&mut self, w: Warning) {
+        let told = self.on_warning.is_some() || cfg!(feature = "tracing");
+        if told && self.deferred_warnings < RECENT_WARNINGS {
+            self.deferred_warnings += 1;
+            self.defer(Deferred::Warning(w.clone()));
+        }
+        if self.recent_warnings.len() == RECENT_WARNINGS {
+            self.recent_warnings.pop_front();
+        }
+        self.recent_warnings.push_back(w);
+    }
+
     /// Sends what the session queued and hands its events to whoever waits for them.
     fn flush(&mut self, transport: &impl Transport) {
         while let Some(t) = self.session.poll_transmit() {
-            // A failed send means the transport is failing; `try_recv` reports why.
-            let _ = transport.send(t);
+            let request = match &t.kind {
+                mcp_proto::TransmitKind::Request { id, .. } => Some(*id),
+                _ => None,
+            };
+            // A refused request (a full queue, a failed transport) fails at once, with the
+            // transport's reason; for the rest, a failing transport says why in `try_recv`.
+            if let (Err(error), Some(id)) = (transport.send(t), request) {
+                let hit = self.session.handle_undeliverable(id);
+                self.report(hit, error);
+            }
         }
         while let Some(event) = self.session.poll_event() {
             match event {
@@ -317,17 +352,7 @@ impl State {
                     self.finish_init(Err(error));
                 }
                 // Tolerated peer misbehaviour: counted in the session's stats, kept, reported.
-                Event::Warning(w) => {
-                    let told = self.on_warning.is_some() || cfg!(feature = "tracing");
-                    if told && self.deferred_warnings < RECENT_WARNINGS {
-                        self.deferred_warnings += 1;
-                        self.defer(Deferred::Warning(w.clone()));
-                    }
-                    if self.recent_warnings.len() == RECENT_WARNINGS {
-                        self.recent_warnings.pop_front();
-                    }
-                    self.recent_warnings.push_back(w);
-                }
+                Event::Warning(w) => self.warn(w),
                 _ => {}
             }
         }

@@ -51,6 +51,19 @@ pub enum Inbound {
         /// The request whose response carried it.
         id: Option<mcp_proto::RequestId>,
     },
+    /// A cancellation, or an answer to a server request, could not be delivered (no answer
+    /// within its deadline, a failure status, no authorization): the client warns
+    /// ([`mcp_proto::Warning::Undelivered`]), and request `request`, whose response stream
+    /// carried the server request that went unanswered, fails with `error` rather than wait for
+    /// its timeout.
+    Undelivered {
+        /// What was not delivered, for the warning.
+        what: String,
+        /// The request that fails because of it, when one does.
+        request: Option<mcp_proto::RequestId>,
+        /// Why.
+        error: Error,
+    },
     /// Sending a request failed at the transport level (an HTTP status, a refused connection):
     /// that request fails with `error`.
     Failed {

@@ -67,6 +67,11 @@ pub struct Behaviour {
     /// versions it supports; every result says `resultType: "complete"` and carries the server's
     /// identity in its `_meta`. `json` picks JSON or SSE answers as for the legacy era.
     pub modern: bool,
+    /// `notifications/initialized` is never answered (held for 30 s); other notifications are.
+    pub stall_initialized: bool,
+    /// The standalone `GET` stream opens (in a known session) and sends this many
+    /// `notifications/message` log events, then stays open for 30 s.
+    pub flood_listen: Option<usize>,
 }
 
 /// One request the server received.
@@ -80,6 +85,8 @@ pub struct Logged {
     pub body: String,
     /// The peer's port: requests on one keep-alive connection share it.
     pub peer_port: u16,
+    /// When the server had read it whole.
+    pub at: std::time::Instant,
 }
 
 impl Logged {
@@ -319,6 +326,7 @@ fn serve_connection(stream: TcpStream, b: &Behaviour, shared: &Shared) -> std::i
                 headers: req.headers.clone(),
                 body: String::from_utf8_lossy(&req.body).into_owned(),
                 peer_port,
+                at: std::time::Instant::now(),
             });
         }
         if let Some(to) = &b.redirect {
@@ -360,6 +368,22 @@ fn handle_get(
     b: &Behaviour,
     shared: &Shared,
 ) -> std::io::Result<()> {
+    let known = req
+        .header("mcp-session-id")
+        .is_some_and(|s| shared.0.lock().unwrap().sessions.contains(s));
+    if let (Some(n), true) = (b.flood_listen, known) {
+        let mut sse = Sse::open(out, b, None)?;
+        for i in 0..n {
+            let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                             "params": {"level": "info", "data": format!("line {i}")}});
+            sse.message(&log, None)?;
+        }
+        for _ in 0..300 {
+            sse.raw(": keep-alive\n\n")?;
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        return sse.end();
+    }
     let held = req
         .header("last-event-id")
         .and_then(|id| shared.0.lock().unwrap().held.remove(id));
@@ -427,7 +451,10 @@ fn handle_post(
         }
     }
     let Some(id) = msg.get("id").cloned() else {
-        if b.stall_notifications || (b.stall_cancellations && method == "notifications/cancelled") {
+        if b.stall_notifications
+            || (b.stall_cancellations && method == "notifications/cancelled")
+            || (b.stall_initialized && method == "notifications/initialized")
+        {
             std::thread::sleep(Duration::from_secs(30));
         }
         return respond(out, "202 Accepted", &[], b"");
