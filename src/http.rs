@@ -2185,6 +2185,49 @@ mod tests {
     }
 
     #[test]
+    fn an_undelivered_answer_names_the_request_whose_stream_asked() {
+        let mut r = rules();
+        let call = transmit(request(5, "tools/call"));
+        let (_, mut ex) = r.begin(&call);
+        // A server request on the call's stream (twice the same id: the newest counts).
+        assert!(!r.on_exchange_message(&mut ex, br#"{"jsonrpc":"2.0","id":"p1","method":"ping"}"#));
+        let answer = |id: &str| Transmit {
+            payload: format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#).into_bytes(),
+            ..transmit(TransmitKind::Response)
+        };
+        let lost = r.on_undelivered(&answer(r#""p1""#)).unwrap();
+        assert_eq!(lost.request, Some(RequestId(5)));
+        assert_eq!(lost.what, r#"the answer to the server's request "p1""#);
+        // Once only; an answer to a request never seen on a stream hurts no request.
+        assert_eq!(r.on_undelivered(&answer(r#""p1""#)).unwrap().request, None);
+        assert_eq!(r.on_undelivered(&answer("7")).unwrap().request, None);
+        // A cancellation is reported, hurting no request; other notifications are not.
+        let cancel = r
+            .on_undelivered(&transmit(TransmitKind::Cancellation { id: RequestId(5) }))
+            .unwrap();
+        assert_eq!(
+            (cancel.what.as_str(), cancel.request),
+            ("the cancellation of request 5", None)
+        );
+        let note = TransmitKind::Notification {
+            method: "notifications/progress".into(),
+        };
+        assert_eq!(r.on_undelivered(&transmit(note)), None);
+        // The memory is bounded.
+        for i in 0..(MAX_ASKED + 10) {
+            let ask = format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#);
+            r.on_exchange_message(&mut ex, ask.as_bytes());
+        }
+        assert_eq!(r.asked.len(), MAX_ASKED);
+        assert_eq!(r.on_undelivered(&answer("0")).unwrap().request, None);
+        let last = (MAX_ASKED + 9).to_string();
+        assert_eq!(
+            r.on_undelivered(&answer(&last)).unwrap().request,
+            Some(RequestId(5))
+        );
+    }
+
+    #[test]
     fn only_the_initialized_notification_and_cancellations_hold_back_what_follows() {
         let note = |method: &str| TransmitKind::Notification {
             method: method.into(),

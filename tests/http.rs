@@ -7,6 +7,7 @@ use mcp_client::proto::Config;
 use mcp_client::{Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, Request};
 use mcp_testkit::http_server::{self as server, Behaviour};
 use serde_json::json;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn start(b: Behaviour) -> server::Server {
@@ -876,6 +877,60 @@ fn a_request_refused_by_a_full_queue_fails_at_once_even_with_the_inbound_queue_f
             .unwrap_err();
         assert!(err.to_string().contains("queue is full"), "{err}");
         assert!(started.elapsed() < Duration::from_secs(10));
+    });
+}
+
+#[test]
+fn an_answer_that_cannot_be_delivered_fails_its_call_at_once_with_a_warning() {
+    // The server pings inside the call's stream and refuses the answer's POST: it would wait 5 s
+    // and then answer the call "pong: none".
+    let srv = start(Behaviour {
+        ping_in_stream: true,
+        refuse_answers: true,
+        ..Behaviour::default()
+    });
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let sink = warnings.clone();
+    let c = Client::with_config(
+        HttpTransport::new(HttpTransportConfig::new(srv.url.as_str())).unwrap(),
+        ClientConfig {
+            on_warning: Some(mcp_client::WarningCallback(Arc::new(move |w| {
+                sink.lock().unwrap().push(w.to_string())
+            }))),
+            ..ClientConfig::default()
+        },
+    );
+    smol::block_on(async {
+        c.initialize().await.unwrap();
+        let call = c.request(Request::call_tool("echo", json!({"text": "x"})).no_timeout());
+        let outcome = smol::future::or(async { Some(call.await) }, async {
+            smol::Timer::after(Duration::from_secs(30)).await;
+            None
+        })
+        .await;
+        let err = outcome.expect("the call never ended").unwrap_err();
+        assert!(
+            matches!(&err, Error::Http { status: 500, .. }),
+            "failed with the answer's refusal, not the server's late result: {err:?}"
+        );
+        // The warning is told as the error is handed over; give its callback time to run.
+        assert!(
+            eventually(Duration::from_secs(20), || !warnings
+                .lock()
+                .unwrap()
+                .is_empty()),
+            "no warning"
+        );
+        let shown = warnings.lock().unwrap()[0].clone();
+        assert!(
+            shown.contains("could not deliver the answer to the server's request \"p1\""),
+            "{shown}"
+        );
+        assert!(c
+            .recent_warnings()
+            .iter()
+            .any(|w| matches!(w, mcp_client::proto::Warning::Undelivered { .. })));
+        c.close().await.unwrap();
     });
 }
 

@@ -1157,3 +1157,60 @@ fn upfront_authorization_sends_no_request_without_a_token() {
     );
     assert_eq!(auth.count("POST", "/token"), 1);
 }
+
+/// T14: a `401` to a notification's POST (a token revoked between two messages) runs the same
+/// flow as for a request, and the notification is sent again with the new token: the server
+/// hears `notifications/initialized` after re-authorization.
+#[test]
+fn a_401_to_a_notification_reauthorizes_and_sends_it_again() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, good_tokens);
+    let mut mcp = Fake::new();
+    let prm_url = mcp.url(PRM_PATH);
+    serve_mcp(&mut mcp, &auth.origin, move |req| {
+        let initialized = req.json()["method"] == "notifications/initialized";
+        // The first token is refused on the notification (and only there).
+        let refused = match bearer(req).as_deref() {
+            None => true,
+            Some("TOPSECRET-ACCESS-1") => initialized,
+            Some(_) => false,
+        };
+        refused.then(|| unauthorized(&prm_url))
+    });
+    let person = Person::default();
+    let c = client(&mcp.url("/mcp"), oauth(&person));
+    within(Duration::from_secs(30), async {
+        c.initialize().await.unwrap();
+        let r = c.call_tool("echo", json!({})).await.unwrap();
+        assert_eq!(r.text(), "ok");
+        c.close().await.unwrap();
+    });
+    assert_eq!(person.calls(), 1, "a refresh needs nobody");
+    let grants: Vec<Option<String>> = auth
+        .log()
+        .iter()
+        .filter(|r| r.path() == "/token")
+        .map(|r| r.form("grant_type"))
+        .collect();
+    assert_eq!(
+        grants,
+        [
+            Some("authorization_code".into()),
+            Some("refresh_token".into())
+        ]
+    );
+    let initialized: Vec<Option<String>> = mcp
+        .log()
+        .iter()
+        .filter(|r| r.json()["method"] == "notifications/initialized")
+        .map(bearer)
+        .collect();
+    assert_eq!(
+        initialized,
+        [
+            Some("TOPSECRET-ACCESS-1".into()),
+            Some("TOPSECRET-ACCESS-2".into())
+        ]
+    );
+    assert!(c.recent_warnings().is_empty(), "{:?}", c.recent_warnings());
+}

@@ -72,6 +72,9 @@ pub struct Behaviour {
     /// The standalone `GET` stream opens (in a known session) and sends this many
     /// `notifications/message` log events, then stays open for 30 s.
     pub flood_listen: Option<usize>,
+    /// The client's answers to the server's requests are refused (`500`), and never seen: with
+    /// `ping_in_stream`, the `tools/call` waits its 5 s for the ping's answer in vain.
+    pub refuse_answers: bool,
 }
 
 /// One request the server received.
@@ -459,6 +462,9 @@ fn handle_post(
         }
         return respond(out, "202 Accepted", &[], b"");
     };
+    if method.is_empty() && b.refuse_answers {
+        return respond(out, "500 Internal Server Error", &[], b"");
+    }
     if method.is_empty() {
         // An answer to one of our requests.
         let key = id.to_string();
