@@ -57,7 +57,9 @@ pub struct HttpTransportConfig {
     /// The largest JSON body or SSE event accepted, in bytes (default 64 MiB).
     pub max_message: usize,
     /// The time limit of each notification or response POST (a cancellation, a ping answer):
-    /// past it the POST is abandoned (default 10 s).
+    /// past it the POST is abandoned (default 10 s). The OAuth flow a `401` to it leads to is not
+    /// counted (it has limits of its own); the POST sent again after it has this limit too.
+    /// [`close`](Transport::close) waits at most this long for the POSTs still under way.
     pub post_timeout: Duration,
     /// How long [`close`](Transport::close) waits for the answer to its `DELETE`, a courtesy to
     /// the server; past it the `DELETE` is abandoned and `close` returns `Ok` (default 2 s).
@@ -494,9 +496,11 @@ enum Posted {
     Failed(Error),
 }
 
-/// POSTs a notification or response within the deadline, authorizing again (and resending it)
-/// when the server answers 401 or 403, as for a request; `accepted` is dropped once its status
-/// arrived or it was given up on. The answer (202) carries nothing to read. A 404 that means the
+/// POSTs a notification or response, each attempt within the deadline, authorizing again (and
+/// resending it) when the server answers 401 or 403, as for a request; `accepted` is dropped
+/// once its status arrived or it was given up on. The deadline does not cover the OAuth flow a
+/// 401 leads to, which has limits of its own (a person may be authorizing: cutting the flow
+/// short would make them start again). The answer (202) carries nothing to read. A 404 that means the
 /// session expired is reported to the client (it renews the session). A cancellation or an
 /// answer to a server request that could not be delivered is reported too
 /// ([`Inbound::Undelivered`]): the client warns, and the request whose response stream carried
@@ -521,7 +525,18 @@ async fn post_message(
             };
             let (mut request, mut exchange) = shared.begin(&transmit);
             let (response, status, verdict) = loop {
-                let response = shared.send(request).await?;
+                // Each attempt within the deadline; a flow it leads to has limits of its own.
+                let response = smol::future::or(shared.send(request), async {
+                    smol::Timer::after(shared.post_timeout).await;
+                    Err(Error::io(
+                        format!("POST {}", lock(&shared.rules).redacted_url()),
+                        std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!("no answer within {:?}", shared.post_timeout),
+                        ),
+                    ))
+                })
+                .await?;
                 let head = head(&response);
                 let status = response.status().as_u16();
                 let mut rules = lock(&shared.rules);
@@ -565,17 +580,7 @@ async fn post_message(
             return Ok(Some((response, verdict)));
         }
     };
-    let answered = smol::future::or(posted, async {
-        smol::Timer::after(shared.post_timeout).await;
-        Err(Error::io(
-            format!("POST {}", lock(&shared.rules).redacted_url()),
-            std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("no answer within {:?}", shared.post_timeout),
-            ),
-        ))
-    })
-    .await;
+    let answered: Result<_, Error> = posted.await;
     drop(accepted);
     let outcome = match answered {
         Ok(None) => Posted::Dropped,
