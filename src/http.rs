@@ -1311,7 +1311,8 @@ impl HttpRules {
 
     /// The `GET` that opens the standalone event stream, when the client is to listen on one
     /// ([`HttpConfig::standalone_stream`]): after a legacy handshake (the `initialize` answer was
-    /// read; a driver asks once `notifications/initialized` was accepted), never while the
+    /// read; a driver asks once `notifications/initialized` went out, see
+    /// [`listens_after`](Self::listens_after)), never while the
     /// session is being renewed, never in the modern era. Read its answer with
     /// [`on_listen_response`](Self::on_listen_response), hand each event to
     /// [`on_listen_event`](Self::on_listen_event) and each of its messages to the session (they
