@@ -946,6 +946,39 @@ fn an_answer_that_cannot_be_delivered_fails_its_call_at_once_with_a_warning() {
 }
 
 #[test]
+fn a_cancellation_that_cannot_be_delivered_is_a_warning() {
+    let srv = start(Behaviour {
+        stall_cancellations: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let config = HttpTransportConfig {
+            post_timeout: Duration::from_millis(300),
+            ..HttpTransportConfig::new(srv.url.as_str())
+        };
+        let c = client_with(config, Duration::from_secs(30));
+        c.initialize().await.unwrap();
+        times_out(&c, 30_000, 200).await;
+        until(|| {
+            c.recent_warnings()
+                .iter()
+                .any(|w| matches!(w, mcp_client::proto::Warning::Undelivered { .. }))
+        })
+        .await;
+        let shown: Vec<String> = c.recent_warnings().iter().map(|w| w.to_string()).collect();
+        assert!(
+            shown
+                .iter()
+                .any(|w| w.starts_with("could not deliver the cancellation of request")),
+            "{shown:?}"
+        );
+        // The client goes on.
+        let r = c.call_tool("echo", json!({"text": "on"})).await.unwrap();
+        assert_eq!(r.text(), "on");
+    });
+}
+
+#[test]
 fn a_stalled_initialized_post_holds_the_first_call_for_a_second_at_most() {
     let srv = start(Behaviour {
         stall_initialized: true,
