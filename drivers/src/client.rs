@@ -284,11 +284,16 @@ impl State {
                 mcp_proto::TransmitKind::Request { id, .. } => Some(*id),
                 _ => None,
             };
-            // A refused request (a full queue, a failed transport) fails at once, with the
-            // transport's reason; for the rest, a failing transport says why in `try_recv`.
-            if let (Err(error), Some(id)) = (transport.send(t), request) {
-                let hit = self.session.handle_undeliverable(id);
-                self.report(hit, error);
+            // A request refused because the transport's queue is full fails at once, with the
+            // transport's reason (not through the inbound queue, which may be full too). Any
+            // other failure means the transport is failing: `try_recv` says why (a server's exit
+            // status and stderr say more than the broken pipe).
+            match (transport.send(t), request) {
+                (Err(error), Some(id)) if is_refusal(&error) => {
+                    let hit = self.session.handle_undeliverable(id);
+                    self.report(hit, error);
+                }
+                _ => {}
             }
         }
         while let Some(event) = self.session.poll_event() {
@@ -357,6 +362,12 @@ impl State {
             }
         }
     }
+}
+
+/// Whether a transport refused a message because its outbound queue is full (an I/O error of
+/// kind `WouldBlock`, see [`Transport::send`]), rather than failing for good.
+fn is_refusal(error: &Error) -> bool {
+    matches!(error, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::WouldBlock)
 }
 
 impl State {

@@ -82,9 +82,11 @@ pub enum Inbound {
 /// in the order they were read, whoever reads them. Hence the contract:
 ///
 /// - `send` must not wait for the peer: it writes what the peer takes at once and queues the rest
-///   (with a cap; past it the transport fails, and `try_recv` says why). When it refuses a
-///   request, the client fails that request at once with `send`'s error (nothing needs to go
-///   through `try_recv` for it).
+///   (with a cap; past it the transport fails, and `try_recv` says why). A message refused
+///   because the queue is full is an [`Error::Io`] of kind
+///   [`WouldBlock`](std::io::ErrorKind::WouldBlock): the client then fails that request at once
+///   with it (nothing needs to go through `try_recv`). Any other error means the transport is
+///   failing, and `try_recv` says why.
 /// - `try_recv` never blocks. After it returned [`Inbound::Closed`], it keeps returning `Closed`.
 /// - `ready` completes once `try_recv` may have something (a spurious completion is fine). Any
 ///   number of `ready` futures may be pending at once, each for its own caller: a pending one holds
