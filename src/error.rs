@@ -282,6 +282,16 @@ pub enum Warning {
         /// Why, with the value.
         reason: String,
     },
+    /// A message for the server (a cancellation, an answer to one of its requests) could not be
+    /// delivered by the transport: the server may keep working on a request given up on, or
+    /// keep its own request open.
+    #[error("could not deliver {what} to the server: {reason}")]
+    Undelivered {
+        /// What it was.
+        what: String,
+        /// Why it was not delivered.
+        reason: String,
+    },
     /// A tool whose `x-mcp-header` annotations break the rules was left out of the tool list
     /// (modern era over HTTP).
     #[error("left out tool {tool:?}: {reason}")]

@@ -12,7 +12,7 @@ use crate::jsonrpc::RequestId;
 use crate::session::{Transmit, TransmitKind};
 use crate::sse::{SseDecoder, SseEvent};
 use crate::types::SUPPORTED_PROTOCOL_VERSIONS;
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::fmt;
 use std::time::Duration;
 
@@ -330,6 +330,10 @@ pub enum Body {
     },
 }
 
+/// The longest the messages after an ordered one wait for its POST's status
+/// ([`HttpRules::order_wait`]): 1 s.
+pub const ORDER_WAIT: Duration = Duration::from_secs(1);
+
 /// The most bytes of a refusal's JSON body read to find the JSON-RPC error in it.
 pub const MAX_ERROR_BODY: usize = 64 * 1024;
 
@@ -546,6 +550,27 @@ pub struct HttpRules {
     /// The OAuth access token's header value (`Bearer …`), sent on every request to the
     /// endpoint (and to nowhere else: a redirect is followed only within its origin).
     authorization: Option<crate::oauth::Secret>,
+    /// The server requests read on a request's response (their ids as JSON text), with that
+    /// request: the newest [`MAX_ASKED`], so that an answer that cannot be delivered fails the
+    /// request that waits on it ([`HttpRules::on_undelivered`]).
+    asked: VecDeque<(String, RequestId)>,
+}
+
+/// How many server requests read on response streams [`HttpRules`] remembers (the oldest goes
+/// first): as many as the session lets wait for the application
+/// ([`MAX_ASKS`](crate::session::MAX_ASKS)).
+pub const MAX_ASKED: usize = 64;
+
+/// A message for the server that could not be delivered, as [`HttpRules::on_undelivered`] sees
+/// it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undelivered {
+    /// What it was, for a warning (`the cancellation of request 3`, `the answer to the server's
+    /// request "e1"`).
+    pub what: String,
+    /// The request that fails with it: the one whose response stream carried the server request
+    /// this was the answer to (the server would otherwise keep it waiting).
+    pub request: Option<RequestId>,
 }
 
 impl fmt::Debug for HttpRules {
@@ -577,6 +602,7 @@ impl HttpRules {
             renewing: false,
             answering: false,
             authorization: None,
+            asked: VecDeque::new(),
         }
     }
 
@@ -1017,6 +1043,18 @@ impl HttpRules {
         let Ok(head) = serde_json::from_slice::<Head>(message) else {
             return false;
         };
+        if let (Some(_), Some(asked)) = (&head.method, &head.id) {
+            // A server request on this request's stream: this request waits on its answer.
+            if self.asked.len() == MAX_ASKED {
+                self.asked.pop_front();
+            }
+            let handle = match kind {
+                TransmitKind::Request { id, .. } => *id,
+                _ => *wire,
+            };
+            self.asked.push_back((asked.to_string(), handle));
+            return false;
+        }
         // An error without an id (`null` or absent) on this request's response is about this
         // request (see `on_error_body`): the session takes it for its answer.
         let answers = head.method.is_none()
@@ -1039,15 +1077,89 @@ impl HttpRules {
         answers
     }
 
-    /// Whether the messages after `kind` must wait until its POST was answered (or abandoned):
-    /// only `notifications/initialized`, which the server must see before the requests that
-    /// follow it. Every other notification or response (a cancellation, a ping answer) goes
-    /// concurrently, so that one stalled POST holds nothing back.
+    /// A notification or response could not be delivered (no answer within its deadline, a
+    /// failure status, no authorization): what to tell the application, and which request fails
+    /// because of it. A cancellation or an answer to a server request is never lost silently:
+    /// the server would keep working on a request given up on, or keep a request of its own
+    /// waiting, and with it the client's request whose response stream carried it. Other
+    /// notifications concern no request (`None`: nothing to report).
     ///
-    /// > "After successful initialization, the client MUST send an initialized notification to
-    /// > indicate it is ready to begin normal operations" — MCP 2025-11-25, Lifecycle
-    pub fn is_ordered(kind: &TransmitKind) -> bool {
-        matches!(kind, TransmitKind::Notification { method } if method == "notifications/initialized")
+    /// > "Receivers of cancellation notifications **SHOULD**: Stop processing the cancelled
+    /// > request" — MCP 2025-11-25, Utilities § Cancellation
+    ///
+    /// The newest server request with the answer's id is the one answered (a server may reuse
+    /// an id once its request was answered).
+    pub fn on_undelivered(&mut self, transmit: &Transmit) -> Option<Undelivered> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            #[serde(default)]
+            id: Option<serde_json::Value>,
+        }
+        match &transmit.kind {
+            TransmitKind::Cancellation { id } => Some(Undelivered {
+                what: format!("the cancellation of request {}", id.0),
+                request: None,
+            }),
+            TransmitKind::Response => {
+                let id = serde_json::from_slice::<Head>(&transmit.payload)
+                    .ok()
+                    .and_then(|h| h.id)
+                    .map(|id| id.to_string())
+                    .unwrap_or_else(|| "null".into());
+                let request = self
+                    .asked
+                    .iter()
+                    .rposition(|(asked, _)| *asked == id)
+                    .and_then(|at| self.asked.remove(at))
+                    .map(|(_, request)| request);
+                // The id is the server's: cut, and only its visible ASCII shown.
+                let shown: String = id
+                    .chars()
+                    .take(64)
+                    .map(|c| if c.is_ascii_graphic() { c } else { '?' })
+                    .collect();
+                Some(Undelivered {
+                    what: format!("the answer to the server's request {shown}"),
+                    request,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// How long the messages after `kind` wait, at most, for its POST's status before they go
+    /// out: `None` when they do not wait (a ping answer, a progress or roots notification: one
+    /// stalled POST then holds nothing back).
+    ///
+    /// `notifications/initialized` is waited for, so that the server sees it before the requests
+    /// that follow it; but only up to [`ORDER_WAIT`]: the rule is about what is sent first, not
+    /// about the server's `202`, and a server that holds its answer must not hold the first
+    /// request for a whole POST deadline.
+    ///
+    /// > "After successful initialization, the client **MUST** send an `initialized`
+    /// > notification to indicate it is ready to begin normal operations" — MCP 2025-11-25,
+    /// > Lifecycle § Initialization
+    ///
+    /// A cancellation is waited for in the same way, so that the server hears that a request was
+    /// given up on before the requests that follow it (which may well repeat it) and before the
+    /// `DELETE` that ends the session (after which the cancellation would only meet a 404).
+    ///
+    /// > "When a party wants to cancel an in-progress request, it sends a
+    /// > `notifications/cancelled` notification" — MCP 2025-11-25, Utilities § Cancellation;
+    /// > "Clients that no longer need a particular session … **SHOULD** send an HTTP DELETE to
+    /// > the MCP endpoint with the `Mcp-Session-Id` header, to explicitly terminate the session"
+    /// > — Transports § Session Management
+    ///
+    /// Each POST waited for is on a connection of its own, so only its status proves that the
+    /// server read it; past [`ORDER_WAIT`] it has had ample time to, and the POST itself goes on
+    /// until its own deadline.
+    pub fn order_wait(kind: &TransmitKind) -> Option<Duration> {
+        let ordered = match kind {
+            TransmitKind::Notification { method } => method == "notifications/initialized",
+            TransmitKind::Cancellation { .. } => true,
+            _ => false,
+        };
+        ordered.then_some(ORDER_WAIT)
     }
 
     /// What giving up on a request means over HTTP: which exchange to abort (its response stream
@@ -1199,13 +1311,25 @@ impl HttpRules {
 
     /// The `GET` that opens the standalone event stream, when the client is to listen on one
     /// ([`HttpConfig::standalone_stream`]): after a legacy handshake (the `initialize` answer was
-    /// read; a driver asks once `notifications/initialized` was accepted), never while the
+    /// read; a driver asks once `notifications/initialized` went out, see
+    /// [`listens_after`](Self::listens_after)), never while the
     /// session is being renewed, never in the modern era. Read its answer with
     /// [`on_listen_response`](Self::on_listen_response), hand each event to
     /// [`on_listen_event`](Self::on_listen_event) and each of its messages to the session (they
     /// answer none of the client's requests), and ask [`on_listen_end`](Self::on_listen_end)
     /// when it ends.
     pub fn listen(&self) -> Option<(HttpRequest, Listening)> {
+        self.listen_now()
+    }
+
+    /// Whether a driver asks [`listen`](Self::listen) once the message `kind` went out (was
+    /// accepted, or waited for as long as [`order_wait`](Self::order_wait) says): after
+    /// `notifications/initialized`, which ends the handshake.
+    pub fn listens_after(kind: &TransmitKind) -> bool {
+        matches!(kind, TransmitKind::Notification { method } if method == "notifications/initialized")
+    }
+
+    fn listen_now(&self) -> Option<(HttpRequest, Listening)> {
         let listening = Listening {
             carried: self.session_id.clone(),
             last_event_id: None,
@@ -2059,6 +2183,68 @@ mod tests {
             })
         );
         assert_eq!(r.on_cancel(&TransmitKind::Response), None);
+    }
+
+    #[test]
+    fn an_undelivered_answer_names_the_request_whose_stream_asked() {
+        let mut r = rules();
+        let call = transmit(request(5, "tools/call"));
+        let (_, mut ex) = r.begin(&call);
+        // A server request on the call's stream (twice the same id: the newest counts).
+        assert!(!r.on_exchange_message(&mut ex, br#"{"jsonrpc":"2.0","id":"p1","method":"ping"}"#));
+        let answer = |id: &str| Transmit {
+            payload: format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#).into_bytes(),
+            ..transmit(TransmitKind::Response)
+        };
+        let lost = r.on_undelivered(&answer(r#""p1""#)).unwrap();
+        assert_eq!(lost.request, Some(RequestId(5)));
+        assert_eq!(lost.what, r#"the answer to the server's request "p1""#);
+        // Once only; an answer to a request never seen on a stream hurts no request.
+        assert_eq!(r.on_undelivered(&answer(r#""p1""#)).unwrap().request, None);
+        assert_eq!(r.on_undelivered(&answer("7")).unwrap().request, None);
+        // A cancellation is reported, hurting no request; other notifications are not.
+        let cancel = r
+            .on_undelivered(&transmit(TransmitKind::Cancellation { id: RequestId(5) }))
+            .unwrap();
+        assert_eq!(
+            (cancel.what.as_str(), cancel.request),
+            ("the cancellation of request 5", None)
+        );
+        let note = TransmitKind::Notification {
+            method: "notifications/progress".into(),
+        };
+        assert_eq!(r.on_undelivered(&transmit(note)), None);
+        // The memory is bounded.
+        for i in 0..(MAX_ASKED + 10) {
+            let ask = format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#);
+            r.on_exchange_message(&mut ex, ask.as_bytes());
+        }
+        assert_eq!(r.asked.len(), MAX_ASKED);
+        assert_eq!(r.on_undelivered(&answer("0")).unwrap().request, None);
+        let last = (MAX_ASKED + 9).to_string();
+        assert_eq!(
+            r.on_undelivered(&answer(&last)).unwrap().request,
+            Some(RequestId(5))
+        );
+    }
+
+    #[test]
+    fn only_the_initialized_notification_and_cancellations_hold_back_what_follows() {
+        let note = |method: &str| TransmitKind::Notification {
+            method: method.into(),
+        };
+        let wait = HttpRules::order_wait;
+        assert_eq!(wait(&note("notifications/initialized")), Some(ORDER_WAIT));
+        assert_eq!(
+            wait(&TransmitKind::Cancellation { id: RequestId(3) }),
+            Some(ORDER_WAIT)
+        );
+        assert_eq!(wait(&note("notifications/progress")), None);
+        assert_eq!(wait(&note("notifications/roots/list_changed")), None);
+        assert_eq!(wait(&TransmitKind::Response), None);
+        assert_eq!(wait(&TransmitKind::Abort { id: RequestId(3) }), None);
+        assert_eq!(wait(&request(4, "tools/call")), None);
+        assert!(ORDER_WAIT <= Duration::from_secs(1));
     }
 
     /// A legacy handshake whose `initialize` declared `capabilities`, answered with session `sid`.

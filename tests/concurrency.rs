@@ -52,7 +52,7 @@ async fn beside<A: Future, B: Future>(a: A, b: B) -> B::Output {
 fn a_short_timeout_fires_on_time_while_a_longer_call_waits() {
     smol::block_on(async {
         let client = connect(serve(&["hang"])).await;
-        for a_timeout in [Some(Duration::from_secs(6)), None] {
+        for a_timeout in [Some(Duration::from_secs(10)), None] {
             let short = async {
                 smol::Timer::after(Duration::from_millis(100)).await;
                 let started = Instant::now();
@@ -64,8 +64,9 @@ fn a_short_timeout_fires_on_time_while_a_longer_call_waits() {
                 matches!(r, Err(Error::Timeout(d)) if d == Duration::from_millis(200)),
                 "{r:?}"
             );
+            // Bounded latency is the point; generous against a busy machine, far from 10 s.
             assert!(
-                took < Duration::from_millis(800),
+                took < Duration::from_secs(4),
                 "the 200 ms timeout fired after {took:?} (the other call's timeout: {a_timeout:?})"
             );
         }
@@ -80,7 +81,7 @@ fn a_short_timeout_fires_on_time_on_another_thread() {
     let long = std::thread::spawn(move || {
         smol::block_on(async {
             let _ = smol::future::or(other.request(hang(None)), async {
-                smol::Timer::after(Duration::from_secs(3)).await;
+                smol::Timer::after(Duration::from_secs(10)).await;
                 Err(Error::Closed)
             })
             .await;
@@ -91,7 +92,8 @@ fn a_short_timeout_fires_on_time_on_another_thread() {
     let r = smol::block_on(client.request(hang(Some(Duration::from_millis(200)))));
     let took = started.elapsed();
     assert!(matches!(r, Err(Error::Timeout(_))), "{r:?}");
-    assert!(took < Duration::from_millis(800), "fired after {took:?}");
+    // Far from the other thread's 10 s wait, generous against a busy machine.
+    assert!(took < Duration::from_secs(4), "fired after {took:?}");
     long.join().unwrap();
     smol::block_on(Arc::into_inner(client).unwrap().close()).unwrap();
 }
@@ -109,7 +111,7 @@ fn a_call_future_polled_once_and_kept_holds_nobody_up() {
             assert!(smol::future::poll_once(&mut call).await.is_none());
             parked_tx.send(()).unwrap();
             // Kept, not polled, for a while…
-            std::thread::sleep(Duration::from_secs(3));
+            std::thread::sleep(Duration::from_secs(8));
             // …and its answer is there when it is polled again.
             let r = smol::future::or(call, async {
                 smol::Timer::after(Duration::from_secs(5)).await;
@@ -124,11 +126,12 @@ fn a_call_future_polled_once_and_kept_holds_nobody_up() {
         let started = Instant::now();
         let text = format!("meanwhile {i}");
         let r = smol::block_on(client.call(
-            Request::call_tool("echo", json!({ "text": text })).timeout(Duration::from_millis(300)),
+            Request::call_tool("echo", json!({ "text": text })).timeout(Duration::from_secs(3)),
         ));
         assert_eq!(r.unwrap().text(), text);
+        // Not held until the parked future is polled again (8 s), however busy the machine.
         assert!(
-            started.elapsed() < Duration::from_millis(300),
+            started.elapsed() < Duration::from_secs(3),
             "{:?}",
             started.elapsed()
         );
@@ -147,7 +150,7 @@ fn the_server_is_answered_while_the_only_waiting_future_is_parked() {
         let mut call = Box::pin(client.call_tool("echo", json!({"text": "parked"})));
         assert!(smol::future::poll_once(&mut call).await.is_none());
         assert!(
-            wait_until(Duration::from_secs(3), || client.stats().pings_answered
+            wait_until(Duration::from_secs(30), || client.stats().pings_answered
                 == 1),
             "nobody answered the server's ping while the call future was parked"
         );
@@ -469,13 +472,14 @@ fn over_http_a_short_timeout_fires_on_time_and_a_parked_future_holds_nobody_up()
             smol::Timer::after(Duration::from_millis(100)).await;
             let started = Instant::now();
             let r = client
-                .request(slow(3000).timeout(Duration::from_millis(200)))
+                .request(slow(10_000).timeout(Duration::from_millis(200)))
                 .await;
             (r, started.elapsed())
         };
-        let (r, took) = beside(client.request(slow(3000).no_timeout()), short).await;
+        let (r, took) = beside(client.request(slow(10_000).no_timeout()), short).await;
         assert!(matches!(r, Err(Error::Timeout(_))), "{r:?}");
-        assert!(took < Duration::from_millis(800), "fired after {took:?}");
+        // Far from the other call's 10 s, generous against a busy machine.
+        assert!(took < Duration::from_secs(4), "fired after {took:?}");
         // A call future polled once and kept: other calls go on.
         let mut parked = Box::pin(client.call(slow(100).timeout(Duration::from_secs(30))));
         assert!(smol::future::poll_once(&mut parked).await.is_none());
@@ -485,12 +489,13 @@ fn over_http_a_short_timeout_fires_on_time_and_a_parked_future_holds_nobody_up()
             let r = client
                 .call(
                     Request::call_tool("echo", json!({ "text": text }))
-                        .timeout(Duration::from_secs(2)),
+                        .timeout(Duration::from_secs(10)),
                 )
                 .await
                 .unwrap();
             assert_eq!(r.text(), text);
-            assert!(started.elapsed() < Duration::from_millis(500));
+            // Not held by the parked future (never polled until the end), however busy.
+            assert!(started.elapsed() < Duration::from_secs(5));
         }
         assert_eq!(parked.await.unwrap().text(), "done");
         client.close().await.unwrap();

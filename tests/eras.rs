@@ -29,10 +29,15 @@ fn has_line(lines: &Lines, pred: impl Fn(&str) -> bool) -> bool {
     lines.lock().unwrap().iter().any(|l| pred(l))
 }
 
-/// Waits (at most 5 s) for a stderr line that `pred` accepts, and returns it.
+/// How long a test waits for a server's stderr line at most: a backstop only (the lines come
+/// from another process, through a pipe and a task of the client's; on a busy machine that can
+/// take seconds).
+const LINE_WAIT: Duration = Duration::from_secs(30);
+
+/// Waits (at most [`LINE_WAIT`]) for a stderr line that `pred` accepts, and returns it.
 fn wait_line(lines: &Lines, pred: impl Fn(&str) -> bool) -> String {
     let mut found = None;
-    wait_until(Duration::from_secs(5), || {
+    wait_until(LINE_WAIT, || {
         found = lines.lock().unwrap().iter().find(|l| pred(l)).cloned();
         found.is_some()
     });
@@ -41,7 +46,7 @@ fn wait_line(lines: &Lines, pred: impl Fn(&str) -> bool) -> String {
 
 /// The same, without blocking the executor.
 async fn until_line(lines: &Lines, pred: impl Fn(&str) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + LINE_WAIT;
     while !has_line(lines, &pred) {
         assert!(
             Instant::now() < deadline,
@@ -134,7 +139,7 @@ fn a_modern_server_with_the_legacy_era_forced_fails_clearly_and_at_once() {
         let client = spawn(config, settings(EraChoice::Legacy));
         let started = Instant::now();
         let err = client.initialize().await.unwrap_err();
-        assert!(started.elapsed() < Duration::from_secs(5), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(15), "{err}");
         let Error::Session(SessionError::Initialize(RequestError::Rpc(rpc))) = &err else {
             panic!("{err:?}")
         };
@@ -293,7 +298,8 @@ fn an_input_request_the_client_cannot_answer_fails_the_call_naming_it() {
             .call_tool("echo", json!({"text": "x"}))
             .await
             .unwrap_err();
-        assert!(started.elapsed() < Duration::from_secs(2));
+        // At once, not at the 30 s timeout.
+        assert!(started.elapsed() < Duration::from_secs(15));
         let Error::Request(RequestError::InputUnsupported { methods }) = &err else {
             panic!("{err:?}")
         };
@@ -339,7 +345,8 @@ fn an_unknown_result_type_is_an_invalid_result_at_once() {
             .call_tool("echo", json!({"text": "x"}))
             .await
             .unwrap_err();
-        assert!(started.elapsed() < Duration::from_secs(2));
+        // At once, not at the 30 s timeout.
+        assert!(started.elapsed() < Duration::from_secs(15));
         let Error::Request(RequestError::InvalidResult { method, reason }) = &err else {
             panic!("{err:?}")
         };
@@ -360,7 +367,8 @@ fn a_legacy_server_that_ignores_the_probe_is_legacy_after_the_probe_timeout() {
         open(&client).await;
         let took = started.elapsed();
         assert!(took >= Duration::from_millis(300), "{took:?}");
-        assert!(took < Duration::from_secs(3), "{took:?}");
+        // Not at the 30 s timeout.
+        assert!(took < Duration::from_secs(15), "{took:?}");
         assert_eq!(client.era(), Some(Era::Legacy));
         let echo = client.call_tool("echo", json!({"text": "x"})).await;
         assert_eq!(echo.unwrap().text(), "x");
@@ -473,7 +481,7 @@ fn a_late_probe_answer_after_the_fallback_is_counted_late_not_warned_about() {
         assert_eq!(client.era(), Some(Era::Legacy));
         // The -32601 to the probe comes 3 s after it; the idle reader reads it.
         assert!(
-            wait_until(Duration::from_secs(6), || client.stats().late_responses
+            wait_until(Duration::from_secs(30), || client.stats().late_responses
                 == 1),
             "{:?}",
             client.stats()
@@ -544,7 +552,8 @@ fn a_slow_modern_server_wins_the_race_it_loses_nothing() {
         open(&client).await;
         let took = started.elapsed();
         assert!(took >= Duration::from_secs(1), "{took:?}");
-        assert!(took < Duration::from_secs(5), "{took:?}");
+        // Not at the 30 s timeout.
+        assert!(took < Duration::from_secs(15), "{took:?}");
         assert_eq!(client.era(), Some(Era::Modern));
         let echo = client.call_tool("echo", json!({"text": "modern"})).await;
         assert_eq!(echo.unwrap().text(), "modern");

@@ -238,6 +238,13 @@ fn bearer_gate(prm_url: String) -> impl Fn(&Req) -> Option<Resp> + Send + Sync +
     }
 }
 
+/// Whether `req` is the `notifications/initialized` POST. The tests that revoke a token right
+/// after the opening let it through: it may still be under way then, and a 401 to it runs a flow
+/// of its own (T14), which is not what they count.
+fn initialized(req: &Req) -> bool {
+    req.json()["method"] == "notifications/initialized"
+}
+
 /// The access token a request carries.
 fn bearer(req: &Req) -> Option<String> {
     req.header("authorization")
@@ -796,7 +803,8 @@ fn a_server_that_keeps_refusing_gets_one_reauthorization() {
     let prm_url = mcp.url(PRM_PATH);
     let r = revoked.clone();
     serve_mcp(&mut mcp, &auth.origin, move |req| {
-        (bearer(req).is_none() || r.load(Ordering::SeqCst)).then(|| unauthorized(&prm_url))
+        (bearer(req).is_none() || (r.load(Ordering::SeqCst) && !initialized(req)))
+            .then(|| unauthorized(&prm_url))
     });
     let person = Person::default();
     let c = client(&mcp.url("/mcp"), oauth(&person));
@@ -1022,7 +1030,7 @@ fn concurrent_401s_run_one_flow() {
         serve_mcp(&mut mcp, &auth.origin, move |req| {
             let good = g.lock().unwrap().clone();
             match bearer(req) {
-                Some(t) if good.is_empty() || t == good => None,
+                Some(t) if good.is_empty() || t == good || initialized(req) => None,
                 _ => Some(unauthorized(&prm_url)),
             }
         });
@@ -1081,7 +1089,8 @@ fn concurrent_401s_share_a_failed_flow() {
     let revoked = Arc::new(AtomicBool::new(false));
     let r = revoked.clone();
     serve_mcp(&mut mcp, &auth.origin, move |req| {
-        (bearer(req).is_none() || r.load(Ordering::SeqCst)).then(|| unauthorized(&prm_url))
+        (bearer(req).is_none() || (r.load(Ordering::SeqCst) && !initialized(req)))
+            .then(|| unauthorized(&prm_url))
     });
     // Approves the first time; then takes a while and refuses.
     let asked = Arc::new(AtomicUsize::new(0));
@@ -1695,4 +1704,61 @@ fn the_redirect_listener_waits_for_its_own_state_and_serves_connections_at_once(
         .expect("a token request");
     assert_eq!(token.form("code").as_deref(), Some("TOPSECRET-CODE-1"));
     assert_eq!(auth.count("POST", "/token"), 1);
+}
+
+/// T14: a `401` to a notification's POST (a token revoked between two messages) runs the same
+/// flow as for a request, and the notification is sent again with the new token: the server
+/// hears `notifications/initialized` after re-authorization.
+#[test]
+fn a_401_to_a_notification_reauthorizes_and_sends_it_again() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, good_tokens);
+    let mut mcp = Fake::new();
+    let prm_url = mcp.url(PRM_PATH);
+    serve_mcp(&mut mcp, &auth.origin, move |req| {
+        let initialized = req.json()["method"] == "notifications/initialized";
+        // The first token is refused on the notification (and only there).
+        let refused = match bearer(req).as_deref() {
+            None => true,
+            Some("TOPSECRET-ACCESS-1") => initialized,
+            Some(_) => false,
+        };
+        refused.then(|| unauthorized(&prm_url))
+    });
+    let person = Person::default();
+    let c = client(&mcp.url("/mcp"), oauth(&person));
+    within(Duration::from_secs(30), async {
+        c.initialize().await.unwrap();
+        let r = c.call_tool("echo", json!({})).await.unwrap();
+        assert_eq!(r.text(), "ok");
+        c.close().await.unwrap();
+    });
+    assert_eq!(person.calls(), 1, "a refresh needs nobody");
+    let grants: Vec<Option<String>> = auth
+        .log()
+        .iter()
+        .filter(|r| r.path() == "/token")
+        .map(|r| r.form("grant_type"))
+        .collect();
+    assert_eq!(
+        grants,
+        [
+            Some("authorization_code".into()),
+            Some("refresh_token".into())
+        ]
+    );
+    let initialized: Vec<Option<String>> = mcp
+        .log()
+        .iter()
+        .filter(|r| r.json()["method"] == "notifications/initialized")
+        .map(bearer)
+        .collect();
+    assert_eq!(
+        initialized,
+        [
+            Some("TOPSECRET-ACCESS-1".into()),
+            Some("TOPSECRET-ACCESS-2".into())
+        ]
+    );
+    assert!(c.recent_warnings().is_empty(), "{:?}", c.recent_warnings());
 }

@@ -60,10 +60,10 @@ impl Peers {
             .count()
     }
 
-    /// Waits (briefly) until the log shows `n` such requests — its lines are written after each
+    /// Waits (up to 30 s) until the log shows `n` such requests — its lines are written after each
     /// answer, and read by another thread — and gives the count then.
     fn as_requests_settled(&self, prefix: &str, n: usize) -> usize {
-        wait_until(Duration::from_secs(3), || self.as_requests(prefix) >= n);
+        wait_until(Duration::from_secs(30), || self.as_requests(prefix) >= n);
         // A little longer, so that one too many shows too.
         std::thread::sleep(Duration::from_millis(150));
         self.as_requests(prefix)

@@ -25,7 +25,7 @@ fn collecting(config: StdioConfig) -> (StdioConfig, Arc<Mutex<Vec<String>>>) {
 /// The hanging server logged `notifications/cancelled` for request 1, and the client still works.
 async fn cancelled_and_still_usable(client: Client<StdioTransport>, stderr: &Mutex<Vec<String>>) {
     assert!(
-        wait_until(Duration::from_secs(5), || stderr
+        wait_until(Duration::from_secs(30), || stderr
             .lock()
             .unwrap()
             .iter()
@@ -158,7 +158,7 @@ fn server_crash_mid_call_fails_at_once_with_status_and_stderr() {
             .await
             .unwrap_err();
         assert!(
-            started.elapsed() < Duration::from_secs(5),
+            started.elapsed() < Duration::from_secs(15),
             "took {:?}",
             started.elapsed()
         );
@@ -251,7 +251,7 @@ fn twenty_megabytes_of_stderr_do_not_block_the_server() {
         let tail = client.transport().stderr_tail();
         assert!(tail.lines().count() <= 40, "the tail is bounded");
         assert!(
-            wait_until(Duration::from_secs(5), || client
+            wait_until(Duration::from_secs(30), || client
                 .transport()
                 .stderr_tail()
                 .contains("serve: flooded")),
@@ -417,7 +417,7 @@ fn environment_and_directory_are_applied() {
             dir.canonicalize().unwrap().display()
         );
         assert!(
-            wait_until(Duration::from_secs(5), || client
+            wait_until(Duration::from_secs(30), || client
                 .transport()
                 .stderr_tail()
                 .contains(&expected)),
@@ -502,7 +502,7 @@ fn with_the_idle_reader_off_nothing_reads_between_calls() {
             .await
             .unwrap();
         assert!(
-            wait_until(Duration::from_secs(5), ponged),
+            wait_until(Duration::from_secs(30), ponged),
             "answered at the next call"
         );
         close_and_check(client).await;
@@ -528,7 +528,7 @@ fn by_default_the_server_is_answered_between_calls() {
             let pongs = i + 1;
             // The server pings 100 ms after each answer; nobody calls meanwhile.
             assert!(
-                wait_until(Duration::from_secs(2), || {
+                wait_until(Duration::from_secs(30), || {
                     stderr
                         .lock()
                         .unwrap()
@@ -627,7 +627,7 @@ fn a_server_that_stops_reading_cannot_grow_the_backlog_and_then_fails_it_clearly
                 "{err}"
             );
         }
-        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(started.elapsed() < Duration::from_secs(15));
         assert_eq!(
             client.transport().backlog_len(),
             0,
@@ -658,7 +658,7 @@ fn a_server_that_closes_its_stdin_fails_later_calls_at_once() {
                 "{err}"
             );
             assert!(
-                started.elapsed() < Duration::from_secs(2),
+                started.elapsed() < Duration::from_secs(15),
                 "failed after {:?}, not at once",
                 started.elapsed()
             );
@@ -734,7 +734,7 @@ fn a_close_future_dropped_early_still_ends_the_server() {
         assert!(closed.is_none(), "close finished within 100 ms");
         drop(client);
         assert!(
-            wait_until(Duration::from_secs(5), || !pid_alive(pid)
+            wait_until(Duration::from_secs(30), || !pid_alive(pid)
                 && !group_alive(pid)),
             "the server outlived its dropped client"
         );
@@ -809,7 +809,7 @@ fn a_server_dropped_right_before_exit_dies_with_us() {
         .and_then(|p| p.trim().parse().ok())
         .unwrap_or_else(|| panic!("no pid in {stdout}"));
     assert!(
-        wait_until(Duration::from_secs(3), || !pid_alive(pid)),
+        wait_until(Duration::from_secs(30), || !pid_alive(pid)),
         "the server (ignoring EOF) outlived the process that dropped it"
     );
 }
@@ -845,7 +845,7 @@ fn configuration_extremes_neither_panic_nor_overflow() {
         let started = Instant::now();
         close_and_check(client).await;
         assert!(
-            started.elapsed() < Duration::from_secs(5),
+            started.elapsed() < Duration::from_secs(15),
             "the server exits on EOF"
         );
     });

@@ -239,6 +239,20 @@ impl State {
             }
             Inbound::Authorizing { id } => self.session.handle_authorizing(id, now),
             Inbound::Authorized { id } => self.session.handle_authorized(id, now),
+            Inbound::Undelivered {
+                what,
+                request,
+                error,
+            } => {
+                self.warn(Warning::Undelivered {
+                    what,
+                    reason: error.to_string(),
+                });
+                if let Some(id) = request {
+                    let hit = self.session.handle_undeliverable(id);
+                    self.report(hit, error);
+                }
+            }
             Inbound::SessionExpired { id, error } => {
                 let hit = self.session.handle_expired(id, now);
                 self.report(hit, error);
@@ -268,11 +282,37 @@ impl State {
         }
     }
 
+    /// Keeps a warning among the recent ones and tells the application of it.
+    fn warn(&mut self, w: Warning) {
+        let told = self.on_warning.is_some() || cfg!(feature = "tracing");
+        if told && self.deferred_warnings < RECENT_WARNINGS {
+            self.deferred_warnings += 1;
+            self.defer(Deferred::Warning(w.clone()));
+        }
+        if self.recent_warnings.len() == RECENT_WARNINGS {
+            self.recent_warnings.pop_front();
+        }
+        self.recent_warnings.push_back(w);
+    }
+
     /// Sends what the session queued and hands its events to whoever waits for them.
     fn flush(&mut self, transport: &impl Transport) {
         while let Some(t) = self.session.poll_transmit() {
-            // A failed send means the transport is failing; `try_recv` reports why.
-            let _ = transport.send(t);
+            let request = match &t.kind {
+                mcp_proto::TransmitKind::Request { id, .. } => Some(*id),
+                _ => None,
+            };
+            // A request refused because the transport's queue is full fails at once, with the
+            // transport's reason (not through the inbound queue, which may be full too). Any
+            // other failure means the transport is failing: `try_recv` says why (a server's exit
+            // status and stderr say more than the broken pipe).
+            match (transport.send(t), request) {
+                (Err(error), Some(id)) if is_refusal(&error) => {
+                    let hit = self.session.handle_undeliverable(id);
+                    self.report(hit, error);
+                }
+                _ => {}
+            }
         }
         while let Some(event) = self.session.poll_event() {
             match event {
@@ -339,21 +379,17 @@ impl State {
                     self.finish_init(Err(error));
                 }
                 // Tolerated peer misbehaviour: counted in the session's stats, kept, reported.
-                Event::Warning(w) => {
-                    let told = self.on_warning.is_some() || cfg!(feature = "tracing");
-                    if told && self.deferred_warnings < RECENT_WARNINGS {
-                        self.deferred_warnings += 1;
-                        self.defer(Deferred::Warning(w.clone()));
-                    }
-                    if self.recent_warnings.len() == RECENT_WARNINGS {
-                        self.recent_warnings.pop_front();
-                    }
-                    self.recent_warnings.push_back(w);
-                }
+                Event::Warning(w) => self.warn(w),
                 _ => {}
             }
         }
     }
+}
+
+/// Whether a transport refused a message because its outbound queue is full (an I/O error of
+/// kind `WouldBlock`, see [`Transport::send`]), rather than failing for good.
+fn is_refusal(error: &Error) -> bool {
+    matches!(error, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::WouldBlock)
 }
 
 impl State {

@@ -5,9 +5,14 @@
 //! response stream can stay open while the answers to the server's pings go out on their own
 //! POSTs, and every notification or response, each within its deadline
 //! ([`HttpTransportConfig::post_timeout`]), so one stalled POST holds nothing back. Only what
-//! follows `notifications/initialized` waits for its answer (at most that deadline), so the server
-//! sees it before the first request. Events are handed to the client as they arrive. A cancelled
-//! request's exchange is aborted, and so is every exchange when the transport is closed or dropped.
+//! follows `notifications/initialized` or a cancellation waits for its status, and at most
+//! [`ORDER_WAIT`](mcp_proto::http::ORDER_WAIT) ([`HttpRules::order_wait`]), so the server sees
+//! them before the requests that follow. A 401 or 403 to a notification or response runs the
+//! OAuth flow and sends it again, as for a request; a cancellation or an answer to a server
+//! request that cannot be delivered is reported to the client (a warning, and the request that
+//! waits on the answer fails). Events are handed to the client as they arrive. A cancelled
+//! request's exchange is aborted, and so is every exchange when the transport is closed or
+//! dropped; [`close`](Transport::close) sends its `DELETE` after the POSTs still under way.
 //!
 //! After a legacy handshake the rules may say to listen on the standalone event stream (a `GET`,
 //! by default when the client declared capabilities: see [`HttpConfig::standalone_stream`]); one
@@ -53,15 +58,16 @@ pub struct HttpTransportConfig {
     /// The largest JSON body or SSE event accepted, in bytes (default 64 MiB).
     pub max_message: usize,
     /// The time limit of each notification or response POST (a cancellation, a ping answer):
-    /// past it the POST is abandoned (default 10 s).
+    /// past it the POST is abandoned (default 10 s). The OAuth flow a `401` to it leads to is not
+    /// counted (it has limits of its own); the POST sent again after it has this limit too.
+    /// [`close`](Transport::close) waits at most this long for the POSTs still under way.
     pub post_timeout: Duration,
     /// How long [`close`](Transport::close) waits for the answer to its `DELETE`, a courtesy to
     /// the server; past it the `DELETE` is abandoned and `close` returns `Ok` (default 2 s).
     pub close_timeout: Duration,
     /// How many messages may wait to be sent, counting the notification and response POSTs still
-    /// in flight (default 1024). Past it,
-    /// [`send`](Transport::send) refuses the message with an error; a refused request also fails
-    /// at once (its caller is told through [`Inbound::Failed`]).
+    /// in flight (default 1024). Past it, [`send`](Transport::send) refuses the message with an
+    /// error ("outbound queue is full"), and the client fails a refused request at once with it.
     pub max_queued: usize,
     /// OAuth: when set, a `401` (or a `403 insufficient_scope`) runs the authorization flow and
     /// the request is sent again with its token (see [`crate::auth`]). Not used when
@@ -134,6 +140,9 @@ struct Shared {
     inbound: Sender<Inbound>,
     /// Notified after each item handed to `inbound`, for the client's `ready` waiters.
     arrived: event_listener::Event,
+    /// Notified each time a message leaves the count of queued ones (its POST ended, or its
+    /// exchange started), for `close`, which sends its `DELETE` after them.
+    left: event_listener::Event,
     max_message: usize,
     post_timeout: Duration,
     closed: AtomicBool,
@@ -198,6 +207,7 @@ impl HttpTransport {
             rules: Mutex::new(rules),
             inbound: in_tx,
             arrived: event_listener::Event::new(),
+            left: event_listener::Event::new(),
             max_message: config.max_message,
             post_timeout: config.post_timeout,
             closed: false.into(),
@@ -222,6 +232,12 @@ impl HttpTransport {
             max_queued: config.max_queued,
             close_timeout: config.close_timeout,
         })
+    }
+
+    /// How many received messages wait for the client to take them: at most 64, past which
+    /// reading the responses pauses until it does.
+    pub fn received_waiting(&self) -> usize {
+        self.inbound.len()
     }
 
     /// The session id the server assigned, if any.
@@ -254,17 +270,12 @@ impl Transport for HttpTransport {
                 ),
                 std::io::Error::from(std::io::ErrorKind::WouldBlock),
             );
-            if let TransmitKind::Request { id, .. } = message.kind {
-                let _ = self.shared.inbound.try_send(Inbound::Failed {
-                    id,
-                    error: error.clone(),
-                });
-                self.shared.arrived.notify(usize::MAX);
-            }
+            // A refused request fails at once: the client hands this error to its caller (not
+            // through the inbound queue, which may be full too).
             return Err(error);
         }
         self.outbound.try_send(message).map_err(|_| {
-            self.queued.fetch_sub(1, Ordering::SeqCst);
+            self.shared.done(&self.queued);
             Error::Closed
         })
     }
@@ -301,6 +312,22 @@ impl Transport for HttpTransport {
                 exchanges.running.clear();
                 exchanges.listening = None;
             }
+            // What was queued before (a cancellation, an answer) reaches the server before the
+            // `DELETE` ends its session: each such POST ends within `post_timeout`, and so does
+            // this wait.
+            let drained = async {
+                loop {
+                    let left = self.shared.left.listen();
+                    if self.queued.load(Ordering::SeqCst) == 0 {
+                        break;
+                    }
+                    left.await;
+                }
+            };
+            smol::future::or(drained, async {
+                smol::Timer::after(self.shared.post_timeout).await;
+            })
+            .await;
             let delete = lock(&self.shared.rules).delete();
             let result = match delete {
                 // A 405 (the server does not let clients end sessions) is fine; so is any answer.
@@ -348,6 +375,12 @@ impl Shared {
         lock(&self.rules).begin(transmit)
     }
 
+    /// One message leaves the count of those queued: `close` may be waiting for the last.
+    fn done(&self, queued: &AtomicUsize) {
+        queued.fetch_sub(1, Ordering::SeqCst);
+        self.left.notify(usize::MAX);
+    }
+
     /// Hands one item to the client, waiting while its queue is full.
     async fn deliver(&self, item: Inbound) {
         let _ = self.inbound.send(item).await;
@@ -357,8 +390,8 @@ impl Shared {
 
 /// Sends queued messages in order. Requests get an exchange task each; a notification or
 /// response is POSTed by a task of its own, and after an ordered one (see
-/// [`HttpRules::is_ordered`]) the next message waits until its status arrived or its deadline
-/// passed.
+/// [`HttpRules::order_wait`]) the next message waits until its status arrived, it was given up
+/// on, or the rules' bound passed.
 async fn send_loop(
     shared: Arc<Shared>,
     exchanges: Weak<Mutex<Exchanges>>,
@@ -369,7 +402,7 @@ async fn send_loop(
         match transmit.kind.clone() {
             TransmitKind::Request { id, .. } => {
                 // A request leaves the count here: its exchange belongs to a waiting caller.
-                queued.fetch_sub(1, Ordering::SeqCst);
+                shared.done(&queued);
                 // After close or drop, no new exchange starts.
                 let Some(running) = exchanges.upgrade() else {
                     continue;
@@ -403,38 +436,50 @@ async fn send_loop(
                     }
                     // …and, when the rules say so, only that.
                     if !cancel.notify {
-                        queued.fetch_sub(1, Ordering::SeqCst);
+                        shared.done(&queued);
                         continue;
                     }
                 }
-                let ordered = HttpRules::is_ordered(&kind);
+                let order = HttpRules::order_wait(&kind);
                 let (accepted_tx, accepted_rx) = channel::bounded::<()>(1);
-                let (posting, queued) = (shared.clone(), queued.clone());
+                let (posting, running, queued) =
+                    (shared.clone(), exchanges.clone(), queued.clone());
                 smol::spawn(async move {
-                    post_message(posting, transmit, accepted_tx).await;
-                    queued.fetch_sub(1, Ordering::SeqCst);
+                    post_message(&posting, &running, transmit, accepted_tx).await;
+                    posting.done(&queued);
                 })
                 .detach();
-                if ordered {
-                    // Ends when the POST's status is in, or when it was abandoned.
-                    let _ = accepted_rx.recv().await;
-                    // The handshake is done: listen on the standalone stream if the rules say so.
-                    let listen = lock(&shared.rules).listen();
-                    if let (Some((request, listening)), Some(running)) =
-                        (listen, exchanges.upgrade())
-                    {
-                        if !shared.closed.load(Ordering::SeqCst) {
-                            let (stop_tx, stop_rx) = channel::bounded::<()>(1);
-                            lock(&running).listening = Some(stop_tx);
-                            let shared = shared.clone();
-                            smol::spawn(async move {
-                                smol::future::or(listen_loop(&shared, request, listening), async {
-                                    let _ = stop_rx.recv().await;
-                                })
-                                .await;
+                let Some(order) = order else {
+                    continue;
+                };
+                // Later messages wait until this one's status is in, or it was abandoned, or
+                // for as long as the rules say at most (the POST itself goes on).
+                smol::future::or(
+                    async {
+                        let _ = accepted_rx.recv().await;
+                    },
+                    async {
+                        smol::Timer::after(order).await;
+                    },
+                )
+                .await;
+                if !HttpRules::listens_after(&kind) {
+                    continue;
+                }
+                // The handshake is done: listen on the standalone stream if the rules say so.
+                let listen = lock(&shared.rules).listen();
+                if let (Some((request, listening)), Some(running)) = (listen, exchanges.upgrade()) {
+                    if !shared.closed.load(Ordering::SeqCst) {
+                        let (stop_tx, stop_rx) = channel::bounded::<()>(1);
+                        lock(&running).listening = Some(stop_tx);
+                        let shared = shared.clone();
+                        smol::spawn(async move {
+                            smol::future::or(listen_loop(&shared, request, listening), async {
+                                let _ = stop_rx.recv().await;
                             })
-                            .detach();
-                        }
+                            .await;
+                        })
+                        .detach();
                     }
                 }
             }
@@ -442,60 +487,150 @@ async fn send_loop(
     }
 }
 
-/// POSTs a notification or response within the deadline; `accepted` is dropped once its status
-/// arrived. The answer (202) carries nothing to read. A 404 that means the session expired is
-/// reported to the client (it renews the session); other failures are dropped: the message
-/// concerned no request.
-async fn post_message(shared: Arc<Shared>, transmit: Transmit, accepted: Sender<()>) {
-    let deadline = smol::Timer::after(shared.post_timeout);
+/// How a notification or response POST ended.
+enum Posted {
+    /// The server's status came (a 2xx, or a 404 the client was told of).
+    Answered,
+    /// Dropped on purpose: it belonged to a session that has since been replaced.
+    Dropped,
+    /// Not delivered: no answer within the deadline, a failure status, or no authorization.
+    Failed(Error),
+}
+
+/// POSTs a notification or response, each attempt within the deadline, authorizing again (and
+/// resending it) when the server answers 401 or 403, as for a request; `accepted` is dropped
+/// once its status arrived or it was given up on. The deadline does not cover the OAuth flow a
+/// 401 leads to, which has limits of its own (a person may be authorizing: cutting the flow
+/// short would make them start again). The answer (202) carries nothing to read. A 404 that means the
+/// session expired is reported to the client (it renews the session). A cancellation or an
+/// answer to a server request that could not be delivered is reported too
+/// ([`Inbound::Undelivered`]): the client warns, and the request whose response stream carried
+/// the server's request fails (its exchange is ended) instead of waiting for its timeout.
+async fn post_message(
+    shared: &Shared,
+    exchanges: &Weak<Mutex<Exchanges>>,
+    transmit: Transmit,
+    accepted: Sender<()>,
+) {
     let posted = async {
         // A message for a session being renewed is dropped: it belonged to the old one.
-        lock(&shared.rules).check_post(&transmit.kind).ok()?;
-        if let Some(oauth) = &shared.oauth {
-            oauth.prepare(&shared.rules).await.ok()?;
+        if lock(&shared.rules).check_post(&transmit.kind).is_err() {
+            return Ok(None);
         }
-        let (mut request, mut exchange) = shared.begin(&transmit);
+        let mut attempt = mcp_proto::oauth::Attempt::default();
         loop {
-            let response = shared.send(request).await.ok()?;
-            let head = head(&response);
-            let status = response.status().as_u16();
-            let mut rules = lock(&shared.rules);
-            // A redirect not followed drops the message, as any other failure does.
-            if rules
-                .on_redirect(&mut exchange, Method::Post, status, &head)
-                .ok()?
-                .is_some()
+            // A token past its expiry is refreshed first; the message carries the current one.
+            let generation = match &shared.oauth {
+                Some(oauth) => oauth.prepare(&shared.rules).await.map_err(Error::Auth)?,
+                None => 0,
+            };
+            let (mut request, mut exchange) = shared.begin(&transmit);
+            let (response, status, verdict) = loop {
+                // Each attempt within the deadline; a flow it leads to has limits of its own.
+                let response = smol::future::or(shared.send(request), async {
+                    smol::Timer::after(shared.post_timeout).await;
+                    Err(Error::io(
+                        format!("POST {}", lock(&shared.rules).redacted_url()),
+                        std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!("no answer within {:?}", shared.post_timeout),
+                        ),
+                    ))
+                })
+                .await?;
+                let head = head(&response);
+                let status = response.status().as_u16();
+                let mut rules = lock(&shared.rules);
+                if rules
+                    .on_redirect(&mut exchange, Method::Post, status, &head)
+                    .map_err(http_error)?
+                    .is_some()
+                {
+                    request = rules.post_again(&exchange, &transmit);
+                    continue;
+                }
+                break (
+                    response,
+                    status,
+                    rules.on_exchange_response(&exchange, status, &head),
+                );
+            };
+            // A 401 or 403: the OAuth flow decides whether to authorize (again) and send it again.
+            if let (
+                Some(oauth),
+                Err(
+                    HttpError::Unauthorized { challenge, .. }
+                    | HttpError::Forbidden { challenge, .. },
+                ),
+            ) = (&shared.oauth, &verdict)
             {
-                request = rules.post_again(&exchange, &transmit);
-                continue;
+                let again = oauth
+                    .on_response(
+                        &mut attempt,
+                        generation,
+                        status,
+                        challenge.as_deref(),
+                        &shared.rules,
+                    )
+                    .await
+                    .map_err(Error::Auth)?;
+                if again {
+                    continue;
+                }
             }
-            let verdict = rules.on_exchange_response(&exchange, status, &head);
-            break Some((response, verdict));
+            return Ok(Some((response, verdict)));
         }
     };
-    let answered = smol::future::or(posted, async {
-        deadline.await;
-        None
-    })
-    .await;
+    let answered: Result<_, Error> = posted.await;
     drop(accepted);
-    let Some((mut response, verdict)) = answered else {
+    let outcome = match answered {
+        Ok(None) => Posted::Dropped,
+        Ok(Some((mut response, verdict))) => match verdict {
+            Ok(_) => {
+                drain(shared, &mut response).await;
+                Posted::Answered
+            }
+            Err(HttpError::SessionExpired { url }) => {
+                shared
+                    .deliver(Inbound::SessionExpired {
+                        id: None,
+                        error: Error::Http {
+                            status: 404,
+                            url,
+                            body: String::new(),
+                        },
+                    })
+                    .await;
+                Posted::Answered
+            }
+            // A late 404 from a replaced session: it belonged to that one.
+            Err(HttpError::Resend { .. }) => Posted::Dropped,
+            Err(e) => Posted::Failed(http_failure(e, response.body_mut()).await),
+        },
+        Err(error) => Posted::Failed(error),
+    };
+    let Posted::Failed(error) = outcome else {
         return;
     };
-    if let Err(HttpError::SessionExpired { url }) = verdict {
-        shared
-            .deliver(Inbound::SessionExpired {
-                id: None,
-                error: Error::Http {
-                    status: 404,
-                    url,
-                    body: String::new(),
-                },
-            })
-            .await;
+    // Which request is hurt, if any: the one whose response stream carried the server request
+    // this was the answer to. Its exchange ends; the client fails it with this error.
+    let Some(lost) = lock(&shared.rules).on_undelivered(&transmit) else {
         return;
+    };
+    if let (Some(id), Some(running)) = (lost.request, exchanges.upgrade()) {
+        lock(&running).running.remove(&id);
     }
-    // Drain a small body so the connection can be reused, within another `post_timeout`.
+    shared
+        .deliver(Inbound::Undelivered {
+            what: lost.what,
+            request: lost.request,
+            error,
+        })
+        .await;
+}
+
+/// Drains a small body so the connection can be reused, within another `post_timeout`.
+async fn drain(shared: &Shared, response: &mut Response<AsyncBody>) {
     let mut sink = Vec::new();
     let drain = async {
         let _ = response

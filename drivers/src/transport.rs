@@ -67,6 +67,19 @@ pub enum Inbound {
         /// The request.
         id: mcp_proto::RequestId,
     },
+    /// A cancellation, or an answer to a server request, could not be delivered (no answer
+    /// within its deadline, a failure status, no authorization): the client warns
+    /// ([`mcp_proto::Warning::Undelivered`]), and request `request`, whose response stream
+    /// carried the server request that went unanswered, fails with `error` rather than wait for
+    /// its timeout.
+    Undelivered {
+        /// What was not delivered, for the warning.
+        what: String,
+        /// The request that fails because of it, when one does.
+        request: Option<mcp_proto::RequestId>,
+        /// Why.
+        error: Error,
+    },
     /// Sending a request failed at the transport level (an HTTP status, a refused connection):
     /// that request fails with `error`.
     Failed {
@@ -85,7 +98,11 @@ pub enum Inbound {
 /// in the order they were read, whoever reads them. Hence the contract:
 ///
 /// - `send` must not wait for the peer: it writes what the peer takes at once and queues the rest
-///   (with a cap; past it the transport fails, and `try_recv` says why).
+///   (with a cap; past it the transport fails, and `try_recv` says why). A message refused
+///   because the queue is full is an [`Error::Io`] of kind
+///   [`WouldBlock`](std::io::ErrorKind::WouldBlock): the client then fails that request at once
+///   with it (nothing needs to go through `try_recv`). Any other error means the transport is
+///   failing, and `try_recv` says why.
 /// - `try_recv` never blocks. After it returned [`Inbound::Closed`], it keeps returning `Closed`.
 /// - `ready` completes once `try_recv` may have something (a spurious completion is fine). Any
 ///   number of `ready` futures may be pending at once, each for its own caller: a pending one holds

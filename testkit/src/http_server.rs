@@ -74,6 +74,14 @@ pub struct Behaviour {
     /// With `modern`: these members (cache hints, odd ones included) go into every
     /// `server/discover` and `tools/list` result.
     pub cache_hints: Option<Value>,
+    /// `notifications/initialized` is never answered (held for 30 s); other notifications are.
+    pub stall_initialized: bool,
+    /// The standalone `GET` stream opens (in a known session) and sends this many
+    /// `notifications/message` log events, then stays open for 30 s.
+    pub flood_listen: Option<usize>,
+    /// The client's answers to the server's requests are refused (`500`), and never seen: with
+    /// `ping_in_stream`, the `tools/call` waits its 5 s for the ping's answer in vain.
+    pub refuse_answers: bool,
 }
 
 /// One request the server received.
@@ -87,6 +95,8 @@ pub struct Logged {
     pub body: String,
     /// The peer's port: requests on one keep-alive connection share it.
     pub peer_port: u16,
+    /// When the server had read it whole.
+    pub at: std::time::Instant,
 }
 
 impl Logged {
@@ -326,6 +336,7 @@ fn serve_connection(stream: TcpStream, b: &Behaviour, shared: &Shared) -> std::i
                 headers: req.headers.clone(),
                 body: String::from_utf8_lossy(&req.body).into_owned(),
                 peer_port,
+                at: std::time::Instant::now(),
             });
         }
         if let Some(to) = &b.redirect {
@@ -367,6 +378,22 @@ fn handle_get(
     b: &Behaviour,
     shared: &Shared,
 ) -> std::io::Result<()> {
+    let known = req
+        .header("mcp-session-id")
+        .is_some_and(|s| shared.0.lock().unwrap().sessions.contains(s));
+    if let (Some(n), true) = (b.flood_listen, known) {
+        let mut sse = Sse::open(out, b, None)?;
+        for i in 0..n {
+            let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                             "params": {"level": "info", "data": format!("line {i}")}});
+            sse.message(&log, None)?;
+        }
+        for _ in 0..300 {
+            sse.raw(": keep-alive\n\n")?;
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        return sse.end();
+    }
     let held = req
         .header("last-event-id")
         .and_then(|id| shared.0.lock().unwrap().held.remove(id));
@@ -434,11 +461,17 @@ fn handle_post(
         }
     }
     let Some(id) = msg.get("id").cloned() else {
-        if b.stall_notifications || (b.stall_cancellations && method == "notifications/cancelled") {
+        if b.stall_notifications
+            || (b.stall_cancellations && method == "notifications/cancelled")
+            || (b.stall_initialized && method == "notifications/initialized")
+        {
             std::thread::sleep(Duration::from_secs(30));
         }
         return respond(out, "202 Accepted", &[], b"");
     };
+    if method.is_empty() && b.refuse_answers {
+        return respond(out, "500 Internal Server Error", &[], b"");
+    }
     if method.is_empty() {
         // An answer to one of our requests.
         let key = id.to_string();
