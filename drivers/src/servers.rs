@@ -127,7 +127,8 @@ pub type ServerStarted = Arc<dyn Fn(&str, Result<usize, &Error>) + Send + Sync>;
 pub struct ServerSetConfig {
     /// How tools are named.
     pub names: NameRules,
-    /// When a stdio server that exited may be started again.
+    /// When a stdio server that exited may be started again (and, by the same backoff, when a
+    /// re-listing that failed may be tried again).
     pub restart: RestartPolicy,
     /// Told when a server says its tool list changed.
     pub on_tools_changed: Option<ToolsChanged>,
