@@ -29,7 +29,9 @@ pub enum Prefix {
 /// How names are made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NameRules {
-    /// Between the server's name and the tool's (default `__`).
+    /// Between the server's name and the tool's (default `__`). Sanitized like the names: each
+    /// character outside `[A-Za-z0-9_.-]` becomes `_` (`→` gives `a_echo`), so that every name
+    /// stays one that tool names allow; an empty separator joins the names directly.
     pub separator: String,
     /// When to prefix.
     pub prefix: Prefix,
@@ -95,6 +97,16 @@ fn digest(parts: &[&str]) -> String {
         .collect()
 }
 
+/// The longest start of `s` of at most `max` bytes that ends on a character boundary. Names are
+/// sanitized, so ASCII, and this is `&s[..max]`; it stays safe on any other text.
+fn head(s: &str, max: usize) -> &str {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// `name`, cut to [`MAX_NAME`] characters when longer: its first 119 characters, `_`, and eight
 /// hex digits of a digest of `parts` (the same inputs give the same name, other inputs another).
 fn fit(name: String, parts: &[&str]) -> String {
@@ -102,14 +114,24 @@ fn fit(name: String, parts: &[&str]) -> String {
         return name;
     }
     let tag = digest(parts);
-    // Sanitized names are ASCII: any byte index is a character boundary.
-    format!("{}_{tag}", &name[..MAX_NAME - 1 - tag.len()])
+    format!("{}_{tag}", head(&name, MAX_NAME - 1 - tag.len()))
+}
+
+/// The separator as names use it: each character outside `[A-Za-z0-9_.-]` becomes `_` (an empty
+/// one stays empty).
+fn separator(rules: &NameRules) -> String {
+    rules
+        .separator
+        .chars()
+        .map(|c| if is_name_char(c) { c } else { '_' })
+        .collect()
 }
 
 /// The name the model sees for `tool` of `server`, prefixed: the server's name and the tool's,
-/// sanitized, joined by the separator, and shortened predictably past [`MAX_NAME`].
+/// sanitized, joined by the separator (sanitized too), and shortened predictably past
+/// [`MAX_NAME`].
 pub fn prefixed_name(server: &str, tool: &str, rules: &NameRules) -> String {
-    let name = format!("{}{}{}", sanitize(server), rules.separator, sanitize(tool));
+    let name = format!("{}{}{}", sanitize(server), separator(rules), sanitize(tool));
     fit(name, &[server, tool])
 }
 
@@ -224,7 +246,7 @@ pub fn plan(servers: &[ServerTools<'_>], rules: &NameRules) -> Plan {
                 }
                 // Apart by a digest of where it comes from (stable across listings).
                 let tag = digest(&[s.name, tool, &i.to_string()]);
-                let base = &exposed[..exposed.len().min(MAX_NAME - 1 - tag.len())];
+                let base = head(&exposed, MAX_NAME - 1 - tag.len());
                 exposed = format!("{base}_{tag}");
                 if out.by_name.contains_key(&exposed) {
                     out.skipped.push(Skipped::Collision {
@@ -353,6 +375,56 @@ mod tests {
         };
         assert_eq!(prefixed_name("fs", "read", &dot), "fs.read");
         assert_eq!(plain_name("ünïcode"), "_n_code");
+    }
+
+    #[test]
+    fn a_non_ascii_separator_is_sanitized_and_never_panics() {
+        let rules = |separator: &str| NameRules {
+            separator: separator.into(),
+            prefix: Prefix::Always,
+        };
+        // The review's `toolset_non_ascii_separator_panics`: the cut fell inside the `→`.
+        let name = prefixed_name(&"s".repeat(118), "toolname", &rules("→"));
+        assert_eq!(name, format!("{}_toolname", "s".repeat(118)));
+        let name = prefixed_name(&"s".repeat(125), "toolname", &rules("→"));
+        assert_eq!(name.len(), MAX_NAME);
+        assert!(name.chars().all(is_name_char), "{name}");
+        assert_eq!(prefixed_name("fs", "read", &rules("→")), "fs_read");
+        assert_eq!(prefixed_name("fs", "read", &rules("::")), "fs__read");
+        assert_eq!(prefixed_name("fs", "read", &rules("")), "fsread");
+        // Every cut position, with separators of every UTF-8 width.
+        for separator in ["é", "→", "🦀", "ü🦀→", "", "."] {
+            for n in 100..=140 {
+                let name = prefixed_name(&"s".repeat(n), "tool", &rules(separator));
+                assert!(name.len() <= MAX_NAME, "{separator:?} {n}: {name}");
+                assert!(name.chars().all(is_name_char), "{separator:?} {n}: {name}");
+            }
+        }
+        // The plan's own cut (a collision's digest suffix), and the plan at all.
+        let tools = names(&["t"]);
+        let open = ToolFilter::default();
+        let (a, b) = ("a b".repeat(40), "a/b".repeat(40));
+        let servers = [
+            ServerTools {
+                name: &a,
+                filter: &open,
+                tools: &tools,
+            },
+            ServerTools {
+                name: &b,
+                filter: &open,
+                tools: &tools,
+            },
+        ];
+        let p = plan(&servers, &rules("→"));
+        assert_eq!(p.routes.len(), 2);
+        assert_ne!(p.routes[0].exposed, p.routes[1].exposed);
+        for r in &p.routes {
+            assert!(r.exposed.len() <= MAX_NAME && r.exposed.chars().all(is_name_char));
+        }
+        assert_eq!(head("a→b", 2), "a");
+        assert_eq!(head("a→b", 4), "a→");
+        assert_eq!(head("ab", 9), "ab");
     }
 
     #[test]

@@ -2,15 +2,50 @@
 //! concurrent start-up with a broken server among them, prefixed names routed to their server
 //! with the tool's own name, filters, a server killed between calls and started again, a call in
 //! flight when its server dies, the restart cap, the start-up timeout, and `close` reaping
-//! every process.
+//! every process; a server whose first listing fails or hangs is a start-up failure, a failed
+//! re-listing is not repeated on every `tools()`, nobody waits behind another server or behind a
+//! parked call future, a non-ASCII separator, and a launcher's children ended with it.
 
 use mcp_client::proto::toolset::{NameRules, Prefix, RestartPolicy, ToolFilter};
 use mcp_client::{
     AgentTool, Error, Launch, ServerSet, ServerSetConfig, ServerSpec, SetError, StdioConfig,
 };
-use mcp_testkit::{pid_alive, serve, serve_in, wait_until, TempDir};
+use mcp_testkit::{pid_alive, serve, serve_bin, serve_in, wait_until, TempDir};
 use serde_json::json;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// `what`'s outcome, or a panic if it is not done within `limit` (a backstop, not a wait).
+async fn within<T>(limit: Duration, what: &str, f: impl Future<Output = T>) -> T {
+    let done = smol::future::or(async { Some(f.await) }, async {
+        smol::Timer::after(limit).await;
+        None
+    })
+    .await;
+    done.unwrap_or_else(|| panic!("{what}: not done after {limit:?}"))
+}
+
+/// A stdio config whose server's stderr lines are also collected in `lines`.
+fn heard(config: StdioConfig, lines: &Arc<Mutex<Vec<String>>>) -> StdioConfig {
+    let lines = lines.clone();
+    config.stderr(mcp_client::StderrMode::Callback(Arc::new(
+        move |line: &str| lines.lock().unwrap().push(line.to_owned()),
+    )))
+}
+
+fn count(lines: &Arc<Mutex<Vec<String>>>, needle: &str) -> usize {
+    lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains(needle))
+        .count()
+}
+
+fn read_pid(path: &std::path::Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
 
 fn tagged(name: &str, config: StdioConfig) -> ServerSpec {
     ServerSpec::new(name, Launch::Stdio(config.env("MCP_TESTKIT_TAG", name)))
@@ -372,5 +407,370 @@ fn each_start_up_is_told_as_it_ends() {
         assert!(told[0].1.starts_with("failed: "), "{told:?}");
         assert_eq!(told[1], ("ok".to_owned(), "6 tools".to_owned()));
         set.close().await;
+    });
+}
+
+#[test]
+fn a_server_whose_first_listing_fails_or_hangs_failed_to_start() {
+    smol::block_on(async {
+        let dir = TempDir::new("mcp-servers-listing");
+        let pid_file = dir.path().join("pid");
+        // Answers `initialize`, never `tools/list`; its requests would wait 10 minutes.
+        let script = format!(
+            "echo $$ > {}; exec {} --behave hang-list",
+            pid_file.display(),
+            serve_bin().display()
+        );
+        let mut hang = tagged(
+            "hanglist",
+            StdioConfig::new("sh").args(["-c", script.as_str()]),
+        );
+        hang.startup_timeout = Duration::from_secs(2);
+        hang.client.session.default_timeout = Some(Duration::from_secs(600));
+        let told = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
+        let seen = told.clone();
+        let config = ServerSetConfig {
+            on_started: Some(Arc::new(move |name: &str, outcome| {
+                seen.lock()
+                    .unwrap()
+                    .push((name.to_owned(), outcome.is_ok()))
+            })),
+            ..ServerSetConfig::default()
+        };
+        let specs = vec![
+            tagged("ok", serve(&[])),
+            hang,
+            tagged("listerr", serve(&["list-error"])),
+        ];
+        // The listing is part of the start-up: under its 2 s, not the request's 10 minutes.
+        let set = within(
+            Duration::from_secs(60),
+            "connect",
+            ServerSet::connect(specs, config),
+        )
+        .await;
+        let mut failures = set.failures().await;
+        failures.sort_by(|a, b| a.0.cmp(&b.0));
+        let names: Vec<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["hanglist", "listerr"], "{failures:?}");
+        assert!(
+            matches!(failures[0].1, Error::Timeout(t) if t == Duration::from_secs(2)),
+            "{}",
+            failures[0].1
+        );
+        assert!(
+            matches!(&failures[1].1, Error::Protocol(e) if e.message.contains("listing failed")),
+            "{}",
+            failures[1].1
+        );
+        let mut told = told.lock().unwrap().clone();
+        told.sort();
+        assert_eq!(
+            told,
+            [
+                ("hanglist".to_owned(), false),
+                ("listerr".to_owned(), false),
+                ("ok".to_owned(), true)
+            ]
+        );
+        // Both were ended, not left running beside the set.
+        assert_eq!(set.server_pid("hanglist").await, None);
+        assert_eq!(set.server_pid("listerr").await, None);
+        let pid = read_pid(&pid_file).expect("the hanging server wrote its pid");
+        assert!(
+            wait_until(Duration::from_secs(10), || !pid_alive(pid)),
+            "the server whose listing hung ({pid}) was left running"
+        );
+        // A failed server is not listed again by `tools()`: none of them waits for it.
+        for _ in 0..3 {
+            let tools = within(Duration::from_secs(30), "tools", set.tools()).await;
+            assert!(!tools.is_empty());
+            assert!(tools.iter().all(|t| t.server() == "ok"));
+        }
+        set.close().await;
+    });
+}
+
+#[test]
+fn a_failed_re_listing_is_not_repeated_on_every_tools_call() {
+    smol::block_on(async {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        // Its first listing is answered; after its first call it says its list changed, and no
+        // later listing is answered (a request times out after 3 s).
+        let mut g = tagged("g", heard(serve(&["grow", "hang-relist"]), &lines));
+        g.client.session.default_timeout = Some(Duration::from_secs(3));
+        let changed = Arc::new(Mutex::new(0usize));
+        let seen = changed.clone();
+        let config = ServerSetConfig {
+            on_tools_changed: Some(Arc::new(move |_: &str| *seen.lock().unwrap() += 1)),
+            ..ServerSetConfig::default()
+        };
+        let set = ServerSet::connect(vec![g, tagged("h", serve(&[]))], config).await;
+        let before = set.tools().await;
+        set.call("g__echo", json!({"text": "x"})).await.unwrap();
+        assert!(wait_until(Duration::from_secs(10), || *changed
+            .lock()
+            .unwrap()
+            == 1));
+        // The re-listing fails (timed out): the last list stays.
+        let after = set.tools().await;
+        assert_eq!(count(&lines, "not answering tools/list"), 1);
+        assert_eq!(after.len(), before.len());
+        assert!(set.failures().await.is_empty());
+        // Not tried again for the same change: no more `tools/list` reaches the server.
+        for _ in 0..3 {
+            assert_eq!(set.tools().await.len(), before.len());
+        }
+        assert_eq!(
+            count(&lines, "not answering tools/list"),
+            1,
+            "re-listed on every tools()"
+        );
+        // Its tools still go to it.
+        assert_eq!(
+            text(&set.call("g__echo", json!({"text": "y"})).await.unwrap()),
+            "y\n[g]"
+        );
+        set.close().await;
+    });
+}
+
+/// (Review T6.) Server B's re-listing hangs; server A is restarted meanwhile, and a call to A
+/// does not wait for B's listing.
+#[test]
+fn serverset_restart_of_one_server_waits_for_another_servers_listing() {
+    smol::block_on(async {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let mut b = tagged("b", heard(serve(&["grow", "hang-relist"]), &lines));
+        b.client.session.default_timeout = Some(Duration::from_secs(600));
+        let changed = Arc::new(Mutex::new(0usize));
+        let seen = changed.clone();
+        let config = ServerSetConfig {
+            on_tools_changed: Some(Arc::new(move |_: &str| *seen.lock().unwrap() += 1)),
+            ..ServerSetConfig::default()
+        };
+        let set = ServerSet::connect(vec![tagged("a", serve(&[])), b], config).await;
+        set.call("b__echo", json!({"text": "x"})).await.unwrap();
+        assert!(wait_until(Duration::from_secs(10), || *changed
+            .lock()
+            .unwrap()
+            == 1));
+        // A `tools()` re-lists B, which never answers.
+        let listing = {
+            let set = set.clone();
+            smol::spawn(async move { set.tools().await.len() })
+        };
+        assert!(
+            wait_until(Duration::from_secs(20), || count(
+                &lines,
+                "not answering tools/list"
+            ) == 1),
+            "B's re-listing never reached B"
+        );
+        let pid = set.server_pid("a").await.unwrap();
+        kill9(pid);
+        assert!(wait_until(Duration::from_secs(5), || dead(pid)));
+        let echo = within(
+            Duration::from_secs(20),
+            "a call to A while B's listing hangs",
+            set.call("a__echo", json!({"text": "again"})),
+        )
+        .await;
+        assert_eq!(text(&echo.unwrap()), "again\n[a]");
+        assert_ne!(set.server_pid("a").await, Some(pid));
+        assert!(!listing.is_finished(), "B's listing was expected to hang");
+        within(Duration::from_secs(20), "close", set.close()).await;
+        // Its client closed, B's listing ends (failed: B's last list is kept).
+        within(Duration::from_secs(20), "the hanging tools()", listing).await;
+    });
+}
+
+/// (Review T7.) A call future that starts its server again, polled once and then parked,
+/// holds up neither `close()` nor `failures()`, `server_pid()`, `tools()` or other calls; it
+/// used to hold the server's slot, and `close()` waited for as long as it stayed parked.
+#[test]
+fn serverset_parked_call_during_restart_blocks_close() {
+    smol::block_on(async {
+        let config = ServerSetConfig {
+            // The restart waits an hour: it is still under way when the set closes.
+            restart: RestartPolicy {
+                initial: Duration::from_secs(3600),
+                max: Duration::from_secs(3600),
+                ..RestartPolicy::default()
+            },
+            ..ServerSetConfig::default()
+        };
+        let set = ServerSet::connect(
+            vec![tagged("a", serve(&[])), tagged("b", serve(&[]))],
+            config,
+        )
+        .await;
+        let pid = set.server_pid("a").await.unwrap();
+        kill9(pid);
+        assert!(wait_until(Duration::from_secs(5), || dead(pid)));
+        let mut parked = Box::pin(set.call("a__echo", json!({"text": "parked"})));
+        assert!(smol::future::poll_once(&mut parked).await.is_none());
+        let limit = Duration::from_secs(20);
+        let failures = within(limit, "failures", set.failures()).await;
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(matches!(failures[0].1, Error::ServerExited { .. }));
+        assert_eq!(within(limit, "server_pid", set.server_pid("a")).await, None);
+        assert!(within(limit, "server_pid", set.server_pid("b"))
+            .await
+            .is_some());
+        assert!(!within(limit, "tools", set.tools()).await.is_empty());
+        let b = within(
+            limit,
+            "a call to b",
+            set.call("b__echo", json!({"text": "b"})),
+        )
+        .await;
+        assert_eq!(text(&b.unwrap()), "b\n[b]");
+        within(limit, "close", set.close()).await;
+        // The restart was stopped: the parked call fails, nothing was started.
+        match within(limit, "the parked call", parked).await {
+            Err(SetError::Down {
+                cause: Error::Closed,
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(set.server_pid("a").await, None);
+    });
+}
+
+/// `ServerSet`'s twin of `a_call_future_polled_once_and_kept_holds_nobody_up` (tests/
+/// concurrency.rs): parked call futures — one in flight, one that started its server again —
+/// hold nobody up, and each gets its outcome when it is polled again.
+#[test]
+fn a_set_call_future_polled_once_and_parked_holds_nobody_up() {
+    smol::block_on(async {
+        let set =
+            ServerSet::connect(vec![tagged("s", serve(&[]))], ServerSetConfig::default()).await;
+        let limit = Duration::from_secs(20);
+        let mut in_flight = Box::pin(set.call("s__slow", json!({"ms": 600_000})));
+        assert!(smol::future::poll_once(&mut in_flight).await.is_none());
+        let pid = set.server_pid("s").await.unwrap();
+        kill9(pid);
+        assert!(wait_until(Duration::from_secs(5), || dead(pid)));
+        let mut restarting = Box::pin(set.call("s__echo", json!({"text": "parked"})));
+        assert!(smol::future::poll_once(&mut restarting).await.is_none());
+        // Another call waits for the same restart, which goes on while both futures are parked.
+        let r = within(
+            limit,
+            "a call",
+            set.call("s__echo", json!({"text": "meanwhile"})),
+        )
+        .await;
+        assert_eq!(text(&r.unwrap()), "meanwhile\n[s]");
+        let new_pid = within(limit, "server_pid", set.server_pid("s"))
+            .await
+            .unwrap();
+        assert_ne!(new_pid, pid);
+        assert!(within(limit, "failures", set.failures()).await.is_empty());
+        assert!(wait_until(Duration::from_secs(10), || !pid_alive(pid)));
+        let r = within(limit, "the parked restart", restarting).await;
+        assert_eq!(text(&r.unwrap()), "parked\n[s]");
+        // Its server died (the restart closed that client before this future was polled again,
+        // and the client tells a request it closed under it `Closed`).
+        match within(limit, "the parked call", in_flight).await {
+            Err(SetError::Server {
+                cause: Error::ServerExited { .. } | Error::Closed,
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+        within(limit, "close", set.close()).await;
+        assert!(wait_until(Duration::from_secs(10), || !pid_alive(new_pid)));
+    });
+}
+
+#[test]
+fn a_non_ascii_separator_neither_panics_nor_leaves_the_allowed_characters() {
+    smol::block_on(async {
+        let config = ServerSetConfig {
+            names: NameRules {
+                separator: "→→→".into(),
+                prefix: Prefix::Always,
+            },
+            ..ServerSetConfig::default()
+        };
+        // `s…s→→→echo` is 130 bytes: it used to be cut at byte 119, inside the first `→`.
+        let long = "s".repeat(117);
+        let set = ServerSet::connect(
+            vec![tagged(&long, serve(&[])), tagged("t", serve(&[]))],
+            config,
+        )
+        .await;
+        let tools = set.tools().await;
+        assert_eq!(tools.len(), 12);
+        for tool in &tools {
+            let name = tool.name();
+            assert!(name.len() <= 128, "{name}");
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            text(&set.call("t___echo", json!({"text": "t"})).await.unwrap()),
+            "t\n[t]"
+        );
+        let echo = tools
+            .iter()
+            .find(|t| t.server() == long && t.server_tool_name() == "echo")
+            .unwrap();
+        assert_eq!(
+            echo.call(json!({"text": "x"})).await.unwrap(),
+            format!("x\n[{long}]")
+        );
+        set.close().await;
+    });
+}
+
+/// A launcher's child (here `sh -c 'sleep … & exec SERVER'`: the real server under `npx` or
+/// `uvx` is such a child) is in the server's process group, and ended with it by `close()` and
+/// by dropping the client (see `StdioTransport`'s docs for the paths that do not).
+#[test]
+fn close_and_drop_end_a_launcher_s_children() {
+    let dir = TempDir::new("mcp-servers-grandchild");
+    let launch = |name: &str| {
+        let pid_file = dir.path().join(name);
+        let script = format!(
+            "sleep 1000 & echo $! > {}; exec {}",
+            pid_file.display(),
+            serve_bin().display()
+        );
+        (
+            StdioConfig::new("sh").args(["-c", script.as_str()]),
+            pid_file,
+        )
+    };
+    smol::block_on(async {
+        // Through the set's close().
+        let (config, pid_file) = launch("closed");
+        let set = ServerSet::connect(vec![tagged("s", config)], ServerSetConfig::default()).await;
+        assert!(set.failures().await.is_empty());
+        let child = read_pid(&pid_file).expect("the launcher wrote its child's pid");
+        assert!(pid_alive(child));
+        set.close().await;
+        assert!(
+            wait_until(Duration::from_secs(10), || !pid_alive(child)),
+            "close() left the launcher's child {child} running"
+        );
+        // Through dropping a client (its shutdown runs on a thread of its own).
+        let (config, pid_file) = launch("dropped");
+        let client = mcp_client::connect_stdio(config, mcp_client::ClientConfig::default())
+            .await
+            .unwrap();
+        client.list_tools().await.unwrap();
+        let child = read_pid(&pid_file).expect("the launcher wrote its child's pid");
+        assert!(pid_alive(child));
+        drop(client);
+        assert!(
+            wait_until(Duration::from_secs(20), || !pid_alive(child)),
+            "dropping the client left the launcher's child {child} running"
+        );
     });
 }

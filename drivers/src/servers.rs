@@ -1,10 +1,11 @@
 //! One agent, many servers: a supervised tool set over several MCP servers, stdio and HTTP.
 //!
-//! [`ServerSet::connect`] starts every server at once, each within its start-up timeout; a
-//! server that fails to start or to open its session is reported ([`ServerSet::failures`]: its
-//! name, the cause, its stderr's tail) and the others work. Its tools are offered under the names
-//! the core's [`toolset`](mcp_proto::toolset) gives them (`server__tool` by default), filtered by
-//! each server's allow and deny lists; every call goes to its server, under that server's tool
+//! [`ServerSet::connect`] starts every server at once, each within its start-up timeout, which
+//! covers the connection, the session and the first `tools/list`; a server that fails any of
+//! them is reported ([`ServerSet::failures`]: its name, the cause, its stderr's tail) and ended,
+//! and the others work. Its tools are offered under the names the core's
+//! [`toolset`](mcp_proto::toolset) gives them (`server__tool` by default), filtered by each
+//! server's allow and deny lists; every call goes to its server, under that server's tool
 //! timeout, with the tool's own name (a prefix never reaches the server).
 //!
 //! Supervision: a stdio server that exited is started again on the next call to it (after the
@@ -12,8 +13,17 @@
 //! once with its exit status and stderr's tail. An HTTP server's expired session is renewed by
 //! its client, as for one client. A server's `notifications/tools/list_changed` makes the next
 //! [`tools`](ServerSet::tools) list that server again, and the application is told
-//! ([`ServerSetConfig::on_tools_changed`]). [`close`](ServerSet::close) ends every server at
-//! once and reaps every process.
+//! ([`ServerSetConfig::on_tools_changed`]); a listing that fails keeps the server's last list
+//! and is tried again only after a later change, and after the restart policy's backoff, so a
+//! server that cannot list costs at most one request timeout per change it announces.
+//! [`close`](ServerSet::close) ends every server at once and reaps every process.
+//!
+//! Nobody waits behind anybody: a server's state is behind a lock that is only taken to read or
+//! swap it, never while a server is awaited. A restart runs as a task of its own that the
+//! callers of that server wait on, so a call future polled once and then parked holds up
+//! neither [`close`](ServerSet::close), [`failures`](ServerSet::failures) nor other calls; the
+//! routing is planned from each server's last tool list, so one server's restart never waits
+//! for another's listing or start-up.
 
 use crate::client::ListChangedCallback;
 use crate::connect::{connect_http, connect_stdio};
@@ -117,7 +127,8 @@ pub type ServerStarted = Arc<dyn Fn(&str, Result<usize, &Error>) + Send + Sync>;
 pub struct ServerSetConfig {
     /// How tools are named.
     pub names: NameRules,
-    /// When a stdio server that exited may be started again.
+    /// When a stdio server that exited may be started again (and, by the same backoff, when a
+    /// re-listing that failed may be tried again).
     pub restart: RestartPolicy,
     /// Told when a server says its tool list changed.
     pub on_tools_changed: Option<ToolsChanged>,
@@ -214,9 +225,11 @@ impl AnyClient {
 /// One server's state.
 struct Slot {
     spec: ServerSpec,
-    /// Held while (re)starting or listing, never during a call.
-    state: smol::lock::Mutex<SlotState>,
-    restarts: Mutex<Restarts>,
+    /// Taken only to read or swap what it holds, never across an `.await`: a caller that is
+    /// suspended, or parked, holds nobody up.
+    state: Mutex<SlotState>,
+    /// Told when a task of this server's ends ([`restart`]).
+    settled: event_listener::Event,
 }
 
 #[derive(Default)]
@@ -224,10 +237,30 @@ struct SlotState {
     client: Option<AnyClient>,
     /// The last failure to start, or the exit that ended the last client.
     failure: Option<Error>,
-    /// Its tools, and its client's count of tool-list changes when they were listed.
+    /// Its last tool list, what the routing is planned from (kept across a failed restart, so
+    /// that a call can still try again), and its client's count of tool-list changes when it
+    /// was listed.
     tools: Option<(Arc<Vec<Tool>>, u64)>,
     /// Clients started, counting the first.
     generation: u64,
+    /// A task of its own ([`restart`]) is starting the server again, or reaping its exited
+    /// client.
+    busy: bool,
+    /// How many such tasks ended: a caller waits for the first to end after it asked.
+    settled: u64,
+    restarts: Restarts,
+    relist: Relist,
+}
+
+/// The failed re-listings of a running server (after its `notifications/tools/list_changed`).
+#[derive(Default)]
+struct Relist {
+    /// When they failed, for the backoff of [`RestartPolicy`].
+    history: Restarts,
+    /// No listing is tried before this.
+    not_before: Option<Instant>,
+    /// The client's count of changes a listing failed for: only a later change is listed again.
+    failed_at: Option<u64>,
 }
 
 struct Inner {
@@ -235,8 +268,13 @@ struct Inner {
     config: ServerSetConfig,
     /// Set by [`ServerSet::close`]: no server is started again after it.
     closed: std::sync::atomic::AtomicBool,
+    /// Told by [`ServerSet::close`]: a restart under way stops.
+    closing: event_listener::Event,
     /// The current routing, with each route's definition as the model sees it.
     routing: Mutex<Arc<Routing>>,
+    /// Held while a plan is made from the servers' last lists and put in place, so that an
+    /// older plan never replaces a newer one (never across an `.await`).
+    planning: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -251,20 +289,44 @@ pub struct ServerSet {
     inner: Arc<Inner>,
 }
 
-async fn start(spec: &ServerSpec) -> Result<AnyClient, Error> {
+/// A server started: its client and its first tool list.
+struct Started {
+    client: AnyClient,
+    tools: Vec<Tool>,
+    /// The client's count of tool-list changes before the listing.
+    changes: u64,
+}
+
+/// Starts a server: the connection, the session and the first `tools/list`, all within its
+/// start-up timeout. A server whose tools cannot be listed offers nothing: it failed to start,
+/// and is ended.
+async fn start(spec: &ServerSpec) -> Result<Started, Error> {
     let mut config = spec.client.clone();
     config.label.get_or_insert_with(|| spec.name.clone());
     let connect = async {
-        match &spec.launch {
+        let client = match &spec.launch {
             Launch::Stdio(stdio) => connect_stdio(stdio.clone(), config.clone())
                 .await
                 .map(|c| AnyClient::Stdio(Arc::new(c))),
             Launch::Http(http) => connect_http((**http).clone(), config.clone())
                 .await
                 .map(|c| AnyClient::Http(Arc::new(c))),
+        }?;
+        let changes = client.tool_changes();
+        match client.list_tools().await {
+            Ok(tools) => Ok(Started {
+                client,
+                tools,
+                changes,
+            }),
+            Err(e) => {
+                client.close().await;
+                Err(e)
+            }
         }
     };
     let timeout = spec.startup_timeout;
+    // On timeout the half-started client is dropped: its transport ends the server.
     smol::future::or(connect, async {
         smol::Timer::after(timeout).await;
         Err(Error::Timeout(timeout))
@@ -273,7 +335,8 @@ async fn start(spec: &ServerSpec) -> Result<AnyClient, Error> {
 }
 
 impl ServerSet {
-    /// Starts every server at once and lists their tools; a server that fails is reported by
+    /// Starts every server at once and lists their tools; a server that fails (to start, to
+    /// open its session or to list its tools, within its start-up timeout) is reported by
     /// [`failures`](Self::failures), the others are offered.
     pub async fn connect(specs: Vec<ServerSpec>, config: ServerSetConfig) -> ServerSet {
         let slots = specs
@@ -294,8 +357,8 @@ impl ServerSet {
                 }
                 Slot {
                     spec,
-                    state: smol::lock::Mutex::new(SlotState::default()),
-                    restarts: Mutex::new(Restarts::default()),
+                    state: Mutex::new(SlotState::default()),
+                    settled: event_listener::Event::new(),
                 }
             })
             .collect();
@@ -304,7 +367,9 @@ impl ServerSet {
                 slots,
                 config,
                 closed: std::sync::atomic::AtomicBool::new(false),
+                closing: event_listener::Event::new(),
                 routing: Mutex::new(Arc::new(Routing::default())),
+                planning: Mutex::new(()),
             }),
         };
         // Every server at once: a task each, so a slow one holds nobody up.
@@ -313,22 +378,22 @@ impl ServerSet {
                 let inner = set.inner.clone();
                 smol::spawn(async move {
                     let slot = &inner.slots[i];
-                    let mut state = slot.state.lock().await;
-                    match start(&slot.spec).await {
-                        Ok(client) => {
+                    let outcome = match start(&slot.spec).await {
+                        Ok(started) => {
+                            let n = started.tools.len();
+                            let mut state = lock(&slot.state);
                             state.generation += 1;
-                            state.client = Some(client.clone());
-                            list(&mut state, &client).await;
+                            state.client = Some(started.client);
+                            state.tools = Some((Arc::new(started.tools), started.changes));
+                            Ok(n)
                         }
-                        Err(e) => state.failure = Some(e),
-                    }
+                        Err(e) => {
+                            lock(&slot.state).failure = Some(e.clone());
+                            Err(e)
+                        }
+                    };
                     if let Some(told) = &inner.config.on_started {
-                        let outcome = match (&state.tools, &state.failure) {
-                            (Some((tools, _)), _) => Ok(tools.len()),
-                            (None, Some(e)) => Err(e),
-                            (None, None) => Ok(0),
-                        };
-                        told(&slot.spec.name, outcome);
+                        told(&slot.spec.name, outcome.as_ref().map(|n| *n));
                     }
                 })
             })
@@ -336,34 +401,35 @@ impl ServerSet {
         for task in tasks {
             task.await;
         }
-        set.inner.replan().await;
+        set.inner.replan();
         set
     }
 
-    /// The servers that are not running now, with why (the start-up failure, with its stderr's
-    /// tail for a stdio server, or the exit that ended it).
+    /// The servers that are not running now, with why: the start-up failure (with its stderr's
+    /// tail for a stdio server; a server whose first `tools/list` failed is one), or the exit
+    /// that ended it. Never waits for a server.
     pub async fn failures(&self) -> Vec<(String, Error)> {
-        let mut out = Vec::new();
-        for slot in &self.inner.slots {
-            let state = slot.state.lock().await;
-            let dead = state.client.as_ref().and_then(AnyClient::dead);
-            if let Some(e) = dead.or_else(|| {
-                state
-                    .client
-                    .is_none()
-                    .then(|| state.failure.clone())
-                    .flatten()
-            }) {
-                out.push((slot.spec.name.clone(), e));
-            }
-        }
-        out
+        self.inner
+            .slots
+            .iter()
+            .filter_map(|slot| {
+                let (client, failure) = {
+                    let state = lock(&slot.state);
+                    (state.client.clone(), state.failure.clone())
+                };
+                let why = match client {
+                    Some(client) => client.dead(),
+                    None => failure,
+                };
+                why.map(|e| (slot.spec.name.clone(), e))
+            })
+            .collect()
     }
 
     /// The process id of a stdio server's child while it runs.
     pub async fn server_pid(&self, name: &str) -> Option<u32> {
         let slot = self.inner.slots.iter().find(|s| s.spec.name == name)?;
-        match &slot.state.lock().await.client {
+        match &lock(&slot.state).client {
             Some(AnyClient::Stdio(c)) => Some(c.transport().pid()),
             _ => None,
         }
@@ -378,9 +444,10 @@ impl ServerSet {
             .collect()
     }
 
-    /// The tools offered now, as the model sees them: each server listed again if it said its
-    /// list changed since. Left-out tools (filtered, name collisions) are in
-    /// [`skipped`](Self::skipped).
+    /// The tools offered now, as the model sees them: each running server listed again if it
+    /// said its list changed since (a listing that failed keeps the server's last list, and is
+    /// tried again only for a later change, after the backoff of [`RestartPolicy`]). Left-out
+    /// tools (filtered, name collisions) are in [`skipped`](Self::skipped).
     pub async fn tools(&self) -> Vec<SetTool> {
         self.inner.refresh().await;
         let routing = self.inner.routing();
@@ -438,15 +505,20 @@ impl ServerSet {
     }
 
     /// Ends every server at once (every child process is ended and reaped). A call after it
-    /// fails ([`SetError::Down`] with [`Error::Closed`]): no server is started again.
+    /// fails ([`SetError::Down`] with [`Error::Closed`]): no server is started again. A restart
+    /// under way stops: a server it had half started is ended as a dropped transport ends it, on
+    /// a thread of its own ([`wait_for_shutdowns`](crate::stdio::wait_for_shutdowns) waits for
+    /// it).
     pub async fn close(&self) {
-        // Before taking the clients: a call that takes a slot's lock after this sees it.
+        // Before taking the clients: a restart that puts its client in place after this sees
+        // it, and closes that client itself.
         self.inner
             .closed
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.closing.notify(usize::MAX);
         let mut closing = Vec::new();
         for slot in &self.inner.slots {
-            let client = slot.state.lock().await.client.take();
+            let client = lock(&slot.state).client.take();
             if let Some(client) = client {
                 closing.push(smol::spawn(async move { client.close().await }));
             }
@@ -454,37 +526,124 @@ impl ServerSet {
         for c in closing {
             c.await;
         }
+        for slot in &self.inner.slots {
+            settle(slot, |state| !state.busy).await;
+        }
     }
 }
 
-/// Lists a server's tools into its state (a failure keeps the previous list).
-async fn list(state: &mut SlotState, client: &AnyClient) {
-    let changes = client.tool_changes();
-    match client.list_tools().await {
-        Ok(tools) => state.tools = Some((Arc::new(tools), changes)),
-        Err(e) => {
-            if state.tools.is_none() {
-                state.failure = Some(e);
+/// Waits until `done` holds of the slot's state, woken as its tasks end.
+async fn settle(slot: &Slot, done: impl Fn(&SlotState) -> bool) {
+    loop {
+        let settled = {
+            let state = lock(&slot.state);
+            if done(&state) {
+                return;
+            }
+            // Listening before the lock is let go: a task that ends after it is heard.
+            slot.settled.listen()
+        };
+        settled.await;
+    }
+}
+
+/// Marks the end of a slot's task, also when it panics.
+struct Settles<'a>(&'a Slot);
+
+impl Drop for Settles<'_> {
+    fn drop(&mut self) {
+        {
+            let mut state = lock(&self.0.state);
+            state.busy = false;
+            state.settled += 1;
+        }
+        self.0.settled.notify(usize::MAX);
+    }
+}
+
+/// Server `i`'s task: reaps its exited client `old`, then, when `wait` is given, starts it
+/// again after that backoff, puts the new client in place (unless the set was closed
+/// meanwhile) and re-plans the routing. A task of its own, on smol's executor: no caller's
+/// polling drives it, and no lock is held while it waits.
+async fn restart(inner: Arc<Inner>, i: usize, old: Option<AnyClient>, wait: Option<Duration>) {
+    let slot = &inner.slots[i];
+    let _settles = Settles(slot);
+    // Reap it before starting another.
+    if let Some(old) = old {
+        old.close().await;
+    }
+    let Some(wait) = wait else {
+        return;
+    };
+    let attempt = async {
+        if !wait.is_zero() {
+            smol::Timer::after(wait).await;
+        }
+        lock(&slot.state).restarts.record(Instant::now());
+        Some(start(&slot.spec).await)
+    };
+    let closed = async {
+        inner.until_closed().await;
+        None
+    };
+    let late = match smol::future::or(attempt, closed).await {
+        Some(Ok(started)) => {
+            let mut state = lock(&slot.state);
+            if inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
+                Some(started.client)
+            } else {
+                state.generation += 1;
+                state.client = Some(started.client);
+                state.tools = Some((Arc::new(started.tools), started.changes));
+                state.failure = None;
+                state.relist = Relist::default();
+                None
             }
         }
+        Some(Err(e)) => {
+            lock(&slot.state).failure = Some(e);
+            return;
+        }
+        None => return,
+    };
+    match late {
+        Some(client) => client.close().await,
+        // Its tools may have changed across the restart.
+        None => inner.replan(),
     }
 }
 
 impl Inner {
     fn routing(&self) -> Arc<Routing> {
-        self.routing
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.routing).clone()
+    }
+
+    /// Returns once [`ServerSet::close`] was called.
+    async fn until_closed(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        loop {
+            if self.closed.load(SeqCst) {
+                return;
+            }
+            let closing = self.closing.listen();
+            if self.closed.load(SeqCst) {
+                return;
+            }
+            closing.await;
+        }
     }
 
     /// Lists again, all at once, every running server that said its tools changed, then
     /// re-plans.
     async fn refresh(self: &Arc<Self>) {
+        let now = Instant::now();
         let tasks: Vec<_> = (0..self.slots.len())
-            .map(|i| {
+            .filter_map(|i| {
+                let (client, generation) = self.stale(i, now)?;
                 let inner = self.clone();
-                smol::spawn(async move { inner.refresh_one(i).await })
+                Some(smol::spawn(async move {
+                    inner.relist(i, client, generation).await
+                }))
             })
             .collect();
         let mut changed = false;
@@ -492,39 +651,77 @@ impl Inner {
             changed |= task.await;
         }
         if changed || self.routing().plan.routes.is_empty() {
-            self.replan().await;
+            self.replan();
         }
     }
 
-    /// Lists server `i` again if it said its tools changed; whether it did.
-    async fn refresh_one(&self, i: usize) -> bool {
-        let mut state = self.slots[i].state.lock().await;
-        let Some(client) = state.client.clone() else {
-            return false;
+    /// Server `i`'s running client and its generation, when the server said its tools changed
+    /// since they were listed and a listing may be tried now: not twice for one change, and
+    /// after a failed one not before the backoff of the restart policy.
+    fn stale(&self, i: usize, now: Instant) -> Option<(AnyClient, u64)> {
+        let (client, seen, generation, relist_at) = {
+            let state = lock(&self.slots[i].state);
+            let relist_at = match state.relist.not_before {
+                Some(t) if now < t => return None,
+                _ => state.relist.failed_at,
+            };
+            (
+                state.client.clone()?,
+                state.tools.as_ref().map(|(_, seen)| *seen),
+                state.generation,
+                relist_at,
+            )
         };
-        let stale = state
-            .tools
-            .as_ref()
-            .is_none_or(|(_, seen)| *seen != client.tool_changes());
-        if stale && client.dead().is_none() {
-            list(&mut state, &client).await;
-            return true;
-        }
-        false
+        let changes = client.tool_changes();
+        let stale = seen != Some(changes) && relist_at != Some(changes);
+        (stale && client.dead().is_none()).then_some((client, generation))
     }
 
-    async fn replan(&self) {
-        let mut lists: Vec<Arc<Vec<Tool>>> = Vec::new();
-        for slot in &self.slots {
-            let state = slot.state.lock().await;
-            lists.push(
-                state
+    /// Lists server `i` again, with no lock held while it answers; whether its list changed.
+    /// A failure keeps the last list.
+    async fn relist(&self, i: usize, client: AnyClient, generation: u64) -> bool {
+        let changes = client.tool_changes();
+        let listed = client.list_tools().await;
+        let mut state = lock(&self.slots[i].state);
+        if state.generation != generation {
+            // Started again meanwhile: its start listed it.
+            return false;
+        }
+        match listed {
+            Ok(tools) => {
+                state.tools = Some((Arc::new(tools), changes));
+                state.relist = Relist::default();
+                true
+            }
+            Err(_) => {
+                let now = Instant::now();
+                let relist = &mut state.relist;
+                relist.history.record(now);
+                relist.failed_at = Some(changes);
+                relist.not_before = Some(match relist.history.verdict(&self.config.restart, now) {
+                    RestartVerdict::After(wait) => now + wait,
+                    RestartVerdict::Exhausted { until } => until,
+                });
+                false
+            }
+        }
+    }
+
+    /// Plans the routing from each server's last list (a snapshot: nothing here waits for a
+    /// server) and puts it in place.
+    fn replan(&self) {
+        let _planning = lock(&self.planning);
+        let lists: Vec<Arc<Vec<Tool>>> = self
+            .slots
+            .iter()
+            .map(|slot| {
+                lock(&slot.state)
                     .tools
                     .as_ref()
                     .map(|(t, _)| t.clone())
-                    .unwrap_or_default(),
-            );
-        }
+                    .unwrap_or_default()
+            })
+            .collect();
         let names: Vec<Vec<String>> = lists
             .iter()
             .map(|l| l.iter().map(|t| t.name.clone()).collect())
@@ -553,73 +750,74 @@ impl Inner {
                 d
             })
             .collect();
-        *self.routing.lock().unwrap_or_else(|e| e.into_inner()) =
-            Arc::new(Routing { plan, definitions });
+        *lock(&self.routing) = Arc::new(Routing { plan, definitions });
     }
 
-    /// The running client of server `i`, started (again) when it is not running and the
-    /// restart policy allows.
-    async fn client(&self, i: usize) -> Result<AnyClient, SetError> {
+    /// The running client of server `i`, started again when it is not running and the restart
+    /// policy allows: by a task of its own ([`restart`]) that every caller of this server waits
+    /// on, so that a caller whose future is parked holds nobody up.
+    async fn client(self: &Arc<Self>, i: usize) -> Result<AnyClient, SetError> {
+        use std::sync::atomic::Ordering::SeqCst;
         let slot = &self.slots[i];
-        let mut state = slot.state.lock().await;
-        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(SetError::Down {
-                server: slot.spec.name.clone(),
-                cause: Error::Closed,
-            });
+        let down = |cause| SetError::Down {
+            server: slot.spec.name.clone(),
+            cause,
+        };
+        // The plain case: one lock, taken and let go, and an `Arc` cloned.
+        let running = {
+            let state = lock(&slot.state);
+            if self.closed.load(SeqCst) {
+                return Err(down(Error::Closed));
+            }
+            state.client.clone()
+        };
+        if let Some(client) = running.filter(|c| c.dead().is_none()) {
+            return Ok(client);
         }
-        if let Some(client) = &state.client {
-            match client.dead() {
-                None => return Ok(client.clone()),
-                Some(e) => {
-                    // Reap it before starting another.
-                    let old = state.client.take();
+        let asked = {
+            let mut state = lock(&slot.state);
+            if self.closed.load(SeqCst) {
+                return Err(down(Error::Closed));
+            }
+            if let Some(client) = state.client.as_ref().filter(|c| c.dead().is_none()) {
+                // Started again meanwhile.
+                return Ok(client.clone());
+            }
+            let asked = state.settled;
+            if !state.busy {
+                let old = state.client.take();
+                if let Some(e) = old.as_ref().and_then(AnyClient::dead) {
                     state.failure = Some(e);
-                    if let Some(old) = old {
-                        old.close().await;
-                    }
+                }
+                // HTTP servers are not restarted: their client renews sessions itself; one that
+                // failed to start is tried again under the same policy.
+                let wait = match state.restarts.verdict(&self.config.restart, Instant::now()) {
+                    RestartVerdict::After(wait) => Some(wait),
+                    RestartVerdict::Exhausted { .. } => None,
+                };
+                if wait.is_some() || old.is_some() {
+                    state.busy = true;
+                    smol::spawn(restart(self.clone(), i, old, wait)).detach();
+                }
+                if wait.is_none() {
+                    return Err(down(state.failure.clone().unwrap_or(Error::Closed)));
                 }
             }
+            asked
+        };
+        settle(slot, |state| state.settled > asked).await;
+        let state = lock(&slot.state);
+        if self.closed.load(SeqCst) {
+            return Err(down(Error::Closed));
         }
-        // HTTP servers are not restarted: their client renews sessions itself; one that failed
-        // to start is tried again under the same policy.
-        let verdict = lock(&slot.restarts).verdict(&self.config.restart, Instant::now());
-        let cause = || state.failure.clone().unwrap_or(Error::Closed);
-        match verdict {
-            RestartVerdict::Exhausted { .. } => Err(SetError::Down {
-                server: slot.spec.name.clone(),
-                cause: cause(),
-            }),
-            RestartVerdict::After(wait) => {
-                if !wait.is_zero() {
-                    smol::Timer::after(wait).await;
-                }
-                lock(&slot.restarts).record(Instant::now());
-                match start(&slot.spec).await {
-                    Ok(client) => {
-                        state.generation += 1;
-                        state.client = Some(client.clone());
-                        state.failure = None;
-                        list(&mut state, &client).await;
-                        drop(state);
-                        // Its tools may have changed across the restart.
-                        self.replan().await;
-                        Ok(client)
-                    }
-                    Err(e) => {
-                        state.failure = Some(e.clone());
-                        Err(SetError::Down {
-                            server: slot.spec.name.clone(),
-                            cause: e,
-                        })
-                    }
-                }
-            }
+        match state.client.as_ref().filter(|c| c.dead().is_none()) {
+            Some(client) => Ok(client.clone()),
+            None => Err(down(state.failure.clone().unwrap_or(Error::Closed))),
         }
     }
 
     async fn call(
-        &self,
+        self: &Arc<Self>,
         i: usize,
         tool: &str,
         arguments: Value,

@@ -160,8 +160,21 @@ const MAX_GRACE: Duration = Duration::from_secs(24 * 3600);
 /// SIGTERM the process group, wait [`StdioConfig::term_grace`], SIGKILL the group, reap. Dropping
 /// the transport without closing (or dropping a `close()` future before it finished) runs the
 /// same sequence on a thread of its own; [`wait_for_shutdowns`] lets a program that is about to
-/// exit wait for those threads, and on Linux the server is also killed if this process dies first
-/// (`PR_SET_PDEATHSIG`), so no path leaves it running. The group is only ever signalled while its
+/// exit wait for those threads. On Linux the child is also killed if this process dies first
+/// (`PR_SET_PDEATHSIG`), however it dies.
+///
+/// What ends with it, exactly. The child is the process started, and everything it starts stays
+/// in its process group. `close()`, and drop followed by the end of its thread (which
+/// [`wait_for_shutdowns`] waits for), end the whole group: a launcher (`npx`, `uvx`, `sh -c`)
+/// and the real server it runs as its own child alike. When this process exits before those
+/// finished (`std::process::exit`, returning from `main` with the transport still alive or its
+/// shutdown still running) or is killed (a crash, SIGKILL), only the child itself is killed
+/// (`PR_SET_PDEATHSIG`, Linux only): a launcher's children survive it, re-parented to init. No
+/// signal can reach them then, since only a process still alive could send it; covering that would
+/// take a supervisor process per server, or making this process a subreaper
+/// (`PR_SET_CHILD_SUBREAPER`), which changes how every orphan of the whole application is
+/// handled, and neither is a library's to impose. A server started directly (not through a
+/// launcher) has no such children. The group is only ever signalled while its
 /// leader is unreaped, so the process group id cannot belong to anyone else: a server that exits on
 /// its own stays a zombie until `close()` or drop, which is what keeps its pid reserved.
 pub struct StdioTransport {
@@ -833,7 +846,9 @@ mod shutdowns {
 /// Blocks until every stdio server this process started has been shut down and reaped, or `limit`
 /// passes; returns whether all were. Call it before the program exits when it drops clients
 /// without awaiting [`close`](Transport::close): their shutdowns run on threads, which die with
-/// the process. (A transport still alive somewhere counts as not shut down.)
+/// the process, and a launcher's children (the real server under `npx`, `uvx` or `sh -c`) are
+/// only ended by them, not by this process's death (see [`StdioTransport`]). (A transport still
+/// alive somewhere counts as not shut down.)
 pub fn wait_for_shutdowns(limit: Duration) -> bool {
     shutdowns::wait(limit)
 }

@@ -27,6 +27,10 @@
 //! write; calls without one keep the other behaviours, so `progress-burst,hang` answers only
 //! those).
 //!
+//! Listing behaviours of the legacy era (each logged on stderr as it happens): `hang-list`
+//! (`tools/list` is never answered), `list-error` (`tools/list` gets -32603), `hang-relist` (the
+//! first `tools/list` is answered, no later one).
+//!
 //! Behaviours of the modern era: `mrtr-state` (`tools/call slow {"rounds": N, "hang": bool}`
 //! answers `input_required` with only a `requestState` for N rounds (default 3), checking that each
 //! round comes with a new id and the exact state, then completes with a text that says so; with
@@ -121,6 +125,12 @@ struct Behaviour {
     hostile_text: bool,
     /// `show-capabilities`: each `initialize`'s capabilities logged on stderr.
     show_capabilities: bool,
+    /// `tools/list` is never answered (legacy era).
+    hang_list: bool,
+    /// `tools/list` is answered with an error, -32603 (legacy era).
+    list_error: bool,
+    /// The first `tools/list` is answered, no later one (legacy era).
+    hang_relist: bool,
 }
 
 /// What `hostile-text` puts in every string: an OSC 8 link that shows one URL and opens another,
@@ -230,6 +240,9 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "progress-burst" => b.progress_burst = true,
                         "hostile-text" => b.hostile_text = true,
                         "show-capabilities" => b.show_capabilities = true,
+                        "hang-list" => b.hang_list = true,
+                        "list-error" => b.list_error = true,
+                        "hang-relist" => b.hang_relist = true,
                         "exit-before-handshake" => {
                             eprintln!("serve: exiting before the handshake, on purpose");
                             return ExitCode::from(4);
@@ -284,6 +297,8 @@ fn run(b: Behaviour) -> ExitCode {
     let mut grown = false;
     let (mut initializes, mut discovers) = (0u64, 0u64);
     let mut first_request = true;
+    // `tools/list` requests received so far.
+    let mut listings = 0u64;
     loop {
         line.clear();
         if let Some(ahead) = pending.take() {
@@ -396,7 +411,18 @@ fn run(b: Behaviour) -> ExitCode {
                     }))
                 }
                 "ping" => Ok(json!({})),
+                "tools/list" if b.hang_list || (b.hang_relist && listings > 0) => {
+                    listings += 1;
+                    eprintln!("serve: not answering tools/list {id}, on purpose");
+                    continue;
+                }
+                "tools/list" if b.list_error => {
+                    listings += 1;
+                    eprintln!("serve: failing tools/list {id}, on purpose");
+                    Err(json!({"code": -32603, "message": "listing failed, on purpose"}))
+                }
                 "tools/list" if grown => {
+                    listings += 1;
                     let mut list = tools::list();
                     if let Some(tools) = list.as_array_mut() {
                         tools.push(
@@ -406,7 +432,10 @@ fn run(b: Behaviour) -> ExitCode {
                     }
                     Ok(json!({"tools": list}))
                 }
-                "tools/list" => Ok(json!({"tools": tools::list()})),
+                "tools/list" => {
+                    listings += 1;
+                    Ok(json!({"tools": tools::list()}))
+                }
                 "tools/call" => match call(&b, &msg, &id, &mut input, &mut out, &tx, false) {
                     Some(reply) => reply,
                     None => continue,
