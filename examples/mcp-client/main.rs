@@ -662,10 +662,61 @@ fn show_authorization_url(request: &mcp_client::proto::oauth::AuthorizationReque
     );
 }
 
-/// What a session did: its exit code, and the call rate with `--repeat`.
+/// What a session did: its exit code, and the calls' cost with `--repeat`.
 struct Outcome {
     code: ExitCode,
-    calls_per_second: Option<f64>,
+    rate: Option<Rate>,
+}
+
+/// What `--repeat N` calls cost, printed last on stderr: `calls/s: R (client CPU C µs/call)`.
+struct Rate {
+    calls: u64,
+    elapsed: Duration,
+    /// This process's CPU time over the calls, where the system tells it.
+    cpu: Option<Duration>,
+}
+
+impl Rate {
+    /// Times `calls` calls made by `f`, with this process's CPU time.
+    async fn measure<T>(calls: u64, f: impl std::future::Future<Output = T>) -> (T, Option<Rate>) {
+        let (cpu0, started) = (process_cpu(), Instant::now());
+        let out = f.await;
+        let elapsed = started.elapsed();
+        let cpu = process_cpu().zip(cpu0).map(|(b, a)| b.saturating_sub(a));
+        (
+            out,
+            (calls > 1).then_some(Rate {
+                calls,
+                elapsed,
+                cpu,
+            }),
+        )
+    }
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let per_s = self.calls as f64 / self.elapsed.as_secs_f64();
+        write!(f, "calls/s: {per_s:.1}")?;
+        if let Some(cpu) = self.cpu {
+            let us = cpu.as_secs_f64() * 1e6 / self.calls as f64;
+            write!(f, " (client CPU {us:.2} µs/call)")?;
+        }
+        Ok(())
+    }
+}
+
+/// This process's CPU time: the time each of its live threads spent on a CPU, in nanoseconds
+/// (Linux's `/proc/self/task/*/schedstat`; the 10 ms ticks of `/proc/self/stat` are too coarse
+/// for a call). `None` where the system does not say.
+fn process_cpu() -> Option<Duration> {
+    let ns = std::fs::read_dir("/proc/self/task")
+        .ok()?
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Some(Duration::from_nanos(ns))
 }
 
 async fn run(options: &Options) -> Result<ExitCode, String> {
@@ -708,8 +759,8 @@ async fn run(options: &Options) -> Result<ExitCode, String> {
         close(&client, outcome).await?
     };
     // Last, after the server's own stderr lines (forwarded) have stopped.
-    if let Some(rate) = outcome.calls_per_second {
-        eprintln!("calls/s: {rate:.1}");
+    if let Some(rate) = outcome.rate {
+        eprintln!("{rate}");
     }
     Ok(outcome.code)
 }
@@ -774,7 +825,7 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
         }
         return Ok(Outcome {
             code: ExitCode::SUCCESS,
-            calls_per_second: None,
+            rate: None,
         });
     }
     let Some(name) = &options.call else {
@@ -791,16 +842,14 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
         }
         return Ok(Outcome {
             code: ExitCode::SUCCESS,
-            calls_per_second: None,
+            rate: None,
         });
     };
     // In the modern era over HTTP, the call's first POST carries the tool's `Mcp-Param-*`
     // headers: the tools are listed first (one round trip, the cheapest way to know them) when
     // the session does not know them. A listing that fails leaves the call to say what is wrong.
     let _ = client.learn_tool(name).await;
-    let started = Instant::now();
-    let mut result = None;
-    if options.repeat <= 1 {
+    let (result, rate) = if options.repeat <= 1 {
         // One call: its progress is shown as it comes.
         let shown = |p: &mcp_client::proto::Progress| {
             let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
@@ -813,24 +862,29 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
             eprintln!("{}", term::line(&line));
         };
         let request = Request::call_tool(name, arguments.clone());
-        result = Some(
-            client
-                .call_with_progress(request, shown)
-                .await
-                .map_err(fail)?,
-        );
+        let result = client
+            .call_with_progress(request, shown)
+            .await
+            .map_err(fail)?;
+        (result, None)
     } else {
-        for _ in 0..options.repeat {
-            result = Some(
-                client
-                    .call(Request::call_tool(name, arguments.clone()))
-                    .await
-                    .map_err(fail)?,
-            );
-        }
-    }
-    let elapsed = started.elapsed();
-    let result = result.expect("at least one call was made");
+        let (result, rate) = Rate::measure(options.repeat, async {
+            let mut result = None;
+            for _ in 0..options.repeat {
+                result = Some(
+                    client
+                        .call(Request::call_tool(name, arguments.clone()))
+                        .await?,
+                );
+            }
+            Ok(result)
+        })
+        .await;
+        (
+            result.map_err(fail)?.expect("at least one call was made"),
+            rate,
+        )
+    };
     print_result(&mut out, &result, options.json);
     Ok(Outcome {
         code: if result.is_error {
@@ -838,8 +892,7 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
         } else {
             ExitCode::SUCCESS
         },
-        calls_per_second: (options.repeat > 1)
-            .then(|| options.repeat as f64 / elapsed.as_secs_f64()),
+        rate,
     })
 }
 

@@ -4,7 +4,7 @@
 //! and the exit code says so (3, when what was asked for still worked).
 
 use crate::{call_arguments, client_config, describe, listed, print_result, term};
-use crate::{Options, Outcome};
+use crate::{Options, Outcome, Rate};
 use mcp_client::config::ExpandOptions;
 use mcp_client::config::ServersConfig;
 use mcp_client::proto::toolset::NameRules;
@@ -58,8 +58,8 @@ pub async fn run(file: &Path, options: &Options) -> Result<ExitCode, String> {
     let outcome = session(&set, options, arguments, progress, started).await;
     set.close().await;
     let outcome = outcome?;
-    if let Some(rate) = outcome.calls_per_second {
-        eprintln!("calls/s: {rate:.1}");
+    if let Some(rate) = outcome.rate {
+        eprintln!("{rate}");
     }
     Ok(outcome.code)
 }
@@ -187,17 +187,19 @@ async fn session(
         }
         return Ok(Outcome {
             code: partial,
-            calls_per_second: None,
+            rate: None,
         });
     };
-    let began = Instant::now();
-    let mut result = None;
-    for _ in 0..options.repeat.max(1) {
-        let called = set.call(name, arguments.clone()).await;
-        result = Some(called.map_err(|e| call_failure(e, &failures))?);
-    }
-    let elapsed = began.elapsed();
-    let result = result.expect("at least one call was made");
+    let (result, rate) = Rate::measure(options.repeat, async {
+        let mut result = None;
+        for _ in 0..options.repeat.max(1) {
+            let called = set.call(name, arguments.clone()).await;
+            result = Some(called.map_err(|e| call_failure(e, &failures))?);
+        }
+        Ok::<_, String>(result.expect("at least one call was made"))
+    })
+    .await;
+    let result = result?;
     print_result(&mut out, &result, options.json);
     Ok(Outcome {
         code: if result.is_error {
@@ -205,8 +207,7 @@ async fn session(
         } else {
             partial
         },
-        calls_per_second: (options.repeat > 1)
-            .then(|| options.repeat as f64 / elapsed.as_secs_f64()),
+        rate,
     })
 }
 

@@ -11,6 +11,12 @@ pub fn serve_bin() -> PathBuf {
     built(Target::Bin("mcp-testkit-serve"))
 }
 
+/// The floor the benchmarks hold the CLI against, `mcp-testkit-floor`: a minimal hand-written
+/// blocking client (no library), taking the CLI's `--call NAME --args JSON --repeat N -- COMMAND`.
+pub fn floor_bin() -> PathBuf {
+    built(Target::Bin("mcp-testkit-floor"))
+}
+
 /// [`serve_bin`] in the legacy era (its default) with these behaviours (`--behave B,…`).
 pub fn serve(behave: &[&str]) -> StdioConfig {
     with_behaviours(StdioConfig::new(serve_bin()), behave)

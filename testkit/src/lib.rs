@@ -11,16 +11,18 @@
 //!   [`close_and_check`]; [`TempDir`], [`free_port`]; [`example_bin`] for the root package's
 //!   examples.
 //! - Real peers (`.ci/install-peers`): [`peer_bin`], [`peer_script`], [`required`], [`HttpPeer`].
-//! - Benchmarks: [`per_s`], [`median`].
+//! - Benchmarks: [`per_s`], [`median`], [`cpu::process_cpu`]; the floor the CLI is held against,
+//!   binary `mcp-testkit-floor` ([`floor_bin`]).
 
 mod bins;
+pub mod cpu;
 pub mod http_server;
 mod peers;
 mod process;
 pub mod stdio_server;
 pub mod tools;
 
-pub use bins::{example_bin, serve, serve_bin, serve_in};
+pub use bins::{example_bin, floor_bin, serve, serve_bin, serve_in};
 pub use peers::{peer_bin, peer_script, required, HttpPeer, HTTP_START_LIMIT};
 pub use process::{
     close_and_check, free_port, group_alive, pid_alive, run_within, wait_until, Finished,
