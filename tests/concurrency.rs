@@ -140,6 +140,51 @@ fn a_call_future_polled_once_and_kept_holds_nobody_up() {
     smol::block_on(Arc::into_inner(client).unwrap().close()).unwrap();
 }
 
+/// A `hang` server whose stderr lines (it prints `serve: cancelled ID` for each cancellation it
+/// reads) are collected.
+fn hang_logged() -> (StdioConfig, Arc<Mutex<Vec<String>>>) {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    let config = serve(&["hang"]).stderr(StderrMode::Callback(Arc::new(move |l: &str| {
+        sink.lock().unwrap().push(l.to_owned())
+    })));
+    (config, lines)
+}
+
+#[test]
+fn a_parked_futures_timeout_fires_on_time_with_nobody_polling() {
+    // The idle reader keeps the session's timers: a deadline fires (and the server hears the
+    // cancellation) at its time although the only future waiting for it is never polled again,
+    // and back-to-back calls before it, each with a later deadline, did not move it.
+    smol::block_on(async {
+        let (config, stderr) = hang_logged();
+        let client = connect(config).await;
+        let mut call = Box::pin(client.request(hang(Some(Duration::from_millis(300)))));
+        assert!(smol::future::poll_once(&mut call).await.is_none());
+        let started = Instant::now();
+        let cancelled = || {
+            stderr
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.starts_with("serve: cancelled"))
+        };
+        assert!(
+            wait_until(Duration::from_secs(20), cancelled),
+            "the parked call's timeout never fired"
+        );
+        // On time: well under the 10 s a stuck timer would take, generous for a busy machine.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "fired after {:?}",
+            started.elapsed()
+        );
+        let r = call.await;
+        assert!(matches!(r, Err(Error::Timeout(_))), "{r:?}");
+        close_and_check(client).await;
+    });
+}
+
 #[test]
 fn the_server_is_answered_while_the_only_waiting_future_is_parked() {
     // `ping-first`: the server asks the client a ping and a sampling request before it answers the

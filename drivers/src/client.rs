@@ -1,8 +1,9 @@
 //! The async client: a [`Session`] driven over any [`Transport`].
 //!
-//! Nobody holds a role: every caller waiting for an answer reads for everyone, and the idle reader
-//! covers the time when nobody waits. The [crate docs](crate#who-drives-the-connection) draw it.
-//! The loop holds no protocol decision.
+//! Nobody holds a role: every caller waiting for an answer reads for everyone (after looking once
+//! without waiting), and the idle reader covers the time when nobody waits and keeps the timers.
+//! The [crate docs](crate#who-drives-the-connection) draw it. The loop holds no protocol
+//! decision.
 
 use crate::handlers::Handlers;
 use crate::transport::{Inbound, Transport};
@@ -111,8 +112,10 @@ pub struct ClientConfig {
     pub max_tool_bytes: usize,
     /// Whether a background task reads while no caller waits (default true): the server's pings
     /// and requests are then answered, its notifications noted and its exit noticed between calls.
-    /// It runs on smol's global executor. Without it, what the server sends between calls is
-    /// handled at the next call.
+    /// It runs on smol's global executor, and also keeps the session's timers (one timer for
+    /// all requests, re-armed only when it fired or an earlier one came). Without it, what the
+    /// server sends between calls is handled at the next call, and each waiting caller arms a
+    /// timer of its own (a call whose future is not polled then times out when it is polled).
     pub idle_reader: bool,
     /// Told of every warning as it happens (besides [`Client::recent_warnings`]).
     pub on_warning: Option<WarningCallback>,
@@ -169,8 +172,12 @@ struct Shared<T> {
     /// Set while the idle reader waits on the transport itself; a caller that comes then wakes it
     /// so that it steps back.
     idle_listening: AtomicBool,
-    /// Wakes the idle reader: a caller came, or the client was dropped.
-    idle_wake: event_listener::Event,
+    /// Wakes the idle reader: a caller came, the client was dropped, or a timer earlier than
+    /// the one it keeps armed was set ([`State::timer_armed`]).
+    idle_wake: Arc<event_listener::Event>,
+    /// An idle reader runs ([`ClientConfig::idle_reader`]): it keeps the session's next timer
+    /// armed, so callers arm none of their own.
+    idle_reader: bool,
     /// The client was dropped: the idle reader ends.
     dropped: AtomicBool,
     /// Itself, for the handler tasks, which answer through it when they finish.
@@ -205,6 +212,13 @@ struct State {
     /// [`ClientConfig::label`].
     #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     label: Option<String>,
+    /// With an idle reader, the instant its timer is armed for (`None`: none armed), and its
+    /// wake-up: a flush that leaves the session's next timer earlier than that wakes it to
+    /// re-arm. A later timer needs nothing (the armed one fires first, and the idle reader then
+    /// arms the next): back-to-back calls, each with a deadline a little later than the last,
+    /// arm no timer at all.
+    timer_armed: Option<Instant>,
+    timer_wake: Option<Arc<event_listener::Event>>,
 }
 
 impl State {
@@ -383,6 +397,13 @@ impl State {
                 _ => {}
             }
         }
+        if let Some(wake) = &self.timer_wake {
+            let next = self.session.poll_timeout();
+            if next.is_some_and(|at| self.timer_armed.is_none_or(|armed| at < armed)) {
+                self.timer_armed = next;
+                wake.notify(1);
+            }
+        }
     }
 }
 
@@ -413,6 +434,7 @@ impl<T: Transport> Client<T> {
     pub fn with_config(transport: T, mut config: ClientConfig) -> Self {
         config.session.transport = transport.kind();
         config.session.capabilities = config.handlers.capabilities();
+        let idle_wake = Arc::new(event_listener::Event::new());
         let shared = Arc::new_cyclic(|me| Shared {
             me: me.clone(),
             transport,
@@ -433,11 +455,14 @@ impl<T: Transport> Client<T> {
                 running: HashMap::new(),
                 lists_changed: [0; 3],
                 label: config.label,
+                timer_armed: None,
+                timer_wake: config.idle_reader.then(|| idle_wake.clone()),
             }),
             callers: AtomicUsize::new(0),
             waits_begun: AtomicU64::new(0),
             idle_listening: AtomicBool::new(false),
-            idle_wake: event_listener::Event::new(),
+            idle_wake,
+            idle_reader: config.idle_reader,
             dropped: AtomicBool::new(false),
         });
         if config.idle_reader {
@@ -872,11 +897,16 @@ enum Wake<M> {
 }
 
 impl<T: Transport> Shared<T> {
-    /// Waits for the answer `rx` will carry, reading for everyone meanwhile and firing timeouts
-    /// when `deadline` (this caller's own timer, as `timers` says) comes; the timer is re-armed
-    /// from the session after each wake-up that may have moved it. `take` opens what `rx`
-    /// carries: the answer, or something for this caller to handle on the way (`None`: its
+    /// Waits for the answer `rx` will carry, reading for everyone meanwhile. `take` opens what
+    /// `rx` carries: the answer, or something for this caller to handle on the way (`None`: its
     /// request's progress, whose callback it ran).
+    ///
+    /// It first looks at the transport without waiting: a server that answers at once (on one
+    /// core the server runs as soon as the request is written, and has answered when the writer
+    /// runs again) costs no wait in the reactor at all. Then it waits on its answer, the
+    /// transport's readiness and — only without an idle reader, which keeps the session's timers
+    /// for everyone — on its own timer (`deadline`, then re-armed from the session as `timers`
+    /// names, after each wake-up that may have moved it).
     async fn wait<M, R>(
         &self,
         rx: &Receiver<M>,
@@ -892,16 +922,27 @@ impl<T: Transport> Shared<T> {
             // caller's answer does not cost a hand-off between threads.
             self.idle_wake.notify(usize::MAX);
         }
-        let arm = |at: Option<Instant>| match at {
-            Some(at) => smol::Timer::at(at),
-            None => smol::Timer::never(),
-        };
-        let mut armed = deadline;
-        let mut timer = arm(armed);
+        let mut next = deadline;
+        // This caller's own timer (without an idle reader), armed when it first has to wait.
+        let mut armed: Option<Option<Instant>> = None;
+        let mut timer = smol::Timer::never();
+        let mut looked = false;
         loop {
             while let Ok(item) = rx.try_recv() {
                 if let Some(result) = take(item) {
                     return result;
+                }
+            }
+            if !looked {
+                looked = true;
+                next = self.pump(timers);
+                continue;
+            }
+            if !self.idle_reader && armed != Some(next) {
+                armed = Some(next);
+                match next {
+                    Some(at) => timer.set_at(at),
+                    None => timer = smol::Timer::never(),
                 }
             }
             let answer = async { Wake::Answer(rx.recv().await.ok()) };
@@ -913,21 +954,20 @@ impl<T: Transport> Shared<T> {
                 (&mut timer).await;
                 Wake::Deadline
             };
-            let next = match smol::future::or(answer, smol::future::or(readable, fired)).await {
+            match smol::future::or(answer, smol::future::or(readable, fired)).await {
                 Wake::Answer(None) => return Err(Error::Closed),
-                Wake::Answer(Some(item)) => match take(item) {
-                    Some(result) => return result,
-                    None => continue,
-                },
-                Wake::Readable => self.pump(timers),
-                Wake::Deadline => {
-                    // A timeout's answer is in `rx` now; a wake-up's work is done.
-                    self.expire(timers)
+                Wake::Answer(Some(item)) => {
+                    if let Some(result) = take(item) {
+                        return result;
+                    }
                 }
-            };
-            if next != armed {
-                armed = next;
-                timer = arm(armed);
+                Wake::Readable => next = self.pump(timers),
+                Wake::Deadline => {
+                    // A timeout's answer is in `rx` now; a wake-up's work is done. The timer
+                    // is spent: arm it again for what comes next.
+                    armed = None;
+                    next = self.expire(timers);
+                }
             }
         }
     }
@@ -1061,59 +1101,99 @@ impl<T: Transport> Shared<T> {
 }
 
 /// The idle reader: while no caller waits, it reads for the client (pings answered, the server's
-/// end noticed, timers of requests whose futures are not polled fired). While callers wait, or
-/// waited within the last [`WATCHDOG_PERIOD`], it only looks every period, so that back-to-back
-/// calls cost it nothing.
+/// end noticed). While callers wait, or waited within the last [`WATCHDOG_PERIOD`], it only
+/// looks every period (which covers callers whose futures are kept but not polled), so that
+/// back-to-back calls cost it nothing.
+///
+/// It also keeps the session's next timer armed for everyone (callers arm none of their own),
+/// and fires it on time: it re-arms only when that timer has fired, or when a flush set an
+/// earlier one ([`State::flush`] wakes it then). A timer set later than the armed one (each
+/// back-to-back call's deadline) waits for the armed one to fire first, which then finds
+/// nothing due and arms the next: a re-arm per timeout period, not per call.
 async fn idle_reader<T: Transport>(shared: Arc<Shared<T>>) {
     let mut seen = shared.waits_begun.load(Ordering::Relaxed);
+    let mut timer = smol::Timer::never();
+    let mut armed: Option<Instant> = None;
     while !shared.finished() {
-        let begun = shared.waits_begun.load(Ordering::Relaxed);
-        if shared.callers.load(Ordering::SeqCst) > 0 || begun != seen {
-            seen = begun;
-            let woken = shared.idle_wake.listen();
-            if shared.finished() {
-                return;
-            }
-            smol::future::or(
-                async {
-                    woken.await;
-                },
-                async {
-                    smol::Timer::after(WATCHDOG_PERIOD).await;
-                },
-            )
-            .await;
-        } else {
-            let woken = shared.idle_wake.listen();
-            shared.idle_listening.store(true, Ordering::SeqCst);
-            if shared.callers.load(Ordering::SeqCst) == 0 && !shared.finished() {
-                let deadline = lock(&shared.state).session.poll_timeout();
-                let timer = async {
-                    match deadline {
-                        Some(at) => smol::Timer::at(at).await,
-                        None => smol::Timer::never().await,
-                    };
-                };
-                smol::future::or(
-                    async {
-                        woken.await;
-                    },
-                    smol::future::or(shared.transport.ready(), timer),
-                )
-                .await;
-            }
-            shared.idle_listening.store(false, Ordering::SeqCst);
-            if shared.callers.load(Ordering::SeqCst) > 0 {
-                // A caller came: it reads for itself now.
-                continue;
-            }
+        let woken = shared.idle_wake.listen();
+        if shared.finished() {
+            // Dropped or closed after the check above, before this listened.
+            return;
         }
+        {
+            let mut st = lock(&shared.state);
+            let next = st.session.poll_timeout();
+            let now = Instant::now();
+            let spent = armed.is_some_and(|at| at <= now);
+            match next {
+                Some(at) if armed.is_none() || spent || at < armed.unwrap_or(at) => {
+                    armed = Some(at);
+                    timer.set_at(at);
+                }
+                None if spent => {
+                    armed = None;
+                    timer = smol::Timer::never();
+                }
+                _ => {}
+            }
+            st.timer_armed = armed;
+        }
+        let woken = async {
+            woken.await;
+            IdleWake::Woken
+        };
+        let fired = async {
+            (&mut timer).await;
+            IdleWake::Timer
+        };
+        let begun = shared.waits_begun.load(Ordering::Relaxed);
+        let wake = if shared.callers.load(Ordering::SeqCst) > 0 || begun != seen {
+            seen = begun;
+            let watchdog = async {
+                smol::Timer::after(WATCHDOG_PERIOD).await;
+                IdleWake::Look
+            };
+            smol::future::or(woken, smol::future::or(watchdog, fired)).await
+        } else {
+            shared.idle_listening.store(true, Ordering::SeqCst);
+            let readable = async {
+                shared.transport.ready().await;
+                IdleWake::Look
+            };
+            let wake = if shared.callers.load(Ordering::SeqCst) == 0 && !shared.finished() {
+                smol::future::or(woken, smol::future::or(readable, fired)).await
+            } else {
+                IdleWake::Woken
+            };
+            shared.idle_listening.store(false, Ordering::SeqCst);
+            wake
+        };
         if shared.dropped.load(Ordering::SeqCst) {
             return;
         }
-        shared.pump(Timers::Session);
-        shared.expire(Timers::Session);
+        match wake {
+            // A caller came (it reads for itself now), an earlier timer was set, or the client
+            // is ending: the loop looks again, re-arming first.
+            IdleWake::Woken => {}
+            IdleWake::Look => {
+                shared.pump(Timers::Session);
+                shared.expire(Timers::Session);
+            }
+            IdleWake::Timer => {
+                shared.expire(Timers::Session);
+            }
+        }
     }
+}
+
+/// What woke the idle reader.
+enum IdleWake {
+    /// [`Shared::idle_wake`].
+    Woken,
+    /// The watchdog's period passed, or (nobody waiting) the transport is ready: take what came.
+    Look,
+    /// The timer it keeps fired.
+    Timer,
 }
 
 /// Where a list's change count is kept in `State::lists_changed`.

@@ -26,24 +26,24 @@
 //!
 //! # Who drives the connection
 //!
-//! Nobody holds a role. Every caller waiting for an answer waits on three things at once: its
-//! answer, the transport's readiness, and its own deadline. When the transport is ready, that
-//! caller takes the client's lock, takes what arrived ([`Transport::try_recv`], never waiting),
-//! feeds it to the session, sends what the session queued (ping answers, cancellations) and hands
-//! every answer to its waiter — its own or another caller's. When its deadline comes, it fires
-//! the session's timeouts itself. Nothing is held while a caller is suspended, so a future that
-//! is polled once and then parked holds nobody up, and a dropped one loses nothing (what the
-//! transport learns after the peer's end, such as a child's exit status, is kept by the
-//! transport).
+//! Nobody holds a role. A caller that sent a request first looks at the transport without
+//! waiting ([`Transport::try_recv`]): a server that answers at once — on one core it runs as soon
+//! as the request is written — costs no wait at all. Otherwise it waits on two things at once: its
+//! answer and the transport's readiness. When the transport is ready, that caller takes the
+//! client's lock, takes what arrived (never waiting), feeds it to the session, sends what the
+//! session queued (ping answers, cancellations) and hands every answer to its waiter — its own or
+//! another caller's. Nothing is held while a caller is suspended, so a future that is polled once
+//! and then parked holds nobody up, and a dropped one loses nothing (what the transport learns
+//! after the peer's end, such as a child's exit status, is kept by the transport).
 //!
 //! ```text
-//!   caller A ──┐ waits on: answer A │ transport ready │ deadline A
-//!   caller B ──┤ waits on: answer B │ transport ready │ deadline B        ┌─────────────┐
-//!   idle reader┘ waits on: (nobody waits) transport ready │ next deadline  │ Mutex<State>│
-//!                      │                                                   │  Session    │
-//!        whoever wakes ├── lock ── try_recv* → session.handle_* ── flush ─▶│  waiters    │
-//!                      │          (answers go to their waiters' channels)  └─────────────┘
-//!        a deadline    └── lock ── session.handle_timeout(now) ── flush
+//!   caller A ──┐ try_recv, then waits on: answer A │ transport ready
+//!   caller B ──┤ try_recv, then waits on: answer B │ transport ready          ┌─────────────┐
+//!   idle reader┘ waits on: (nobody waits) transport ready │ the one timer      │ Mutex<State>│
+//!                      │                                                     │  Session    │
+//!        whoever wakes ├── lock ── try_recv* → session.handle_* ── flush ───▶│  waiters    │
+//!                      │          (answers go to their waiters' channels)    └─────────────┘
+//!        the timer     └── lock ── session.handle_timeout(now) ── flush
 //! ```
 //!
 //! A call answered back to back costs no hand-off between threads: the caller reads its own
@@ -51,7 +51,14 @@
 //! [`ClientConfig::idle_reader`]) waits on the transport in the callers' place, so the server's
 //! pings and requests are answered, and its exit is noticed, while nobody calls. While callers
 //! wait it steps back and only looks every [`client::WATCHDOG_PERIOD`] (100 ms): it then takes
-//! what arrived and fires overdue timeouts, which covers callers whose futures are not polled.
+//! what arrived, which covers callers whose futures are not polled.
+//!
+//! The idle reader also keeps the session's timers — every request's deadline, the era probe's
+//! fallback, the modern era's retry rounds — as one timer armed at the earliest, and fires them
+//! on time whoever waits or is parked. It re-arms only when that timer fired or when something
+//! earlier was set: back-to-back calls, each with a deadline a little later than the last, arm
+//! no timer (a timer armed per call costs the reactor a wake-up and several system calls). With
+//! the idle reader off, each waiting caller arms a timer of its own once it has to wait.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

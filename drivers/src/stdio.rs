@@ -25,6 +25,7 @@ use std::io::IoSlice;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -181,6 +182,11 @@ pub struct StdioTransport {
     writer: Arc<Writer>,
     stdout: Async<OwnedFd>,
     read_buf: Mutex<Vec<u8>>,
+    /// The last read took less than the buffer holds: the pipe was empty then, so the next
+    /// `try_recv` (the one that would only find that out again, `EAGAIN`) says so without a
+    /// system call, once. Whoever then waits on `ready` learns of anything that came since
+    /// (the readiness registration checks the pipe as it is).
+    drained: AtomicBool,
     /// How the connection ended, once known; kept so that every later `try_recv` says it.
     end: Arc<End>,
     stderr_done: Receiver<()>,
@@ -341,6 +347,7 @@ impl StdioTransport {
             writer,
             stdout,
             read_buf: Mutex::new(vec![0; READ_CHUNK]),
+            drained: AtomicBool::new(false),
             end,
             stderr_done,
             process,
@@ -461,6 +468,9 @@ impl Transport for StdioTransport {
             // The exit watcher is finding out why; `ready` completes when it knows.
             return None;
         }
+        if self.drained.swap(false, Ordering::Relaxed) {
+            return None;
+        }
         let mut buf = lock(&self.read_buf);
         match rustix::io::read(self.stdout.get_ref(), &mut buf[..]) {
             Ok(0) => {
@@ -468,7 +478,12 @@ impl Transport for StdioTransport {
                 self.watch_exit(None);
                 None
             }
-            Ok(n) => Some(Inbound::Bytes(buf[..n].to_vec())),
+            Ok(n) => {
+                if n < buf.len() {
+                    self.drained.store(true, Ordering::Relaxed);
+                }
+                Some(Inbound::Bytes(buf[..n].to_vec()))
+            }
             Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => None,
             Err(e) => {
                 let error = Error::io("reading the server's stdout", e.into());

@@ -1,0 +1,291 @@
+//! End to end as users run it: the `mcp-client` CLI binary making `--call echo --repeat N` against
+//! the test kit's stdio server, against the floor — `mcp-testkit-floor`, a minimal hand-written
+//! blocking client with no library (std pipes, one `write_all` + flush per request, `read_line`
+//! per answer) — on the same server, in the same run, taking turns.
+//!
+//! `cargo bench --bench cli`. Run without `--bench` (as `cargo test --benches` does) it only
+//! smoke-tests itself with a few calls.
+//!
+//! Rows: one core (client and server pinned to CPU 0, `taskset -c 0`: the client and the server
+//! take turns on it, as on a busy or small machine) and two cores (not pinned); each in the legacy
+//! era (`mcp-testkit-serve`) and the 2026-07-28 era (`mcp-testkit-serve --era modern`; the floor
+//! speaks the legacy era only, so the modern row is held against the same floor), side by side.
+//! Each row gives, as medians of the rounds:
+//! - calls/s, and the ratio to the floor's calls/s measured in the same rounds;
+//! - the client's CPU time per call (its threads' `schedstat`, printed by both binaries), and the
+//!   ratio to the floor's;
+//! - syscalls per call of the client alone, by kind (`perf stat` tracepoints, one extra run per
+//!   row: the whole tree is counted, the server is wrapped in a `perf stat` of its own, and its
+//!   counts are taken off), when `perf` can count syscalls here; else the column says why not.
+//!
+//! `MCP_CLI_BENCH_ONLY=one|two` runs one of the core rows only.
+
+use mcp_testkit::{example_bin, floor_bin, serve_bin, TempDir};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The syscalls counted per call.
+const SYSCALLS: [&str; 7] = [
+    "futex",
+    "epoll_pwait",
+    "timerfd_settime",
+    "epoll_ctl",
+    "read",
+    "write",
+    "writev",
+];
+
+struct Params {
+    calls: u64,
+    rounds: usize,
+}
+
+/// What one run printed: calls/s and client CPU µs per call.
+#[derive(Clone, Copy)]
+struct Run {
+    per_s: f64,
+    cpu_us: f64,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Cores {
+    One,
+    Two,
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let p = if full {
+        Params {
+            calls: 20_000,
+            rounds: 7,
+        }
+    } else {
+        println!("(smoke run: pass --bench, as `cargo bench` does, for real numbers)");
+        Params {
+            calls: 200,
+            rounds: 1,
+        }
+    };
+    let (cli, floor, serve) = (example_bin("mcp-client"), floor_bin(), serve_bin());
+    let pinning = Command::new("taskset").arg("-V").output().is_ok();
+    let only = std::env::var("MCP_CLI_BENCH_ONLY").ok();
+    println!(
+        "`mcp-client --call echo --args {{\"text\":\"hi\"}} --repeat {}` against the floor (mcp-testkit-floor, same arguments): {} rounds, taking turns",
+        p.calls, p.rounds
+    );
+    let perf = perf_counts_syscalls();
+    if let Err(why) = &perf {
+        println!("(syscalls per call not counted: {why})");
+    }
+    for cores in [Cores::One, Cores::Two] {
+        let name = if cores == Cores::One { "one" } else { "two" };
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        if cores == Cores::One && !pinning {
+            println!("one core: skipped (no `taskset` here)");
+            continue;
+        }
+        let label = match cores {
+            Cores::One => "one core (client and server on CPU 0)",
+            Cores::Two => "two cores",
+        };
+        println!("{label}:");
+        let mut rows: Vec<(&str, Vec<Run>)> =
+            vec![("floor", vec![]), ("legacy", vec![]), ("modern", vec![])];
+        for round in 0..p.rounds {
+            // Turns in a different order each round, so that drift hits all alike.
+            let mut order = [0usize, 1, 2];
+            order.rotate_left(round % 3);
+            for i in order {
+                let run = match i {
+                    0 => run(cores, &floor, &serve, &[], p.calls),
+                    1 => run(cores, &cli, &serve, &[], p.calls),
+                    _ => run(cores, &cli, &serve, &["--era", "modern"], p.calls),
+                };
+                rows[i].1.push(run);
+            }
+        }
+        let floor_rate = med(rows[0].1.iter().map(|r| r.per_s));
+        let floor_cpu = med(rows[0].1.iter().map(|r| r.cpu_us));
+        let legacy_rate = med(rows[1].1.iter().map(|r| r.per_s));
+        for (i, (name, runs)) in rows.iter().enumerate() {
+            let rate = med(runs.iter().map(|r| r.per_s));
+            let cpu = med(runs.iter().map(|r| r.cpu_us));
+            let vs = if i == 0 {
+                "           ".to_owned()
+            } else {
+                format!("{:.2}x floor", rate / floor_rate)
+            };
+            let era = if i == 2 {
+                format!(", {:.2}x legacy", rate / legacy_rate)
+            } else {
+                String::new()
+            };
+            let bin = if i == 0 {
+                "mcp-testkit-floor"
+            } else {
+                "mcp-client"
+            };
+            println!(
+                "  {name:<7} {bin:<18} {rate:>8.0} calls/s {vs}{era}   client CPU {cpu:>5.2} µs/call ({:.2}x floor's)",
+                cpu / floor_cpu
+            );
+            if let Ok(()) = perf {
+                let (b, args): (&Path, &[&str]) = match i {
+                    0 => (&floor, &[]),
+                    1 => (&cli, &[]),
+                    _ => (&cli, &["--era", "modern"]),
+                };
+                match syscalls(cores, b, &serve, args, p.calls) {
+                    Ok(per_call) => println!("          syscalls/call: {per_call}"),
+                    Err(e) => println!("          syscalls/call: not counted ({e})"),
+                }
+            }
+        }
+    }
+}
+
+fn med(v: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = v.collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `CLIENT --call echo --args {"text":"hi"} --repeat N -- SERVE ARGS…`, pinned to CPU 0 for one
+/// core; what its last line says.
+fn command(cores: Cores, client: &Path, tail: &[String], calls: u64) -> Command {
+    let mut cmd = match cores {
+        Cores::One => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", "0"]).arg(client);
+            c
+        }
+        Cores::Two => Command::new(client),
+    };
+    cmd.args(["--call", "echo", "--args", r#"{"text":"hi"}"#, "--repeat"])
+        .arg(calls.to_string())
+        .arg("--")
+        .args(tail);
+    cmd
+}
+
+fn run(cores: Cores, client: &Path, serve: &Path, serve_args: &[&str], calls: u64) -> Run {
+    let mut tail = vec![serve.display().to_string()];
+    tail.extend(serve_args.iter().map(|a| a.to_string()));
+    let out = command(cores, client, &tail, calls)
+        .output()
+        .expect("run the client");
+    assert!(
+        out.status.success(),
+        "{} failed: {}",
+        client.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "hi");
+    parse_rate(&String::from_utf8_lossy(&out.stderr)).unwrap_or_else(|| {
+        panic!(
+            "no `calls/s: R (client CPU C µs/call)` line from {}: {}",
+            client.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// `calls/s: R (client CPU C µs/call)`, the last such line.
+fn parse_rate(stderr: &str) -> Option<Run> {
+    let line = stderr.lines().rev().find(|l| l.starts_with("calls/s: "))?;
+    let rest = line.strip_prefix("calls/s: ")?;
+    let (rate, rest) = rest.split_once(" (client CPU ")?;
+    let cpu = rest.strip_suffix(" µs/call)")?;
+    Some(Run {
+        per_s: rate.trim().parse().ok()?,
+        cpu_us: cpu.trim().parse().ok()?,
+    })
+}
+
+fn events() -> String {
+    SYSCALLS
+        .iter()
+        .map(|s| format!("syscalls:sys_enter_{s}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Whether `perf stat` counts syscall tracepoints here (it needs the kernel's tracefs and the
+/// permission to read it).
+fn perf_counts_syscalls() -> Result<(), String> {
+    let out = Command::new("perf")
+        .args(["stat", "-x,", "-e", "syscalls:sys_enter_getpid", "true"])
+        .output()
+        .map_err(|_| "no `perf` here".to_owned())?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() && !text.contains("not supported") && !text.contains("<not") {
+        Ok(())
+    } else {
+        Err(format!(
+            "`perf stat -e syscalls:…` does not work here: {}",
+            text.lines().next().unwrap_or("")
+        ))
+    }
+}
+
+/// The client's syscalls per call, by kind: one run under `perf stat` (the whole tree), the
+/// server wrapped in a `perf stat` of its own whose counts are taken off.
+fn syscalls(
+    cores: Cores,
+    client: &Path,
+    serve: &Path,
+    serve_args: &[&str],
+    calls: u64,
+) -> Result<String, String> {
+    let dir = TempDir::new("cli-bench");
+    let (outer, inner) = (dir.path().join("outer"), dir.path().join("inner"));
+    let mut tail: Vec<String> = ["perf", "stat", "-x,", "-o"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    tail.extend([
+        inner.display().to_string(),
+        "-e".into(),
+        events(),
+        "--".into(),
+        serve.display().to_string(),
+    ]);
+    tail.extend(serve_args.iter().map(|a| a.to_string()));
+    let inner_cmd = command(cores, client, &tail, calls);
+    let mut cmd = Command::new("perf");
+    cmd.args(["stat", "-x,", "-o"])
+        .arg(&outer)
+        .args(["-e", &events(), "--"])
+        .arg(inner_cmd.get_program())
+        .args(inner_cmd.get_args());
+    let out = cmd.output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let (all, server) = (counts(&outer)?, counts(&inner)?);
+    Ok(SYSCALLS
+        .iter()
+        .map(|s| {
+            let n = all.get(*s).copied().unwrap_or(0.0) - server.get(*s).copied().unwrap_or(0.0);
+            format!("{s} {:.2}", n / calls as f64)
+        })
+        .collect::<Vec<_>>()
+        .join(", "))
+}
+
+/// `perf stat -x,` output: count per syscall name.
+fn counts(path: &PathBuf) -> Result<std::collections::HashMap<String, f64>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(',');
+            let n: f64 = f.next()?.trim().parse().ok()?;
+            let event = f.nth(1)?;
+            Some((event.strip_prefix("syscalls:sys_enter_")?.to_owned(), n))
+        })
+        .collect())
+}
