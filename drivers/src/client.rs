@@ -169,6 +169,12 @@ struct Shared<T> {
     callers: AtomicUsize,
     /// Counts every wait that began, so the idle reader can tell recent activity.
     waits_begun: AtomicU64,
+    /// Counts the times someone took what the transport received ([`Shared::pump`]): a caller
+    /// woken by the transport's readiness after someone else took what came since it began to
+    /// wait leaves the reading to them (the transport's readiness is registered anew when it
+    /// waits again, and says so at once if more came), rather than every woken caller reading
+    /// the drained transport again — with many callers waiting, each readiness wakes them all.
+    pumps: AtomicU64,
     /// Set while the idle reader waits on the transport itself; a caller that comes then wakes it
     /// so that it steps back.
     idle_listening: AtomicBool,
@@ -460,6 +466,7 @@ impl<T: Transport> Client<T> {
             }),
             callers: AtomicUsize::new(0),
             waits_begun: AtomicU64::new(0),
+            pumps: AtomicU64::new(0),
             idle_listening: AtomicBool::new(false),
             idle_wake,
             idle_reader: config.idle_reader,
@@ -945,6 +952,7 @@ impl<T: Transport> Shared<T> {
                     None => timer = smol::Timer::never(),
                 }
             }
+            let pumped = self.pumps.load(Ordering::Acquire);
             let answer = async { Wake::Answer(rx.recv().await.ok()) };
             let readable = async {
                 self.transport.ready().await;
@@ -961,7 +969,11 @@ impl<T: Transport> Shared<T> {
                         return result;
                     }
                 }
-                Wake::Readable => next = self.pump(timers),
+                Wake::Readable => {
+                    if self.pumps.load(Ordering::Acquire) == pumped {
+                        next = self.pump(timers);
+                    }
+                }
                 Wake::Deadline => {
                     // A timeout's answer is in `rx` now; a wake-up's work is done. The timer
                     // is spent: arm it again for what comes next.
@@ -976,6 +988,7 @@ impl<T: Transport> Shared<T> {
     /// and hands out the answers. Never waits. Returns the next timer `timers` names.
     fn pump(&self, timers: Timers) -> Option<Instant> {
         let mut st = lock(&self.state);
+        self.pumps.fetch_add(1, Ordering::Release);
         let now = Instant::now();
         for _ in 0..RECV_BATCH {
             let Some(inbound) = self.transport.try_recv() else {
