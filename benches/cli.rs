@@ -18,7 +18,10 @@
 //!   row: the whole tree is counted, the server is wrapped in a `perf stat` of its own, and its
 //!   counts are taken off), when `perf` can count syscalls here; else the column says why not.
 //!
-//! `MCP_CLI_BENCH_ONLY=one|two` runs one of the core rows only.
+//! `MCP_CLI_BENCH_ONLY=one|two` runs one of the core rows only. `MCP_CLI_BENCH_VS=PATH` adds
+//! a legacy-era row for another build of the CLI (an older commit's
+//! `target/release/examples/mcp-client`), taking turns with the others: a before/after table from
+//! one run.
 
 use mcp_testkit::{example_bin, floor_bin, serve_bin, TempDir};
 use std::path::{Path, PathBuf};
@@ -70,6 +73,7 @@ fn main() {
     let (cli, floor, serve) = (example_bin("mcp-client"), floor_bin(), serve_bin());
     let pinning = Command::new("taskset").arg("-V").output().is_ok();
     let only = std::env::var("MCP_CLI_BENCH_ONLY").ok();
+    let vs = std::env::var_os("MCP_CLI_BENCH_VS").map(PathBuf::from);
     println!(
         "`mcp-client --call echo --args {{\"text\":\"hi\"}} --repeat {}` against the floor (mcp-testkit-floor, same arguments): {} rounds, taking turns",
         p.calls, p.rounds
@@ -92,27 +96,52 @@ fn main() {
             Cores::Two => "two cores",
         };
         println!("{label}:");
-        let mut rows: Vec<(&str, Vec<Run>)> =
-            vec![("floor", vec![]), ("legacy", vec![]), ("modern", vec![])];
+        // (name, client, server arguments)
+        let mut kinds: Vec<(&str, PathBuf, &[&str])> = vec![
+            ("floor", floor.clone(), &[]),
+            ("legacy", cli.clone(), &[]),
+            ("modern", cli.clone(), &["--era", "modern"]),
+        ];
+        if let Some(vs) = &vs {
+            // Legacy only: an older build may not speak the modern era.
+            kinds.push(("vs", vs.clone(), &[]));
+        }
+        let mut rows: Vec<(&str, Vec<Run>)> = kinds.iter().map(|k| (k.0, vec![])).collect();
         for round in 0..p.rounds {
             // Turns in a different order each round, so that drift hits all alike.
-            let mut order = [0usize, 1, 2];
-            order.rotate_left(round % 3);
+            let mut order: Vec<usize> = (0..kinds.len()).collect();
+            order.rotate_left(round % kinds.len());
             for i in order {
-                let run = match i {
-                    0 => run(cores, &floor, &serve, &[], p.calls),
-                    1 => run(cores, &cli, &serve, &[], p.calls),
-                    _ => run(cores, &cli, &serve, &["--era", "modern"], p.calls),
-                };
-                rows[i].1.push(run);
+                let (_, bin, args) = &kinds[i];
+                rows[i].1.push(run(cores, bin, &serve, args, p.calls));
             }
         }
+        // One run per row under `perf stat`: syscalls per call, and CPU as perf counts it.
+        let counted: Vec<Result<Counted, String>> = kinds
+            .iter()
+            .map(|(_, bin, args)| match &perf {
+                Ok(()) => syscalls(cores, bin, &serve, args, p.calls),
+                Err(_) => Err("no perf".into()),
+            })
+            .collect();
         let floor_rate = med(rows[0].1.iter().map(|r| r.per_s));
         let floor_cpu = med(rows[0].1.iter().map(|r| r.cpu_us));
         let legacy_rate = med(rows[1].1.iter().map(|r| r.per_s));
+        // What perf's count adds to the floor's own (start-up, the server's perf wrapper): taken
+        // off a build that prints no CPU figure of its own.
+        let perf_extra = counted[0]
+            .as_ref()
+            .map_or(f64::NAN, |c| c.cpu_us - floor_cpu);
         for (i, (name, runs)) in rows.iter().enumerate() {
             let rate = med(runs.iter().map(|r| r.per_s));
-            let cpu = med(runs.iter().map(|r| r.cpu_us));
+            let mut cpu = med(runs.iter().map(|r| r.cpu_us));
+            let mut about = "";
+            if cpu.is_nan() {
+                cpu = counted[i]
+                    .as_ref()
+                    .map_or(f64::NAN, |c| c.cpu_us - perf_extra);
+                about = "≈";
+            }
             let vs = if i == 0 {
                 "           ".to_owned()
             } else {
@@ -123,28 +152,30 @@ fn main() {
             } else {
                 String::new()
             };
-            let bin = if i == 0 {
-                "mcp-testkit-floor"
-            } else {
-                "mcp-client"
+            let bin = match i {
+                0 => "mcp-testkit-floor",
+                1 | 2 => "mcp-client",
+                _ => "MCP_CLI_BENCH_VS",
             };
             println!(
-                "  {name:<7} {bin:<18} {rate:>8.0} calls/s {vs}{era}   client CPU {cpu:>5.2} µs/call ({:.2}x floor's)",
+                "  {name:<7} {bin:<18} {rate:>8.0} calls/s {vs}{era}   client CPU {about}{cpu:>5.2} µs/call ({:.2}x floor's)",
                 cpu / floor_cpu
             );
-            if let Ok(()) = perf {
-                let (b, args): (&Path, &[&str]) = match i {
-                    0 => (&floor, &[]),
-                    1 => (&cli, &[]),
-                    _ => (&cli, &["--era", "modern"]),
-                };
-                match syscalls(cores, b, &serve, args, p.calls) {
-                    Ok(per_call) => println!("          syscalls/call: {per_call}"),
-                    Err(e) => println!("          syscalls/call: not counted ({e})"),
-                }
+            match &counted[i] {
+                Ok(c) => println!("          syscalls/call: {}", c.per_call),
+                Err(e) if perf.is_ok() => println!("          syscalls/call: not counted ({e})"),
+                Err(_) => {}
             }
         }
     }
+}
+
+/// What one run under `perf stat` counted for the client alone.
+struct Counted {
+    /// `name N, …` per call.
+    per_call: String,
+    /// CPU µs per call as perf counts it (task-clock; start-up included).
+    cpu_us: f64,
 }
 
 fn med(v: impl Iterator<Item = f64>) -> f64 {
@@ -197,11 +228,15 @@ fn run(cores: Cores, client: &Path, serve: &Path, serve_args: &[&str], calls: u6
 fn parse_rate(stderr: &str) -> Option<Run> {
     let line = stderr.lines().rev().find(|l| l.starts_with("calls/s: "))?;
     let rest = line.strip_prefix("calls/s: ")?;
-    let (rate, rest) = rest.split_once(" (client CPU ")?;
-    let cpu = rest.strip_suffix(" µs/call)")?;
+    // A build that prints no CPU figure (an older one, for `MCP_CLI_BENCH_VS`): its CPU is
+    // known from the `perf stat` run only.
+    let (rate, cpu) = match rest.split_once(" (client CPU ") {
+        Some((rate, cpu)) => (rate, cpu.strip_suffix(" µs/call)")?.trim().parse().ok()?),
+        None => (rest, f64::NAN),
+    };
     Some(Run {
         per_s: rate.trim().parse().ok()?,
-        cpu_us: cpu.trim().parse().ok()?,
+        cpu_us: cpu,
     })
 }
 
@@ -209,6 +244,7 @@ fn events() -> String {
     SYSCALLS
         .iter()
         .map(|s| format!("syscalls:sys_enter_{s}"))
+        .chain(["task-clock".to_owned()])
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -239,7 +275,7 @@ fn syscalls(
     serve: &Path,
     serve_args: &[&str],
     calls: u64,
-) -> Result<String, String> {
+) -> Result<Counted, String> {
     let dir = TempDir::new("cli-bench");
     let (outer, inner) = (dir.path().join("outer"), dir.path().join("inner"));
     let mut tail: Vec<String> = ["perf", "stat", "-x,", "-o"]
@@ -266,14 +302,19 @@ fn syscalls(
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
     let (all, server) = (counts(&outer)?, counts(&inner)?);
-    Ok(SYSCALLS
+    let client = |event: &str| {
+        all.get(event).copied().unwrap_or(0.0) - server.get(event).copied().unwrap_or(0.0)
+    };
+    // task-clock is in ms, over the whole run (start-up included).
+    let cpu_us = client("task-clock") * 1000.0 / calls as f64;
+    let per_call: Vec<String> = SYSCALLS
         .iter()
-        .map(|s| {
-            let n = all.get(*s).copied().unwrap_or(0.0) - server.get(*s).copied().unwrap_or(0.0);
-            format!("{s} {:.2}", n / calls as f64)
-        })
-        .collect::<Vec<_>>()
-        .join(", "))
+        .map(|s| format!("{s} {:.2}", client(s) / calls as f64))
+        .collect();
+    Ok(Counted {
+        per_call: per_call.join(", "),
+        cpu_us,
+    })
 }
 
 /// `perf stat -x,` output: count per syscall name.
@@ -285,7 +326,8 @@ fn counts(path: &PathBuf) -> Result<std::collections::HashMap<String, f64>, Stri
             let mut f = l.split(',');
             let n: f64 = f.next()?.trim().parse().ok()?;
             let event = f.nth(1)?;
-            Some((event.strip_prefix("syscalls:sys_enter_")?.to_owned(), n))
+            let event = event.strip_prefix("syscalls:sys_enter_").unwrap_or(event);
+            Some((event.to_owned(), n))
         })
         .collect())
 }
