@@ -29,6 +29,11 @@
 //! (d) Peak memory for one 16 MiB `big` result: the bench re-runs itself as a child that connects,
 //!     reads VmHWM, makes the call, reads VmHWM again. Once with our client, once with the baseline.
 //!
+//! A full run (`--bench`) first makes rows (a) to (f) on one core — the bench re-runs itself as a
+//! child pinned with its server to CPU 0 (`taskset -c 0`), where client and server take turns —
+//! then on two cores; (d) once, unpinned. CPU per call is this process's threads' schedstat time
+//! (ns); syscalls per call are in `cargo bench --bench cli`, which runs the CLI binary.
+//!
 //! Diagnostics: `MCP_STDIO_BENCH_ONLY=ours|baseline|modern` runs one side only (for `perf record`, `strace
 //! -c`); `MCP_STDIO_BENCH_HANDLERS=1` registers elicitation, sampling and roots handlers on our
 //! client (every capability declared, so the modern row's requests carry them in `_meta`);
@@ -46,6 +51,8 @@ use std::time::{Duration, Instant};
 const MIB: usize = 1024 * 1024;
 const BIG: usize = 16 * MIB;
 const CHILD_ENV: &str = "MCP_STDIO_BENCH_CHILD";
+/// Set in the pinned child that makes the one-core rows.
+const PINNED_ENV: &str = "MCP_STDIO_BENCH_PINNED";
 
 /// What one batch of calls cost: wall time, this process's CPU time (all threads), and context
 /// switches of its threads.
@@ -84,14 +91,9 @@ impl Cost {
     }
 }
 
-/// User + system CPU time of this process, all threads (/proc/self/stat, clock ticks of 10 ms).
+/// CPU time of this process, all its live threads, in nanoseconds (their schedstat).
 fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
-    let after = &stat[stat.rfind(')').expect("comm") + 2..];
-    let f: Vec<&str> = after.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of stat, [11] and [12] after the command name.
-    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
-    Duration::from_millis(ticks * 10)
+    mcp_testkit::cpu::process_cpu()
 }
 
 /// Voluntary + involuntary context switches of this process's live threads.
@@ -143,6 +145,25 @@ fn main() {
     }
     let serve = serve_bin();
     println!("server: {}", serve.display());
+    let pinned = std::env::var_os(PINNED_ENV).is_some();
+    if pinned {
+        println!("== one core: this process and the server pinned to CPU 0 (taskset -c 0)");
+    } else if full {
+        // The one-core row first: the whole bench again, as a child pinned with its server to
+        // one CPU, where the client and the server take turns (a small or busy machine); a
+        // wait costs most there. Then the unpinned rows, here.
+        let status = Command::new("taskset")
+            .args(["-c", "0"])
+            .arg(std::env::current_exe().expect("bench path"))
+            .args(std::env::args_os().skip(1))
+            .env(PINNED_ENV, "1")
+            .status();
+        match status {
+            Ok(s) => assert!(s.success(), "the pinned run failed: {s:?}"),
+            Err(e) => println!("(one-core row skipped: cannot run taskset: {e})"),
+        }
+        println!("== two cores (not pinned)");
+    }
 
     println!(
         "(a/b) sequential tools/call echo {{\"text\":\"hi\"}}: {} rounds of {} calls after {} warm-up calls",
@@ -329,6 +350,10 @@ fn main() {
         } else {
             println!();
         }
+    }
+    if pinned {
+        // (d) runs once, in the unpinned parent.
+        return;
     }
     println!(
         "(d) peak RSS for one {} MiB result (VmHWM, child process)",
