@@ -99,9 +99,16 @@ fn repeat_reports_calls_per_second_last_on_stderr() {
     ]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(out.stdout, "r\n");
+    // `calls/s: R (client CPU C µs/call)`, where the system tells the CPU time (Linux).
     let last = out.stderr.lines().last().unwrap_or_default();
-    let rate: f64 = last.strip_prefix("calls/s: ").expect(last).parse().unwrap();
-    assert!(rate > 0.0);
+    let rest = last.strip_prefix("calls/s: ").expect(last);
+    let (rate, cpu) = rest.split_once(" (client CPU ").unwrap_or((rest, ""));
+    let rate: f64 = rate.parse().expect(last);
+    assert!(rate > 0.0, "{last}");
+    if cfg!(target_os = "linux") {
+        let cpu: f64 = cpu.strip_suffix(" µs/call)").expect(last).parse().expect(last);
+        assert!(cpu > 0.0, "{last}");
+    }
 }
 
 #[test]
