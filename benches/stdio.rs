@@ -1,6 +1,6 @@
 //! Sequential `tools/call` round trips over stdio, our `Client` against a minimal hand-written
-//! blocking client, and the peak memory of one 16 MiB result. std only: `Instant`, medians and
-//! `/proc/self/status`.
+//! blocking client, and the same for 16 MiB results, with the peak memory of each. std only:
+//! `Instant`, medians and `/proc/self/status`.
 //!
 //! `cargo bench --bench stdio`. Run without `--bench` (as `cargo test --benches` does) it only
 //! smoke-tests itself with a few calls.
@@ -26,19 +26,25 @@
 //!     both meet the same load (on a busy machine whole rounds apart swing by more than the
 //!     difference); each round's ratio is of its own turns, and the median of the rounds' ratios is
 //!     the result.
-//! (d) Peak memory for one 16 MiB `big` result: the bench re-runs itself as a child that connects,
-//!     reads VmHWM, makes the call, reads VmHWM again. Once with our client, once with the baseline.
+//! (d) 16 MiB `big` results: the bench re-runs itself as a child process per side (ours, the
+//!     baseline of (b)), the sides taking turns round by round (the order alternating); each child
+//!     connects, makes a few small calls, reads VmHWM, makes one warm-up `big` call and then times
+//!     a few more (wall and its threads' CPU time), each result kept until the next one is in (as
+//!     the CLI's and the floor's `--repeat` loops do), and reads VmHWM again: its peak. Printed:
+//!     each round, the medians, the ratio ours/baseline of calls/s and of VmHWM.
 //!
 //! A full run (`--bench`) first makes rows (a) to (f) on one core — the bench re-runs itself as a
 //! child pinned with its server to CPU 0 (`taskset -c 0`), where client and server take turns —
 //! then on two cores; (d) once, unpinned. CPU per call is this process's threads' schedstat time
 //! (ns); syscalls per call are in `cargo bench --bench cli`, which runs the CLI binary.
 //!
-//! Diagnostics: `MCP_STDIO_BENCH_ONLY=ours|baseline|modern` runs one side only (for `perf record`, `strace
-//! -c`); `MCP_STDIO_BENCH_HANDLERS=1` registers elicitation, sampling and roots handlers on our
-//! client (every capability declared, so the modern row's requests carry them in `_meta`);
-//! `MCP_STDIO_BENCH_NO_TIMEOUT=1` gives our client no request timeout, so its driver never
-//! arms a timer.
+//! Diagnostics: `MCP_STDIO_BENCH_ONLY=ours|baseline|modern` runs one side only (for `perf
+//! record`, `strace -c`), and `MCP_STDIO_BENCH_ONLY=big` row (d) only; one child of (d) runs on
+//! its own (under `perf record`, `/usr/bin/time -v`) as `MCP_STDIO_BENCH_CHILD=ours|baseline
+//! <bench binary> <serve binary> <timed calls>`; `MCP_STDIO_BENCH_HANDLERS=1` registers
+//! elicitation, sampling and roots handlers on our client (every capability declared, so the
+//! modern row's requests carry them in `_meta`); `MCP_STDIO_BENCH_NO_TIMEOUT=1` gives our client
+//! no request timeout, so its driver never arms a timer.
 
 use mcp_client::{Client, ClientConfig, StdioConfig, StdioTransport};
 use mcp_testkit::{median, per_s, serve_bin};
@@ -123,7 +129,11 @@ struct Params {
 fn main() {
     if let Ok(mode) = std::env::var(CHILD_ENV) {
         let serve = std::env::args_os().nth(1).expect("serve binary path");
-        peak_child(&mode, Path::new(&serve));
+        let calls = std::env::args()
+            .nth(2)
+            .and_then(|n| n.parse().ok())
+            .expect("number of timed calls");
+        peak_child(&mode, Path::new(&serve), calls);
         return;
     }
     let full = std::env::args().any(|a| a == "--bench");
@@ -145,6 +155,12 @@ fn main() {
     }
     let serve = serve_bin();
     println!("server: {}", serve.display());
+    let only = std::env::var("MCP_STDIO_BENCH_ONLY").ok();
+    let (big_rounds, big_calls) = if full { (5, 8) } else { (1, 2) };
+    if only.as_deref() == Some("big") {
+        big_row(&serve, big_rounds, big_calls);
+        return;
+    }
     let pinned = std::env::var_os(PINNED_ENV).is_some();
     if pinned {
         println!("== one core: this process and the server pinned to CPU 0 (taskset -c 0)");
@@ -169,7 +185,6 @@ fn main() {
         "(a/b) sequential tools/call echo {{\"text\":\"hi\"}}: {} rounds of {} calls after {} warm-up calls",
         p.rounds, p.calls, p.warmup
     );
-    let only = std::env::var("MCP_STDIO_BENCH_ONLY").ok();
     let wanted = |side: &str| only.as_deref().is_none_or(|o| o == side);
     let mut ours = wanted("ours").then(|| Ours::start(&serve, &[]));
     let mut base = wanted("baseline").then(|| Baseline::start(&serve));
@@ -355,13 +370,19 @@ fn main() {
         // (d) runs once, in the unpinned parent.
         return;
     }
+    big_row(&serve, big_rounds, big_calls);
+}
+
+/// (d): children taking turns, each connecting and timing `calls` 16 MiB calls after a warm-up.
+fn big_row(serve: &Path, rounds: usize, calls: usize) {
     println!(
-        "(d) peak RSS for one {} MiB result (VmHWM, child process)",
+        "(d) sequential tools/call big {{\"bytes\":{BIG}}} ({} MiB results): {rounds} rounds, each a child process per side (taking turns, the order alternating) making 1 warm-up and {calls} timed calls, each result kept until the next one is in (as the CLI and the floor do); VmHWM of each child",
         BIG / MIB
     );
-    for mode in ["ours", "baseline"] {
+    let run = |mode: &str| -> Big {
         let out = Command::new(std::env::current_exe().expect("bench path"))
-            .arg(&serve)
+            .arg(serve)
+            .arg(calls.to_string())
             .env(CHILD_ENV, mode)
             .stderr(Stdio::inherit())
             .output()
@@ -372,60 +393,151 @@ fn main() {
             out.status
         );
         let line = String::from_utf8_lossy(&out.stdout);
-        let kib: Vec<u64> = line
+        let n: Vec<u64> = line
             .split_whitespace()
-            .map(|n| n.parse().expect("child prints two numbers"))
+            .map(|n| n.parse().expect("child prints four numbers"))
             .collect();
-        let (before, after) = (kib[0], kib[1]);
-        let delta = (after.saturating_sub(before)) as f64 / 1024.0;
+        Big {
+            hwm_before_kib: n[0],
+            hwm_kib: n[1],
+            wall: Duration::from_nanos(n[2]),
+            cpu: Duration::from_nanos(n[3]),
+        }
+    };
+    let (mut ours, mut base) = (Vec::new(), Vec::new());
+    let mut ratios = Vec::new();
+    for round in 0..rounds {
+        let (o, b) = if round % 2 == 0 {
+            let o = run("ours");
+            (o, run("baseline"))
+        } else {
+            let b = run("baseline");
+            (run("ours"), b)
+        };
         println!(
-            "  {mode:<8}: VmHWM {:.1} MiB -> {:.1} MiB, delta {:.1} MiB = {:.2}x the {} MiB payload",
-            before as f64 / 1024.0,
-            after as f64 / 1024.0,
-            delta,
-            delta / (BIG / MIB) as f64,
-            BIG / MIB
+            "  round {round}: ours {:>5.1} calls/s, VmHWM {:>5.1} MiB   baseline {:>5.1} calls/s, VmHWM {:>5.1} MiB   ratio {:.2}x",
+            per_s(calls, o.wall),
+            o.hwm_kib as f64 / 1024.0,
+            per_s(calls, b.wall),
+            b.hwm_kib as f64 / 1024.0,
+            b.wall.as_secs_f64() / o.wall.as_secs_f64()
         );
+        ratios.push(b.wall.as_secs_f64() / o.wall.as_secs_f64());
+        ours.push(o);
+        base.push(b);
     }
+    let summary = |label: &str, runs: &[Big]| -> (f64, u64) {
+        let wall = median(runs.iter().map(|r| r.wall).collect());
+        let cpu = median(runs.iter().map(|r| r.cpu).collect());
+        let mut hwm: Vec<u64> = runs.iter().map(|r| r.hwm_kib).collect();
+        hwm.sort_unstable();
+        let mut before: Vec<u64> = runs.iter().map(|r| r.hwm_before_kib).collect();
+        before.sort_unstable();
+        let (hwm, before) = (hwm[hwm.len() / 2], before[before.len() / 2]);
+        println!(
+            "{label} {:>5.1} calls/s ({:.1} ms/call wall; client CPU {:.1} ms/call); VmHWM {:.1} MiB ({:.1} MiB connected, +{:.1} MiB = {:.2}x the payload)",
+            per_s(calls, wall),
+            wall.as_secs_f64() * 1e3 / calls as f64,
+            cpu.as_secs_f64() * 1e3 / calls as f64,
+            hwm as f64 / 1024.0,
+            before as f64 / 1024.0,
+            hwm.saturating_sub(before) as f64 / 1024.0,
+            hwm.saturating_sub(before) as f64 / 1024.0 / (BIG / MIB) as f64,
+        );
+        (per_s(calls, wall), hwm)
+    };
+    let (o, o_hwm) = summary("    ours (Client, smol):    ", &ours);
+    let (b, b_hwm) = summary("    baseline (blocking std):", &base);
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "    ratio ours/baseline: {:.2}x calls/s (medians; rounds' own ratios {:.2}x..{:.2}x, median {:.2}x), {:.2}x VmHWM",
+        o / b,
+        ratios[0],
+        ratios[ratios.len() - 1],
+        ratios[ratios.len() / 2],
+        o_hwm as f64 / b_hwm as f64
+    );
 }
 
-/// Child mode: connect, warm up, VmHWM, one `big` call, VmHWM. Prints "BEFORE_KIB AFTER_KIB".
-fn peak_child(mode: &str, serve: &Path) {
-    let (before, after) = match mode {
+/// What one child of (d) measured.
+struct Big {
+    /// VmHWM once connected (after a few small calls), before any big one.
+    hwm_before_kib: u64,
+    /// VmHWM at the end: the child's peak.
+    hwm_kib: u64,
+    /// The timed calls' wall time.
+    wall: Duration,
+    /// This process's CPU time (its threads) over the timed calls.
+    cpu: Duration,
+}
+
+/// Child mode of (d): connect, a few small calls, VmHWM, one warm-up `big` call, `calls` timed
+/// ones, VmHWM. Each result stays alive until the next one is in, as in the CLI's and the floor's
+/// `--repeat` loops. Prints "BEFORE_KIB AFTER_KIB WALL_NS CPU_NS".
+fn peak_child(mode: &str, serve: &Path, calls: usize) {
+    let args = json!({ "bytes": BIG });
+    let mut last_len = 0;
+    let (before, wall, cpu) = match mode {
         "ours" => {
             let mut c = Ours::start(serve, &[]);
             c.calls(10);
             let before = vm_hwm_kib();
-            let len = smol::block_on(async {
-                let r = c
-                    .client
-                    .call_tool("big", json!({"bytes": BIG}))
-                    .await
-                    .expect("big");
-                r.text().len()
+            let (wall, cpu) = smol::block_on(async {
+                let mut last = None;
+                let mut timed = None;
+                for i in 0..=calls {
+                    if i == 1 {
+                        timed = Some((Instant::now(), mcp_testkit::cpu::process_cpu()));
+                    }
+                    let r = c.client.call_tool("big", args.clone()).await.expect("big");
+                    match &r.content[..] {
+                        [mcp_client::proto::ContentBlock::Text { text }] => last_len = text.len(),
+                        other => panic!("not one text block: {} blocks", other.len()),
+                    }
+                    last = Some(r);
+                }
+                drop(last);
+                let (t0, cpu0) = timed.expect("at least one timed call");
+                (
+                    t0.elapsed(),
+                    mcp_testkit::cpu::process_cpu().saturating_sub(cpu0),
+                )
             });
-            let after = vm_hwm_kib();
-            assert_eq!(len, BIG);
             c.close();
-            (before, after)
+            (before, wall, cpu)
         }
         "baseline" => {
             let mut c = Baseline::start(serve);
             c.calls(10);
             let before = vm_hwm_kib();
-            let v = c.call("big", json!({"bytes": BIG}));
-            let len = v["result"]["content"][0]["text"]
-                .as_str()
-                .map_or(0, str::len);
-            let after = vm_hwm_kib();
-            assert_eq!(len, BIG);
-            drop(v);
+            let mut last = Value::Null;
+            let mut timed = None;
+            for i in 0..=calls {
+                if i == 1 {
+                    timed = Some((Instant::now(), mcp_testkit::cpu::process_cpu()));
+                }
+                let v = c.call("big", args.clone());
+                last_len = v["result"]["content"][0]["text"]
+                    .as_str()
+                    .map_or(0, str::len);
+                last = v;
+            }
+            drop(last);
+            let (t0, cpu0) = timed.expect("at least one timed call");
+            let wall = t0.elapsed();
+            let cpu = mcp_testkit::cpu::process_cpu().saturating_sub(cpu0);
             c.close();
-            (before, after)
+            (before, wall, cpu)
         }
         other => panic!("unknown child mode {other:?}"),
     };
-    println!("{before} {after}");
+    assert_eq!(last_len, BIG);
+    println!(
+        "{before} {} {} {}",
+        vm_hwm_kib(),
+        wall.as_nanos(),
+        cpu.as_nanos()
+    );
 }
 
 fn vm_hwm_kib() -> u64 {

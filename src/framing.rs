@@ -4,20 +4,33 @@
 //! > — MCP 2025-11-25, Transports § stdio
 //!
 //! [`LineFramer`] turns a byte stream that arrives in arbitrary chunks into lines. It is linear: each
-//! input byte is scanned for a newline exactly once, and a line that lies wholly inside one chunk is
-//! handed out without being copied. Only the incomplete tail of a chunk is buffered.
+//! input byte is scanned for a newline exactly once (with `memchr`, many bytes at a time), and a
+//! line that lies wholly inside one chunk is handed out without being copied. Only the incomplete
+//! tail of a chunk is buffered.
 //!
 //! Tolerated on input: a UTF-8 byte-order mark at the very start of the stream (even split across
 //! chunks) and a trailing `\r` on each line (CRLF line ends, even with the CR and LF in different
 //! chunks). Blank lines are skipped.
 //!
-//! Bounded memory: the partial-line buffer never holds more than [`LineFramer::limit`] bytes. A line
-//! longer than the limit is not buffered: the framer switches to discarding until the next newline and
-//! then yields [`Frame::Oversized`], which carries the line's length and, when it can be read from the
-//! line's first or last bytes, the JSON-RPC `id` it carries, so the request it answers can fail at once.
+//! Bounded memory: the partial-line buffer never holds more than [`LineFramer::limit`] bytes, and
+//! its allocation never grows past the limit (plus one byte for a line's CR). A line longer than
+//! the limit is not buffered: the framer switches to discarding until the next newline and then
+//! yields [`Frame::Oversized`], which carries the line's length and, when it can be read from the
+//! line's first or last bytes, the JSON-RPC `id` it carries, so the request it answers can fail at
+//! once.
+//!
+//! The buffer's allocation is kept from one line to the next, as a `BufRead` line buffer is: a run
+//! of large messages (16 MiB tool results one after another) reuses one buffer rather than growing
+//! a fresh one, page by page, for each. An allocation over [`KEEP_MIN`] is kept only while the
+//! lines that end are at least a quarter of it: the first shorter line releases it, so a single
+//! large message does not hold its buffer for the rest of the session.
 
 /// Default cap on one line: 64 MiB.
 pub const DEFAULT_FRAME_LIMIT: usize = 64 * 1024 * 1024;
+
+/// The partial-line buffer's allocation up to this size is always kept for the next line; a larger
+/// one only while the lines that end are at least a quarter of it (see the [module docs](self)).
+pub const KEEP_MIN: usize = 64 * 1024;
 
 /// How many bytes of an oversized line's start and end are kept to look for its `id`.
 const HINT_LEN: usize = 256;
@@ -43,7 +56,8 @@ pub enum Frame<'a> {
 #[derive(Debug, Clone)]
 pub struct LineFramer {
     limit: usize,
-    /// The incomplete line carried over from earlier chunks (never more than `limit` bytes).
+    /// The incomplete line carried over from earlier chunks (never more than `limit` bytes, nor its
+    /// allocation more than `limit + 1`).
     partial: Vec<u8>,
     /// How many bytes of the stream start have been checked against the BOM (0..=3), or
     /// `usize::MAX` once the check is over.
@@ -152,7 +166,7 @@ impl LineFramer {
     pub fn feed(&mut self, mut data: &[u8], mut on_frame: impl FnMut(Frame<'_>)) {
         data = self.skip_bom(data);
         while !data.is_empty() {
-            let newline = data.iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', data);
             let (segment, rest, complete) = match newline {
                 Some(i) => (&data[..i], &data[i + 1..], true),
                 None => (data, &data[data.len()..], false),
@@ -184,12 +198,11 @@ impl LineFramer {
             if !complete {
                 let total = self.partial.len() + segment.len();
                 if total <= self.limit {
-                    self.partial.extend_from_slice(segment);
+                    self.buffer(segment);
                 } else if total == self.limit + 1 && segment.ends_with(b"\r") {
                     // A line exactly at the limit whose CR came without its LF: hold the CR back
                     // (as a flag) so the buffer stays within the limit.
-                    self.partial
-                        .extend_from_slice(&segment[..segment.len() - 1]);
+                    self.buffer(&segment[..segment.len() - 1]);
                     self.cr_pending = true;
                 } else {
                     self.overflow(&[segment]);
@@ -198,20 +211,18 @@ impl LineFramer {
             }
             if self.partial.is_empty() {
                 emit_line(segment, self.limit, &mut on_frame);
+                self.line_ended(segment.len());
             } else if self.partial.len() + segment.len() > self.limit + 1 {
                 // + 1: a trailing CR does not count against the limit.
                 self.overflow(&[segment]);
                 let discard = self.discard.take().expect("overflow sets it");
                 on_frame(discard.finish());
             } else {
-                self.partial.extend_from_slice(segment);
-                let line = std::mem::take(&mut self.partial);
-                emit_line(&line, self.limit, &mut on_frame);
-                // Keep the allocation for the next partial line unless it is large.
-                if line.capacity() <= 64 * 1024 {
-                    self.partial = line;
-                    self.partial.clear();
-                }
+                self.buffer(segment);
+                emit_line(&self.partial, self.limit, &mut on_frame);
+                let len = self.partial.len();
+                self.partial.clear();
+                self.line_ended(len);
             }
         }
     }
@@ -233,6 +244,31 @@ impl LineFramer {
         }
         let line = std::mem::take(&mut self.partial);
         emit_line(&line, self.limit, &mut on_frame);
+    }
+
+    /// Appends to the partial line (which stays within `limit + 1` bytes): its allocation doubles as
+    /// a `Vec`'s does, but never past `limit + 1`.
+    fn buffer(&mut self, bytes: &[u8]) {
+        let need = self.partial.len() + bytes.len();
+        if need > self.partial.capacity() {
+            let grown = self
+                .partial
+                .capacity()
+                .saturating_mul(2)
+                .min(self.limit.saturating_add(1))
+                .max(need);
+            self.partial.reserve_exact(grown - self.partial.len());
+        }
+        self.partial.extend_from_slice(bytes);
+    }
+
+    /// A line of `len` bytes ended (the buffer is empty): keep the buffer's allocation for the next
+    /// line, unless it is over [`KEEP_MIN`] and more than four times this line.
+    fn line_ended(&mut self, len: usize) {
+        let capacity = self.partial.capacity();
+        if capacity > KEEP_MIN && len < capacity / 4 {
+            self.partial = Vec::new();
+        }
     }
 
     /// The line in `partial` plus `more` is over the limit: discard it from here on.
@@ -643,6 +679,61 @@ mod tests {
             50 * 1024 * 1024 + 1,
             "every byte scanned exactly once"
         );
+    }
+
+    #[test]
+    fn a_run_of_large_lines_reuses_one_buffer_and_a_short_line_releases_it() {
+        // Lines of 1 MiB in 64 KiB chunks, as a pipe delivers them.
+        let mut line = vec![b'x'; 1024 * 1024];
+        line.push(b'\n');
+        let mut f = LineFramer::new(1024 * 1024 + 100);
+        let feed = |f: &mut LineFramer, input: &[u8]| {
+            let mut lens = Vec::new();
+            for chunk in input.chunks(64 * 1024) {
+                f.feed(chunk, |fr| match fr {
+                    Frame::Line(l) => lens.push(l.len()),
+                    other => panic!("{other:?}"),
+                });
+            }
+            lens
+        };
+        assert_eq!(feed(&mut f, &line), [1024 * 1024]);
+        let kept = f.partial.capacity();
+        assert!(kept >= 1024 * 1024, "the buffer is kept: {kept}");
+        assert!(kept <= f.limit() + 1, "never past the limit: {kept}");
+        let start = f.partial.as_ptr();
+        for _ in 0..3 {
+            assert_eq!(feed(&mut f, &line), [1024 * 1024]);
+            assert_eq!(f.partial.capacity(), kept);
+            assert_eq!(f.partial.as_ptr(), start, "the same allocation");
+        }
+        // A short line, whole in its chunk or split across two, releases it.
+        assert_eq!(feed(&mut f, b"{\"id\":1}\n"), [8]);
+        assert_eq!(f.partial.capacity(), 0);
+        feed(&mut f, &line);
+        assert_eq!(
+            run(&mut f, &[b"{\"id\":", b"2}\n"], false),
+            lines(&["{\"id\":2}"])
+        );
+        assert!(f.partial.capacity() <= KEEP_MIN);
+    }
+
+    #[test]
+    fn the_buffer_never_grows_past_the_limit() {
+        let limit = 100_000;
+        let mut f = LineFramer::new(limit);
+        let line = vec![b'a'; limit];
+        for chunk in line.chunks(3000) {
+            f.feed(chunk, |_| {});
+            assert!(f.partial.capacity() <= limit + 1);
+        }
+        let mut got = 0;
+        f.feed(b"\r\n", |fr| {
+            assert_eq!(fr, Frame::Line(&line));
+            got += 1;
+        });
+        assert_eq!(got, 1);
+        assert!(f.partial.capacity() <= limit + 1);
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! the server sent. The driver's own print paths (the default browser-login message, a stdio
 //! server's forwarded stderr) and every print path of the `mcp-client` CLI use it.
 
-use std::fmt::Write;
+use std::fmt::{self, Write};
 
 /// How a text is laid out where it is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,29 +32,67 @@ pub enum Layout {
 /// out as `layout` says.
 pub fn shown(text: &str, layout: Layout) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    let mut blank = false;
-    while let Some(c) = chars.next() {
-        if layout == Layout::Line && c.is_whitespace() {
-            blank = true;
-            continue;
-        }
-        if std::mem::take(&mut blank) && !out.is_empty() {
-            out.push(' ');
-        }
-        match c {
-            '\n' | '\t' => out.push(c),
-            '\r' if chars.peek() == Some(&'\n') => {}
-            '\0'..='\x1f' | '\x7f' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            '\u{80}'..='\u{9f}' => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
+    // Writing to a String cannot fail.
+    let _ = write!(out, "{}", display(text, layout));
     out
+}
+
+/// [`shown`] without the copy: what it returns, written straight to where the text is printed
+/// (`write!(out, "{}", display(text, layout))`). The runs of characters that need no escape are
+/// written as they are, so printing a 16 MiB tool result takes no second 16 MiB.
+pub fn display(text: &str, layout: Layout) -> Shown<'_> {
+    Shown { text, layout }
+}
+
+/// A text as the terminal may show it, when displayed: see [`display`].
+#[derive(Debug, Clone, Copy)]
+pub struct Shown<'a> {
+    text: &'a str,
+    layout: Layout,
+}
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.text;
+        // `text[run..i]` is written as it is when something else must be written after it.
+        let mut run = 0;
+        // Whether anything was written yet, and whether a run of white space waits (Line).
+        let (mut any, mut blank) = (false, false);
+        let mut chars = text.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            if self.layout == Layout::Line && c.is_whitespace() {
+                any |= i > run;
+                f.write_str(&text[run..i])?;
+                run = i + c.len_utf8();
+                blank = true;
+                continue;
+            }
+            if std::mem::take(&mut blank) && any {
+                f.write_char(' ')?;
+            }
+            match c {
+                // A CRLF's CR goes (Text: Line took both as white space).
+                '\r' if chars.peek().map(|&(_, next)| next) == Some('\n') => {
+                    any |= i > run;
+                    f.write_str(&text[run..i])?;
+                }
+                '\n' | '\t' => continue,
+                '\0'..='\x1f' | '\x7f' => {
+                    f.write_str(&text[run..i])?;
+                    write!(f, "\\x{:02x}", c as u32)?;
+                    any = true;
+                }
+                '\u{80}'..='\u{9f}' => {
+                    f.write_str(&text[run..i])?;
+                    write!(f, "\\u{{{:x}}}", c as u32)?;
+                    any = true;
+                }
+                _ => continue,
+            }
+            run = i + c.len_utf8();
+        }
+        f.write_str(&text[run..])
+    }
 }
 
 /// [`shown`] as one line.
@@ -65,6 +103,60 @@ pub fn line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The per-character rule `display` implements with runs, as `shown` was first written.
+    fn one_by_one(text: &str, layout: Layout) -> String {
+        let mut out = String::new();
+        let mut chars = text.chars().peekable();
+        let mut blank = false;
+        while let Some(c) = chars.next() {
+            if layout == Layout::Line && c.is_whitespace() {
+                blank = true;
+                continue;
+            }
+            if std::mem::take(&mut blank) && !out.is_empty() {
+                out.push(' ');
+            }
+            match c {
+                '\n' | '\t' => out.push(c),
+                '\r' if chars.peek() == Some(&'\n') => {}
+                '\0'..='\x1f' | '\x7f' => {
+                    let _ = write!(out, "\\x{:02x}", c as u32);
+                }
+                '\u{80}'..='\u{9f}' => {
+                    let _ = write!(out, "\\u{{{:x}}}", c as u32);
+                }
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn runs_are_written_as_the_characters_one_by_one() {
+        // Every string of up to three of these pieces, in both layouts.
+        let pieces = [
+            "a", "é", " ", "  ", "\t", "\n", "\r", "\r\n", "\x1b", "\x7f", "\u{9b}", "\u{85}",
+            "\u{a0}", "🦀", "\0", "bc",
+        ];
+        let mut texts = vec![String::new()];
+        for _ in 0..3 {
+            let longer: Vec<String> = texts
+                .iter()
+                .flat_map(|t| pieces.iter().map(move |p| format!("{t}{p}")))
+                .collect();
+            texts.extend(longer);
+        }
+        for text in &texts {
+            for layout in [Layout::Text, Layout::Line] {
+                assert_eq!(
+                    shown(text, layout),
+                    one_by_one(text, layout),
+                    "{text:?} {layout:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn control_characters_are_escaped_and_white_space_laid_out() {

@@ -106,7 +106,11 @@ fn repeat_reports_calls_per_second_last_on_stderr() {
     let rate: f64 = rate.parse().expect(last);
     assert!(rate > 0.0, "{last}");
     if cfg!(target_os = "linux") {
-        let cpu: f64 = cpu.strip_suffix(" µs/call)").expect(last).parse().expect(last);
+        let cpu: f64 = cpu
+            .strip_suffix(" µs/call)")
+            .expect(last)
+            .parse()
+            .expect(last);
         assert!(cpu > 0.0, "{last}");
     }
 }

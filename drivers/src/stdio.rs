@@ -146,6 +146,10 @@ impl StdioConfig {
 const STDERR_LINE_MAX: usize = 2048;
 /// The most bytes one read of stdout takes.
 const READ_CHUNK: usize = 64 * 1024;
+/// A read of at least this many bytes is handed on as it is (its buffer replaced by a fresh one),
+/// a shorter one is copied out (its buffer kept): a large message is not copied on its way to the
+/// framer, and a small one does not take a whole chunk's allocation with it.
+const HAND_ON_MIN: usize = 16 * 1024;
 /// After stdout ends: how long to wait for the exit status, then for stderr to drain.
 const EXIT_WAIT: Duration = Duration::from_millis(500);
 const STDERR_WAIT: Duration = Duration::from_millis(200);
@@ -181,6 +185,7 @@ const MAX_GRACE: Duration = Duration::from_secs(24 * 3600);
 pub struct StdioTransport {
     writer: Arc<Writer>,
     stdout: Async<OwnedFd>,
+    /// Empty between reads, with room for [`READ_CHUNK`] bytes: a read fills its spare capacity.
     read_buf: Mutex<Vec<u8>>,
     /// The last read took less than the buffer holds: the pipe was empty then, so the next
     /// `try_recv` (the one that would only find that out again, `EAGAIN`) says so without a
@@ -346,7 +351,7 @@ impl StdioTransport {
         Ok(StdioTransport {
             writer,
             stdout,
-            read_buf: Mutex::new(vec![0; READ_CHUNK]),
+            read_buf: Mutex::new(Vec::with_capacity(READ_CHUNK)),
             drained: AtomicBool::new(false),
             end,
             stderr_done,
@@ -472,17 +477,19 @@ impl Transport for StdioTransport {
             return None;
         }
         let mut buf = lock(&self.read_buf);
-        match rustix::io::read(self.stdout.get_ref(), &mut buf[..]) {
+        buf.clear();
+        let room = rustix::buffer::spare_capacity(&mut *buf);
+        match rustix::io::read(self.stdout.get_ref(), room) {
             Ok(0) => {
                 lock(&self.end.state).eof = true;
                 self.watch_exit(None);
                 None
             }
             Ok(n) => {
-                if n < buf.len() {
+                if n < READ_CHUNK {
                     self.drained.store(true, Ordering::Relaxed);
                 }
-                Some(Inbound::Bytes(buf[..n].to_vec()))
+                Some(Inbound::Bytes(hand_on(&mut buf, n)))
             }
             Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => None,
             Err(e) => {
@@ -1014,6 +1021,20 @@ async fn drain_stderr(
     }
     if !line.is_empty() {
         emit(&mut line);
+    }
+}
+
+/// The `n` bytes a read put in `buf` (all it holds), owned: moved out whole when there are many
+/// (`buf` gets a fresh allocation), else copied (`buf` keeps its own); `buf` is left empty, with
+/// room for [`READ_CHUNK`].
+fn hand_on(buf: &mut Vec<u8>, n: usize) -> Vec<u8> {
+    debug_assert_eq!(buf.len(), n);
+    if n >= HAND_ON_MIN {
+        std::mem::replace(buf, Vec::with_capacity(READ_CHUNK))
+    } else {
+        let bytes = buf.to_vec();
+        buf.clear();
+        bytes
     }
 }
 

@@ -916,17 +916,26 @@ fn listed(name: &str, description: &str) -> String {
 
 /// A call's result on stdout: its bridged text, or with `--json` one object.
 fn print_result(out: &mut impl Write, result: &CallToolResult, json: bool) {
-    let text = result.text();
     if json {
         let object = serde_json::json!({
-            "text": text,
+            "text": result.text(),
             "isError": result.is_error,
             "structuredContent": result.structured_content,
         });
         let _ = writeln!(out, "{}", term::json(&object.to_string()));
-    } else {
-        let _ = writeln!(out, "{}", term::shown(&text, term::Layout::Text));
+        return;
     }
+    // Escaped as it is written, not into a copy; one text block (the usual answer) is written
+    // from the result itself, without the bridged copy: a 16 MiB text takes no more memory here.
+    let bridged;
+    let text = match &result.content[..] {
+        [mcp_client::proto::ContentBlock::Text { text }] => text,
+        _ => {
+            bridged = result.text();
+            &bridged
+        }
+    };
+    let _ = writeln!(out, "{}", term::display(text, term::Layout::Text));
 }
 
 /// The offline demo: this very binary, started with `--serve`, as the server.
