@@ -152,7 +152,7 @@ impl LineFramer {
     pub fn feed(&mut self, mut data: &[u8], mut on_frame: impl FnMut(Frame<'_>)) {
         data = self.skip_bom(data);
         while !data.is_empty() {
-            let newline = data.iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', data);
             let (segment, rest, complete) = match newline {
                 Some(i) => (&data[..i], &data[i + 1..], true),
                 None => (data, &data[data.len()..], false),
