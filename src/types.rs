@@ -569,7 +569,7 @@ impl Outcome for ListToolsResult {
 }
 
 /// The `tools/call` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     /// Unstructured content, in order.
@@ -585,12 +585,25 @@ pub struct CallToolResult {
         deserialize_with = "null_as_false"
     )]
     pub is_error: bool,
-    /// The `_meta` member, as sent.
+    /// The `_meta` member, verbatim: JSON text, parsed only by whoever reads it
+    /// (`serde_json::from_str(meta.get())`). A modern server puts its identity in every result's
+    /// `_meta`; kept as text, it costs a call one copy instead of a tree of maps built and freed.
     #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Value>,
+    pub meta: Option<Box<RawValue>>,
     /// `resultType` as sent (modern servers); absent means complete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
+}
+
+/// Equal when every member is; `_meta` by its text, as [`Tool`]s are compared.
+impl PartialEq for CallToolResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.content == other.content
+            && self.structured_content == other.structured_content
+            && self.is_error == other.is_error
+            && self.meta.as_deref().map(RawValue::get) == other.meta.as_deref().map(RawValue::get)
+            && self.result_type == other.result_type
+    }
 }
 
 impl Outcome for CallToolResult {
@@ -903,5 +916,41 @@ impl Serialize for ContentBlock {
             ContentBlock::Unknown(v) => v.clone(),
         };
         value.serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A result's `_meta` is kept as the server wrote it, whether the result is read from its
+    /// text (the session) or from a parsed value (a driver's raw `tools/call`), and compares and
+    /// serializes by that text.
+    #[test]
+    fn a_call_results_meta_is_kept_verbatim() {
+        let text = r#"{"content":[],"_meta":{"z":1,"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"resultType":"complete"}"#;
+        let read: CallToolResult = serde_json::from_str(text).unwrap();
+        let meta = read.meta.as_deref().map(RawValue::get);
+        assert_eq!(
+            meta,
+            Some(r#"{"z":1,"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}"#)
+        );
+        assert_eq!(read.result_type, Some(ResultType::Complete));
+        let back = serde_json::to_string(&read).unwrap();
+        assert!(back.contains(r#""_meta":{"z":1,"io"#), "{back}");
+
+        let value = json!({"content": [], "_meta": {"a": [1, 2]}});
+        let from_value: CallToolResult = serde_json::from_value(value).unwrap();
+        assert_eq!(
+            from_value.meta.as_deref().map(RawValue::get),
+            Some(r#"{"a":[1,2]}"#)
+        );
+        assert_ne!(read, from_value);
+        let same: CallToolResult = serde_json::from_str(text).unwrap();
+        assert_eq!(read, same);
+
+        let none: CallToolResult = serde_json::from_str(r#"{"content":[],"_meta":null}"#).unwrap();
+        assert!(none.meta.is_none());
     }
 }

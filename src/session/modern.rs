@@ -201,8 +201,11 @@ impl Modern {
                 meta_map: &self.meta_map,
             },
         };
-        let payload =
-            serde_json::to_vec(&envelope).expect("serializing a JSON-RPC envelope cannot fail");
+        // Room for the envelope, the `_meta` and small params at once (serde_json's `to_vec`
+        // starts at 128 bytes and would grow twice for the `_meta` alone).
+        let mut payload = Vec::with_capacity(128 + method.len() + self.meta.get().len());
+        serde_json::to_writer(&mut payload, &envelope)
+            .expect("serializing a JSON-RPC envelope cannot fail");
         let headers = match transport {
             TransportKind::Http => self.headers(method, params),
             _ => Vec::new(),

@@ -47,9 +47,10 @@ pub trait Method {
 pub(super) struct Decoder {
     /// Decodes the `result` member alone.
     pub(super) result: fn(&str) -> Result<Reply, serde_json::Error>,
-    /// The fast path: decodes a whole answer with wire id `wire` at once; `None` in any doubt
-    /// (the general path then decides, with the same outcome for what the fast path accepts).
-    pub(super) message: fn(&[u8], u64) -> Option<Reply>,
+    /// The fast path: decodes a whole answer (valid UTF-8) with wire id `wire` at once; `None`
+    /// in any doubt (the general path then decides, with the same outcome for what the fast path
+    /// accepts).
+    pub(super) message: fn(&str, u64) -> Option<Reply>,
 }
 
 impl std::fmt::Debug for Decoder {
@@ -90,7 +91,7 @@ impl Decoder {
 }
 
 /// The result of a whole message that answers wire id `wire`, parsed once straight into `T`.
-fn answer<T: DeserializeOwned>(message: &[u8], wire: u64) -> Option<T> {
+fn answer<T: DeserializeOwned>(message: &str, wire: u64) -> Option<T> {
     #[derive(serde::Deserialize)]
     struct Answer<T> {
         id: u64,
@@ -101,7 +102,7 @@ fn answer<T: DeserializeOwned>(message: &[u8], wire: u64) -> Option<T> {
         #[serde(default)]
         error: Option<serde::de::IgnoredAny>,
     }
-    let a: Answer<T> = serde_json::from_slice(message).ok()?;
+    let a: Answer<T> = serde_json::from_str(message).ok()?;
     if a.id != wire || a.method.is_some() || a.error.is_some() {
         return None;
     }
@@ -260,6 +261,12 @@ impl Core {
             return false;
         };
         let Some(id) = self.pending.by_wire(wire) else {
+            return false;
+        };
+        // The message's text is checked once, whole, rather than string by string as it is
+        // parsed from bytes (~600 instructions less a call for a legacy echo answer, ~1,200 for a
+        // modern one, whose `_meta` is longer). Not UTF-8: the general path mends it.
+        let Ok(message) = std::str::from_utf8(message) else {
             return false;
         };
         let reply = self
