@@ -221,24 +221,42 @@ fn main() {
             f.line()
         );
     }
+    // Each round's own ratio too: a case and its neighbours ran within seconds of each other,
+    // so these say how far the machine's load moved the medians.
+    let index = |cores: u32, width: usize, side: &str| {
+        cases
+            .iter()
+            .position(|(c, w, s)| *c == cores && *w == width && s == side)
+    };
     for &cores in &a.cores {
         for &width in &WIDTHS {
-            let Some(ours) = rate.get(&(cores, width, "ours")) else {
+            let Some(o) = index(cores, width, "ours") else {
                 continue;
             };
             for side in ["rmcp-mt", "rmcp-ct"] {
-                if let Some(r) = rate.get(&(cores, width, side)) {
-                    println!(
-                        "  ours / {side}, {cores} core{}, {}: {:.2}x",
-                        if cores == 1 { "" } else { "s" },
-                        if width == 1 {
-                            "sequential"
-                        } else {
-                            "32 callers"
-                        },
-                        ours / r
-                    );
-                }
+                let Some(r) = index(cores, width, side) else {
+                    continue;
+                };
+                let mut per_round: Vec<f64> = results[o]
+                    .iter()
+                    .zip(&results[r])
+                    .map(|(o, r)| o.calls_per_s / r.calls_per_s)
+                    .collect();
+                per_round.sort_by(f64::total_cmp);
+                let mut cpu: Vec<f64> = results[o]
+                    .iter()
+                    .zip(&results[r])
+                    .map(|(o, r)| r.cpu_us_per_call / o.cpu_us_per_call)
+                    .collect();
+                println!(
+                    "  ours / {side}, {cores} core{}, {}: {:.2}x calls/s (rounds' own ratios {:.2}x..{:.2}x); {side}'s CPU per call {:.2}x ours",
+                    if cores == 1 { "" } else { "s" },
+                    if width == 1 { "sequential" } else { "32 callers" },
+                    rate[&(cores, width, "ours")] / rate[&(cores, width, side)],
+                    per_round[0],
+                    per_round[per_round.len() - 1],
+                    med(&mut cpu)
+                );
             }
         }
     }
