@@ -9,7 +9,8 @@
 //! (`ours`: our `Client` on one thread, `smol::block_on`, the 32 callers tasks of one
 //! `LocalExecutor`; `rmcp-mt`: rmcp on tokio's multi-thread runtime, as `#[tokio::main]` gives it,
 //! the callers `tokio::spawn`ed; `rmcp-ct`: rmcp on tokio's current-thread runtime, one thread like
-//! ours), a width (1: one call at a time; 32: 32 callers at once, each making every 32nd call) and
+//! ours; on demand, `ours-nt`: ours with no request timeout, so that its driver arms no timer),
+//! a width (1: one call at a time; 32: 32 callers at once, each making every 32nd call) and
 //! the cores (2: as the machine is; 1: the child, and so its server, under `taskset -c 0`).
 //!
 //! A child connects (spawning the server, `initialize`), makes `W` warm-up calls the same way, then
@@ -26,8 +27,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// The sides compared.
+/// The sides compared by default.
 const SIDES: [&str; 3] = ["ours", "rmcp-mt", "rmcp-ct"];
+/// A diagnostic side, on demand (`--only`): ours with no request timeout, so that its driver
+/// never arms a timer (what the per-call timer costs).
+const OURS_NO_TIMEOUT: &str = "ours-nt";
 /// One call at a time, and 32 callers at once.
 const WIDTHS: [usize; 2] = [1, 32];
 
@@ -124,7 +128,10 @@ fn args() -> Args {
         }
     }
     for s in &a.sides {
-        assert!(SIDES.contains(&s.as_str()), "unknown side {s:?}: {SIDES:?}");
+        assert!(
+            SIDES.contains(&s.as_str()) || s == OURS_NO_TIMEOUT,
+            "unknown side {s:?}: {SIDES:?} or {OURS_NO_TIMEOUT}"
+        );
     }
     a
 }
@@ -233,7 +240,7 @@ fn main() {
             let Some(o) = index(cores, width, "ours") else {
                 continue;
             };
-            for side in ["rmcp-mt", "rmcp-ct"] {
+            for side in ["rmcp-mt", "rmcp-ct", OURS_NO_TIMEOUT] {
                 let Some(r) = index(cores, width, side) else {
                     continue;
                 };
@@ -265,7 +272,12 @@ fn main() {
 /// One child: connect, warm up, measure, close.
 fn child(side: &str, width: usize, a: &Args) -> Figures {
     match side {
-        "ours" => ours(width, a),
+        "ours" => ours(width, a, ClientConfig::default()),
+        OURS_NO_TIMEOUT => {
+            let mut config = ClientConfig::default();
+            config.session.default_timeout = None;
+            ours(width, a, config)
+        }
         "rmcp-mt" => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -349,11 +361,11 @@ fn context_switches() -> u64 {
         .sum()
 }
 
-/// Our side: `Client` with its default configuration (a request timeout, as users get it).
-fn ours(width: usize, a: &Args) -> Figures {
+/// Our side: `Client` with `config` (the default one has a request timeout, as users get it).
+fn ours(width: usize, a: &Args, config: ClientConfig) -> Figures {
     let transport = StdioTransport::spawn(StdioConfig::new(&a.serve)).expect("spawn");
     let server = transport.pid();
-    let client = Client::with_config(transport, ClientConfig::default());
+    let client = Client::with_config(transport, config);
     smol::block_on(client.initialize()).expect("initialize");
     let run = |n: usize| {
         if width == 1 {
