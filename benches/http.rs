@@ -30,9 +30,14 @@
 //! per call (each wake-up of a thread, each hand-off counts one); then ours against bare isahc (the
 //! faster of x and y in each round: the floor for HTTP) for both eras, and the modern era against
 //! the legacy one (each round's ratio of its own turns; the median of the rounds).
-//! Syscalls per call are not counted in process: `perf stat -e 'syscalls:sys_enter_*'
-//! --per-thread -p PID` on a running bench gives them by thread.
+//! Syscalls per call are not counted in process. For them, run one client alone against the
+//! server in a process of its own, under `perf stat`:
+//! `mcp-http --serve [--json] [--modern]` (the example) prints `LISTENING <url>`, then
+//! `perf stat -e 'syscalls:sys_enter_*' <this bench> --only a|a0|f|x|y|b --url <url> [--calls N]`
+//! (`a0`: ours, its calls without a timeout: what the caller's timer costs)
+//! (N calls after 200 of warm-up; the start-up's few syscalls are counted too).
 
+use mcp_client::proto::Request;
 use mcp_client::{Client, HttpTransport, HttpTransportConfig};
 use mcp_testkit::cpu::{threads_cpu, ThreadsCpu};
 use mcp_testkit::http_server as server;
@@ -53,7 +58,49 @@ struct Params {
 }
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+    };
+    // `--only a|a0|f|x|y|b --url URL [--calls N]` (a0: ours, calls without a timeout): one client alone against a server of another
+    // process (`mcp-http --serve [--json] [--modern]`), for `perf stat` to count its syscalls.
+    if let (Some(only), Some(url)) = (arg("--only"), arg("--url")) {
+        let calls = arg("--calls").map_or(20_000, |n| n.parse().expect("--calls N"));
+        let mut client: Box<dyn Calls> = match only.as_str() {
+            "a" | "f" => Box::new(Ours::start(url)),
+            "a0" => Box::new(Ours {
+                no_timeout: true,
+                ..Ours::start(url)
+            }),
+            "x" => Box::new(RawIsahc::start(url, false)),
+            "y" => Box::new(RawIsahc::start(url, true)),
+            "b" => Box::new(Baseline::start(url)),
+            other => panic!("--only a|f|x|y|b, not {other}"),
+        };
+        client.calls(200);
+        let before = threads_cpu(server::SERVER_THREADS);
+        let by_thread = per_thread();
+        let spent = client.calls(calls);
+        let cost = threads_cpu(server::SERVER_THREADS) - before;
+        println!(
+            "({only}) {calls} calls: {:.0} calls/s, client CPU {:.1} µs/call, {:.2} switches/call",
+            per_s(calls, spent),
+            cost.cpu.as_secs_f64() * 1e6 / calls as f64,
+            cost.switches as f64 / calls as f64
+        );
+        for (name, (cpu, switches)) in per_thread() {
+            let (cpu0, switches0) = by_thread.get(&name).copied().unwrap_or_default();
+            println!(
+                "  threads {name:<16} {:>7.1} µs/call {:>6.2} switches/call",
+                (cpu - cpu0) as f64 / 1e3 / calls as f64,
+                (switches - switches0) as f64 / calls as f64
+            );
+        }
+        return;
+    }
+    let full = args.iter().any(|a| a == "--bench");
     let p = if full {
         Params {
             warmup: Duration::from_secs(1),
@@ -97,6 +144,34 @@ fn main() {
         );
         run(&srv.url, &modern.url, &p);
     }
+}
+
+/// CPU nanoseconds and switches so far of this process's live threads, by name (digits left
+/// out: `isahc-agent-3` counts as `isahc-agent-`).
+fn per_thread() -> std::collections::BTreeMap<String, (u64, u64)> {
+    let mut out = std::collections::BTreeMap::new();
+    for task in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let path = task.path();
+        let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        let name: String = name
+            .trim()
+            .chars()
+            .filter(|c| !c.is_ascii_digit())
+            .collect();
+        let stat = std::fs::read_to_string(path.join("schedstat")).unwrap_or_default();
+        let f: Vec<u64> = stat
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(0))
+            .collect();
+        let e = out.entry(name).or_insert((0, 0));
+        e.0 += f.first().copied().unwrap_or(0);
+        e.1 += f.get(2).copied().unwrap_or(0);
+    }
+    out
 }
 
 /// A client under measurement: `n` sequential calls, their wall time.
@@ -227,6 +302,8 @@ fn run(url: &str, modern_url: &str, p: &Params) {
 /// Our client.
 struct Ours {
     client: Client<HttpTransport>,
+    /// Calls without a timeout (`--only a0`): what the caller's timer costs.
+    no_timeout: bool,
 }
 
 impl Ours {
@@ -234,7 +311,10 @@ impl Ours {
         let transport = HttpTransport::new(HttpTransportConfig::new(url)).expect("transport");
         let client = Client::new(transport);
         smol::block_on(client.initialize()).expect("initialize");
-        Ours { client }
+        Ours {
+            client,
+            no_timeout: false,
+        }
     }
 
     fn close(self) {
@@ -247,11 +327,12 @@ impl Calls for Ours {
         smol::block_on(async {
             let started = Instant::now();
             for _ in 0..n {
-                let r = self
-                    .client
-                    .call_tool("echo", json!({"text": "hi"}))
-                    .await
-                    .expect("call");
+                let request = Request::call_tool("echo", json!({"text": "hi"}));
+                let request = match self.no_timeout {
+                    true => request.no_timeout(),
+                    false => request,
+                };
+                let r = self.client.call(request).await.expect("call");
                 assert_eq!(r.text(), "hi");
             }
             started.elapsed()

@@ -1,9 +1,9 @@
 //! The Streamable HTTP transport, on [isahc](https://docs.rs/isahc). It only moves bytes: every
 //! decision (headers, statuses, session ids, resumption) comes from [`HttpRules`] in the core.
 //!
-//! Each outbound message is one POST, each with a task of its own: a request's exchange, so a
-//! response stream can stay open while the answers to the server's pings go out on their own
-//! POSTs, and every notification or response, each within its deadline
+//! Each outbound message is one POST, each run on its own: a request's exchange, so a response
+//! stream can stay open while the answers to the server's pings go out on their own POSTs, and
+//! every notification or response (a task each), each within its deadline
 //! ([`HttpTransportConfig::post_timeout`]), so one stalled POST holds nothing back. Only what
 //! follows `notifications/initialized` or a cancellation waits for its status, and at most
 //! [`ORDER_WAIT`](mcp_proto::http::ORDER_WAIT) ([`HttpRules::order_wait`]), so the server sees
@@ -13,6 +13,11 @@
 //! waits on the answer fails). Events are handed to the client as they arrive. A cancelled
 //! request's exchange is aborted, and so is every exchange when the transport is closed or
 //! dropped; [`close`](Transport::close) sends its `DELETE` after the POSTs still under way.
+//!
+//! A request's exchange is run by whoever waits on the transport ([`Transport::ready`]: the
+//! caller waiting for an answer, else the idle reader), on its own thread, so that a call costs
+//! what a bare isahc request does: no hand-off to an executor thread and back. A watchdog task
+//! runs what nobody waiting ran within 10 ms (a caller's future kept but not polled).
 //!
 //! After a legacy handshake the rules may say to listen on the standalone event stream (a `GET`,
 //! by default when the client declared capabilities: see [`HttpConfig::standalone_stream`]); one
