@@ -8,25 +8,38 @@
 //! thread per connection, 127.0.0.1), started in this process twice: default behaviour (each answer is a
 //! chunked `text/event-stream`) and `json: true` (`application/json` with `Content-Length`).
 //!
+//! Five clients, each on a keep-alive connection of its own:
 //! (a) Our `Client` (`smol::block_on`, `client.call_tool("echo", {"text":"hi"})`, result decoded and
-//!     its text checked), one call at a time.
+//!     its text checked), one call at a time, legacy era.
+//! (f) The same against the server in the modern era (`Behaviour::modern`: no session, the
+//!     per-request `_meta` and its mirrored headers, `resultType` on every result), found by the
+//!     probe (`EraChoice::Auto`, the default).
+//! (x, y) The floor under (a) and (f): bare isahc making the same POSTs with no MCP layer (the
+//!     body read whole, "hi" looked for in it), through its async API in `smol::block_on` and
+//!     through its blocking one. Each request crosses to isahc's agent thread (curl) and back.
 //! (b) A blocking client over ONE keep-alive `std::net::TcpStream` (`set_nodelay(true)`): the same
 //!     handshake (`initialize`, `notifications/initialized`), then each call is one `write_all` of
 //!     the POST (Content-Length, `Mcp-Session-Id`, `MCP-Protocol-Version`) and a read of the
 //!     response head and body (Content-Length, or chunked for SSE: only what that server sends),
 //!     `serde_json::Value` parsed and its text checked.
-//! (c) calls/s of both: the median of several rounds (alternating a and b) after a warm-up, and
-//!     the ratio.
-//! (x, y) The floor under (a): bare isahc making the same POSTs with no MCP layer, async and
-//!     blocking. Each request crosses to isahc's agent thread (curl) and back.
-//! (f) Our `Client` as in (a), with the era found by the probe (`EraChoice::Auto`, the default),
-//!     against the same server in the modern era (`Behaviour::modern`: no session, the
-//!     per-request `_meta` and its mirrored headers, `resultType` on every result), and the ratio
-//!     to (a): what the modern era costs a call. The two clients take turns in chunks of a
-//!     twentieth of a round, so that both meet the same load; each round's ratio is of its own
-//!     turns, and the median of the rounds' ratios is the result.
+//!
+//! After a warm-up, each round gives every client the same calls in turns of a tenth of a round,
+//! one client after the other in an order that rotates, so that all meet the same load. Printed:
+//! each client's calls/s (the median of the rounds), its client CPU per call (the schedstat time of
+//! the process's threads, the in-process server's named threads left out) and its thread switches
+//! per call (each wake-up of a thread, each hand-off counts one); then ours against bare isahc (the
+//! faster of x and y in each round: the floor for HTTP) for both eras, and the modern era against
+//! the legacy one (each round's ratio of its own turns; the median of the rounds).
+//! Syscalls per call are not counted in process. For them, run one client alone against the
+//! server in a process of its own, under `perf stat`:
+//! `mcp-http --serve [--json] [--modern]` (the example) prints `LISTENING <url>`, then
+//! `perf stat -e 'syscalls:sys_enter_*' <this bench> --only a|a0|f|x|y|b --url <url> [--calls N]`
+//! (`a0`: ours, its calls without a timeout: what the caller's timer costs)
+//! (N calls after 200 of warm-up; the start-up's few syscalls are counted too).
 
+use mcp_client::proto::Request;
 use mcp_client::{Client, HttpTransport, HttpTransportConfig};
+use mcp_testkit::cpu::{threads_cpu, ThreadsCpu};
 use mcp_testkit::http_server as server;
 use mcp_testkit::{median, per_s};
 use serde_json::{json, Value};
@@ -45,7 +58,49 @@ struct Params {
 }
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+    };
+    // `--only a|a0|f|x|y|b --url URL [--calls N]` (a0: ours, calls without a timeout): one client alone against a server of another
+    // process (`mcp-http --serve [--json] [--modern]`), for `perf stat` to count its syscalls.
+    if let (Some(only), Some(url)) = (arg("--only"), arg("--url")) {
+        let calls = arg("--calls").map_or(20_000, |n| n.parse().expect("--calls N"));
+        let mut client: Box<dyn Calls> = match only.as_str() {
+            "a" | "f" => Box::new(Ours::start(url)),
+            "a0" => Box::new(Ours {
+                no_timeout: true,
+                ..Ours::start(url)
+            }),
+            "x" => Box::new(RawIsahc::start(url, false)),
+            "y" => Box::new(RawIsahc::start(url, true)),
+            "b" => Box::new(Baseline::start(url)),
+            other => panic!("--only a|f|x|y|b, not {other}"),
+        };
+        client.calls(200);
+        let before = threads_cpu(server::SERVER_THREADS);
+        let by_thread = per_thread();
+        let spent = client.calls(calls);
+        let cost = threads_cpu(server::SERVER_THREADS) - before;
+        println!(
+            "({only}) {calls} calls: {:.0} calls/s, client CPU {:.1} µs/call, {:.2} switches/call",
+            per_s(calls, spent),
+            cost.cpu.as_secs_f64() * 1e6 / calls as f64,
+            cost.switches as f64 / calls as f64
+        );
+        for (name, (cpu, switches)) in per_thread() {
+            let (cpu0, switches0) = by_thread.get(&name).copied().unwrap_or_default();
+            println!(
+                "  threads {name:<16} {:>7.1} µs/call {:>6.2} switches/call",
+                (cpu - cpu0) as f64 / 1e3 / calls as f64,
+                (switches - switches0) as f64 / calls as f64
+            );
+        }
+        return;
+    }
+    let full = args.iter().any(|a| a == "--bench");
     let p = if full {
         Params {
             warmup: Duration::from_secs(1),
@@ -91,124 +146,164 @@ fn main() {
     }
 }
 
+/// CPU nanoseconds and switches so far of this process's live threads, by name (digits left
+/// out: `isahc-agent-3` counts as `isahc-agent-`).
+fn per_thread() -> std::collections::BTreeMap<String, (u64, u64)> {
+    let mut out = std::collections::BTreeMap::new();
+    for task in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let path = task.path();
+        let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        let name: String = name
+            .trim()
+            .chars()
+            .filter(|c| !c.is_ascii_digit())
+            .collect();
+        let stat = std::fs::read_to_string(path.join("schedstat")).unwrap_or_default();
+        let f: Vec<u64> = stat
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(0))
+            .collect();
+        let e = out.entry(name).or_insert((0, 0));
+        e.0 += f.first().copied().unwrap_or(0);
+        e.1 += f.get(2).copied().unwrap_or(0);
+    }
+    out
+}
+
+/// A client under measurement: `n` sequential calls, their wall time.
+trait Calls {
+    fn calls(&mut self, n: usize) -> Duration;
+}
+
+/// What one client spent over the rounds.
+#[derive(Default)]
+struct Tally {
+    /// Wall time per round.
+    rounds: Vec<Duration>,
+    /// CPU time and thread switches of the client's threads (the server's left out), all rounds.
+    cost: ThreadsCpu,
+    calls: usize,
+}
+
+impl Tally {
+    fn rate(&self, per_round: usize) -> f64 {
+        per_s(per_round, median(self.rounds.clone()))
+    }
+    fn cpu_us(&self) -> f64 {
+        self.cost.cpu.as_secs_f64() * 1e6 / self.calls as f64
+    }
+    fn switches(&self) -> f64 {
+        self.cost.switches as f64 / self.calls as f64
+    }
+}
+
 fn run(url: &str, modern_url: &str, p: &Params) {
     let mut ours = Ours::start(url);
-    let mut base = Baseline::start(url);
     let mut modern = Ours::start(modern_url);
     assert_eq!(modern.client.era(), Some(mcp_client::proto::Era::Modern));
-    let rate = |calls: &mut dyn FnMut(usize) -> Duration| {
+    let mut base = Baseline::start(url);
+    let mut x = RawIsahc::start(url, false);
+    let mut y = RawIsahc::start(url, true);
+    let names = [
+        "(a) ours, legacy era",
+        "(f) ours, modern era",
+        "(x) bare isahc, async",
+        "(y) bare isahc, blocking",
+        "(b) hand-written blocking",
+    ];
+    let mut clients: [&mut dyn Calls; 5] = [&mut ours, &mut modern, &mut x, &mut y, &mut base];
+    let rate = |c: &mut dyn Calls| {
         let (mut n, mut spent) = (0, Duration::ZERO);
         while spent < p.warmup {
-            spent += calls(5);
+            spent += c.calls(5);
             n += 5;
         }
         per_s(n, spent)
     };
-    let warm = rate(&mut |n| ours.calls(n)).max(rate(&mut |n| base.calls(n)));
-    let calls = ((warm * p.round.as_secs_f64()) as usize).clamp(20, p.max_calls);
-    println!("  {calls} calls per round");
-    let (mut ours_t, mut base_t) = (Vec::new(), Vec::new());
-    for round in 0..p.rounds {
-        // Alternate the order so that drift (other load on the machine) hits both alike.
-        let (o, b) = if round % 2 == 0 {
-            let o = ours.calls(calls);
-            (o, base.calls(calls))
-        } else {
-            let b = base.calls(calls);
-            (ours.calls(calls), b)
-        };
-        println!(
-            "  round {round}: ours {:>7.0} calls/s   baseline {:>7.0} calls/s",
-            per_s(calls, o),
-            per_s(calls, b)
-        );
-        ours_t.push(o);
-        base_t.push(b);
-    }
-    // (f) The modern era, taking turns with (a).
-    rate(&mut |n| modern.calls(n));
-    let turns = 20;
+    let warm: Vec<f64> = clients.iter_mut().map(|c| rate(&mut **c)).collect();
+    // Sized on our client, so that a round of all five stays short.
+    let calls = ((warm[0] * p.round.as_secs_f64()) as usize).clamp(20, p.max_calls);
+    let turns = 10;
     let chunk = (calls / turns).max(1);
-    let mut paired = Vec::new();
+    let calls = chunk * turns;
+    println!("  {calls} calls per client per round, in {turns} turns of {chunk}; each turn runs the five clients one after the other, the order rotating");
+    let mut tally: Vec<Tally> = (0..clients.len()).map(|_| Tally::default()).collect();
     for round in 0..p.rounds {
-        let (mut l, mut m) = (Duration::ZERO, Duration::ZERO);
+        let mut spent = [Duration::ZERO; 5];
         for turn in 0..turns {
-            if (turn + round) % 2 == 0 {
-                l += ours.calls(chunk);
-                m += modern.calls(chunk);
-            } else {
-                m += modern.calls(chunk);
-                l += ours.calls(chunk);
+            for k in 0..clients.len() {
+                let i = (k + turn + round) % clients.len();
+                let before = threads_cpu(server::SERVER_THREADS);
+                spent[i] += clients[i].calls(chunk);
+                let cost = threads_cpu(server::SERVER_THREADS) - before;
+                tally[i].cost.cpu += cost.cpu;
+                tally[i].cost.switches += cost.switches;
+                tally[i].calls += chunk;
             }
         }
-        println!(
-            "  (f) round {round}: ours {:>7.0} calls/s   ours, modern era {:>7.0} calls/s",
-            per_s(chunk * turns, l),
-            per_s(chunk * turns, m)
-        );
-        paired.push((l, m));
+        let line: Vec<String> = spent
+            .iter()
+            .map(|t| format!("{:>6.0}", per_s(calls, *t)))
+            .collect();
+        println!("  round {round} calls/s (a f x y b): {}", line.join(" "));
+        for (t, s) in tally.iter_mut().zip(spent) {
+            t.rounds.push(s);
+        }
     }
+    println!(
+        "  {:<27} {:>8} {:>9} {:>15} {:>10}",
+        "client", "calls/s", "µs/call", "client CPU/call", "switches"
+    );
+    for (name, t) in names.iter().zip(&tally) {
+        let r = t.rate(calls);
+        println!(
+            "  {name:<27} {r:>8.0} {:>9.1} {:>12.1} µs {:>10.2}",
+            1e6 / r,
+            t.cpu_us(),
+            t.switches()
+        );
+    }
+    // Each round's ratio is of its own turns; the floor is the faster of bare isahc's two APIs
+    // in that round.
+    let ratio = |ours: usize| {
+        let mut r: Vec<f64> = (0..p.rounds)
+            .map(|k| {
+                let floor = tally[2].rounds[k].min(tally[3].rounds[k]);
+                floor.as_secs_f64() / tally[ours].rounds[k].as_secs_f64()
+            })
+            .collect();
+        r.sort_by(f64::total_cmp);
+        (r[r.len() / 2], r[0], r[r.len() - 1])
+    };
+    let floor_cpu = tally[2].cpu_us().min(tally[3].cpu_us());
+    for (i, era) in [(0, "legacy"), (1, "modern")] {
+        let (m, lo, hi) = ratio(i);
+        println!(
+            "  {era} era: ours / bare isahc (the faster of x, y, each round) {m:.2}x calls/s (rounds {lo:.2}x..{hi:.2}x); client CPU per call {:.2}x isahc's",
+            tally[i].cpu_us() / floor_cpu
+        );
+    }
+    let mut eras: Vec<f64> = (0..p.rounds)
+        .map(|k| tally[0].rounds[k].as_secs_f64() / tally[1].rounds[k].as_secs_f64())
+        .collect();
+    eras.sort_by(f64::total_cmp);
+    println!(
+        "  modern / legacy era (f)/(a): {:.2}x calls/s (median of the rounds' ratios)",
+        eras[eras.len() / 2]
+    );
     modern.close();
     ours.close();
-    let mut raw = RawIsahc::start(url);
-    raw.calls(200, false);
-    raw.calls(200, true);
-    let mut ra = Vec::new();
-    let mut rb = Vec::new();
-    for _ in 0..p.rounds {
-        ra.push(raw.calls(calls, false));
-        rb.push(raw.calls(calls, true));
-    }
-    let x = per_s(calls, median(ra));
-    println!("  (x) raw isahc send_async in smol::block_on: {x:>7.0} calls/s");
-    println!(
-        "  (y) raw isahc blocking send:               {:>7.0} calls/s",
-        per_s(calls, median(rb))
-    );
-    let o = per_s(calls, median(ours_t));
-    let b = per_s(calls, median(base_t));
-    println!(
-        "  (a) ours (Client<HttpTransport>, smol): {o:>7.0} calls/s ({:.1} µs/call)",
-        1e6 / o
-    );
-    println!(
-        "  (b) baseline (blocking std, 1 socket):  {b:>7.0} calls/s ({:.1} µs/call)",
-        1e6 / b
-    );
-    println!(
-        "  (c) ratio ours/baseline: {:.2}x (medians of calls/s)",
-        o / b
-    );
-    println!(
-        "  (d) ratio ours/raw isahc (x): {:.2}x: the rest of the gap is isahc's own cost",
-        o / x
-    );
-    let m = per_s(
-        chunk * turns,
-        median(paired.iter().map(|(_, m)| *m).collect()),
-    );
-    let l = per_s(
-        chunk * turns,
-        median(paired.iter().map(|(l, _)| *l).collect()),
-    );
-    let mut ratios: Vec<f64> = paired
-        .iter()
-        .map(|(l, m)| l.as_secs_f64() / m.as_secs_f64())
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    let r = ratios[ratios.len() / 2];
-    println!(
-        "  (f) ours, modern era:                   {m:>7.0} calls/s ({:.1} µs/call); (a) in turn with it: {l:>7.0} calls/s\n      ratio modern/legacy (f)/(a): {r:.2}x (median of the rounds' ratios; they ranged {:.2}x..{:.2}x): the modern era costs {:.1}% of calls/s",
-        1e6 / m,
-        ratios[0],
-        ratios[ratios.len() - 1],
-        (1.0 - r) * 100.0
-    );
 }
 
 /// Our client.
 struct Ours {
     client: Client<HttpTransport>,
+    /// Calls without a timeout (`--only a0`): what the caller's timer costs.
+    no_timeout: bool,
 }
 
 impl Ours {
@@ -216,26 +311,32 @@ impl Ours {
         let transport = HttpTransport::new(HttpTransportConfig::new(url)).expect("transport");
         let client = Client::new(transport);
         smol::block_on(client.initialize()).expect("initialize");
-        Ours { client }
-    }
-
-    fn calls(&mut self, n: usize) -> Duration {
-        smol::block_on(async {
-            let started = Instant::now();
-            for _ in 0..n {
-                let r = self
-                    .client
-                    .call_tool("echo", json!({"text": "hi"}))
-                    .await
-                    .expect("call");
-                assert_eq!(r.text(), "hi");
-            }
-            started.elapsed()
-        })
+        Ours {
+            client,
+            no_timeout: false,
+        }
     }
 
     fn close(self) {
         smol::block_on(self.client.close()).expect("close");
+    }
+}
+
+impl Calls for Ours {
+    fn calls(&mut self, n: usize) -> Duration {
+        smol::block_on(async {
+            let started = Instant::now();
+            for _ in 0..n {
+                let request = Request::call_tool("echo", json!({"text": "hi"}));
+                let request = match self.no_timeout {
+                    true => request.no_timeout(),
+                    false => request,
+                };
+                let r = self.client.call(request).await.expect("call");
+                assert_eq!(r.text(), "hi");
+            }
+            started.elapsed()
+        })
     }
 }
 
@@ -296,7 +397,9 @@ impl Baseline {
         assert_eq!(answer.status, 202);
         b
     }
+}
 
+impl Calls for Baseline {
     fn calls(&mut self, n: usize) -> Duration {
         let started = Instant::now();
         for _ in 0..n {
@@ -313,7 +416,9 @@ impl Baseline {
         }
         started.elapsed()
     }
+}
 
+impl Baseline {
     /// Writes one POST and reads the response; its body is left in `self.body`.
     fn post(&mut self, body: &str) -> Answer {
         self.request.clear();
@@ -413,14 +518,17 @@ impl Baseline {
     }
 }
 
+/// Bare isahc: the same POSTs with no MCP layer, through its async API (`smol::block_on`) or its
+/// blocking one; each request crosses to isahc's agent thread (curl) and back.
 struct RawIsahc {
     client: isahc::HttpClient,
     url: String,
     session: Option<String>,
+    blocking: bool,
 }
 
 impl RawIsahc {
-    fn start(url: &str) -> RawIsahc {
+    fn start(url: &str, blocking: bool) -> RawIsahc {
         use isahc::config::{Configurable, RedirectPolicy};
         let client = isahc::HttpClient::builder()
             .redirect_policy(RedirectPolicy::None)
@@ -430,6 +538,7 @@ impl RawIsahc {
             client,
             url: url.to_owned(),
             session: None,
+            blocking,
         };
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
@@ -476,14 +585,17 @@ impl RawIsahc {
             })
         }
     }
-    fn calls(&mut self, n: usize, blocking: bool) -> Duration {
+}
+
+impl Calls for RawIsahc {
+    fn calls(&mut self, n: usize) -> Duration {
         let started = Instant::now();
         for i in 0..n {
             let body = format!(
                 r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}}}}}}"#,
                 i + 1
             );
-            let (text, _) = self.post(body, blocking);
+            let (text, _) = self.post(body, self.blocking);
             assert!(text.contains("\"hi\""), "{text}");
         }
         started.elapsed()

@@ -1,9 +1,9 @@
 //! The Streamable HTTP transport, on [isahc](https://docs.rs/isahc). It only moves bytes: every
 //! decision (headers, statuses, session ids, resumption) comes from [`HttpRules`] in the core.
 //!
-//! Each outbound message is one POST, each with a task of its own: a request's exchange, so a
-//! response stream can stay open while the answers to the server's pings go out on their own
-//! POSTs, and every notification or response, each within its deadline
+//! Each outbound message is one POST, each run on its own: a request's exchange, so a response
+//! stream can stay open while the answers to the server's pings go out on their own POSTs, and
+//! every notification or response (a task each), each within its deadline
 //! ([`HttpTransportConfig::post_timeout`]), so one stalled POST holds nothing back. Only what
 //! follows `notifications/initialized` or a cancellation waits for its status, and at most
 //! [`ORDER_WAIT`](mcp_proto::http::ORDER_WAIT) ([`HttpRules::order_wait`]), so the server sees
@@ -14,6 +14,11 @@
 //! request's exchange is aborted, and so is every exchange when the transport is closed or
 //! dropped; [`close`](Transport::close) sends its `DELETE` after the POSTs still under way.
 //!
+//! A request's exchange is run by whoever waits on the transport ([`Transport::ready`]: the
+//! caller waiting for an answer, else the idle reader), on its own thread, so that a call costs
+//! what a bare isahc request does: no hand-off to an executor thread and back. A watchdog task
+//! runs what nobody waiting ran within 10 ms (a caller's future kept but not polled).
+//!
 //! After a legacy handshake the rules may say to listen on the standalone event stream (a `GET`,
 //! by default when the client declared capabilities: see [`HttpConfig::standalone_stream`]); one
 //! task reads it, hands its messages (the server's requests and notifications) to the client,
@@ -22,6 +27,7 @@
 use crate::auth::{OAuth, OAuthConfig};
 use crate::transport::{BoxFuture, Inbound, Transport};
 use crate::Error;
+use event_listener::IntoNotification;
 use isahc::config::{Configurable, RedirectPolicy};
 use isahc::{AsyncBody, HttpClient, Response};
 use mcp_proto::http::{
@@ -33,13 +39,20 @@ use mcp_proto::{RequestError, RequestId, Transmit, TransmitKind};
 use smol::channel::{self, Receiver, Sender};
 use smol::io::AsyncReadExt;
 use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Wake, Waker};
 use std::time::Duration;
 
 /// How many received messages may wait for the client before reading the response pauses.
 const INBOUND_QUEUE: usize = 64;
+
+/// How soon the watchdog polls a request's exchange that was woken and that nobody waiting on
+/// the transport polled (see [`Runner`]).
+const WATCHDOG: Duration = Duration::from_millis(10);
 
 /// How to reach a Streamable HTTP server. `Debug` hides header values and the URL's credentials
 /// and query.
@@ -148,30 +161,152 @@ struct Shared {
     closed: AtomicBool,
     /// The OAuth flow's state, when the transport authorizes.
     oauth: Option<OAuth>,
+    /// The request exchanges' futures, and who polls them.
+    runner: Runner,
+    /// Messages handed to the send loop that it has not finished with (an ordered one until its
+    /// status came or its wait ended): while there are any, a request queues behind them.
+    backlog: AtomicUsize,
 }
 
-/// The running request exchanges, by request id, each with its generation: dropping the sender
-/// aborts the exchange, and an exchange's cleanup removes only its own entry (a request resent in
-/// a new session gets a new one under the same id).
+/// Who runs the request exchanges. An exchange is a future polled by whoever waits on the
+/// transport ([`Transport::ready`]: the caller waiting for an answer, or the idle reader), on
+/// that caller's own thread: the request goes out and its answer comes in with no hand-off to
+/// an executor thread and back, as with a bare HTTP client. Its waker queues it in `woken` and
+/// wakes one waiter (`work`). So that no exchange waits on a caller that is not polled (a
+/// caller's future kept but left alone, the only caller), a watchdog task on smol's executor
+/// polls what is still queued every [`WATCHDOG`] while exchanges run (or ran in the last
+/// period); it sleeps when none did.
+struct Runner {
+    /// Woken exchanges, each once, in the order they were woken.
+    woken: Mutex<VecDeque<Arc<Slot>>>,
+    /// Notified (one more waiter each time) when an exchange is woken.
+    work: event_listener::Event,
+    /// Exchanges whose future has not ended (nor been dropped).
+    live: AtomicUsize,
+    /// Counts the exchanges started, for the watchdog to tell recent ones.
+    begun: AtomicU64,
+    /// Set while the watchdog sleeps until an exchange starts (`started`).
+    asleep: AtomicBool,
+    started: event_listener::Event,
+}
+
+/// One exchange's future, polled by one thread at a time; `None` once it ended or was dropped
+/// (the request was cancelled, the transport closed).
+struct Slot {
+    /// In `Runner::woken` (set by its waker, cleared before it is polled).
+    woken: AtomicBool,
+    future: Mutex<Option<Pin<Box<dyn Future<Output = ()> + Send>>>>,
+    runner: Weak<Shared>,
+}
+
+impl Wake for Slot {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if self.woken.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(shared) = self.runner.upgrade() {
+            lock(&shared.runner.woken).push_back(self.clone());
+            // One more waiter: a caller already told (perhaps one whose future is not polled)
+            // does not take every wake-up.
+            shared.runner.work.notify(1.additional());
+        }
+    }
+}
+
+impl Slot {
+    /// Drops the exchange's future (it ends its HTTP exchange): waits for a poll under way on
+    /// another thread.
+    fn abort(&self) {
+        let future = lock(&self.future).take();
+        if future.is_some() {
+            if let Some(shared) = self.runner.upgrade() {
+                shared.runner.live.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        drop(future);
+    }
+}
+
+impl Runner {
+    fn new() -> Runner {
+        Runner {
+            woken: Mutex::new(VecDeque::new()),
+            work: event_listener::Event::new(),
+            live: AtomicUsize::new(0),
+            begun: AtomicU64::new(0),
+            asleep: AtomicBool::new(false),
+            started: event_listener::Event::new(),
+        }
+    }
+
+    /// Polls every woken exchange, on this thread, until none is woken.
+    fn drive(&self) {
+        loop {
+            let Some(slot) = lock(&self.woken).pop_front() else {
+                return;
+            };
+            slot.woken.store(false, Ordering::Release);
+            let mut future = lock(&slot.future);
+            let Some(running) = future.as_mut() else {
+                continue;
+            };
+            let waker = Waker::from(slot.clone());
+            if running
+                .as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_ready()
+            {
+                *future = None;
+                self.live.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+/// The running request exchanges, by request id, each with its generation: [`Slot::abort`]
+/// ends an exchange, and an exchange's cleanup removes only its own entry (a request resent in a
+/// new session gets a new one under the same id).
 #[derive(Default)]
 struct Exchanges {
     next: u64,
-    running: HashMap<RequestId, (u64, Sender<()>)>,
+    running: HashMap<RequestId, (u64, Arc<Slot>)>,
     /// The standalone stream's listener, when one runs: dropping it ends the listener (a new
     /// handshake's listener replaces the old one).
     listening: Option<Sender<()>>,
 }
 
 impl Exchanges {
-    fn insert(&mut self, id: RequestId, abort: Sender<()>) -> u64 {
-        self.next += 1;
-        self.running.insert(id, (self.next, abort));
-        self.next
-    }
-
     fn remove(&mut self, id: RequestId, generation: u64) {
         if self.running.get(&id).is_some_and(|(g, _)| *g == generation) {
             self.running.remove(&id);
+        }
+    }
+
+    /// Aborts request `id`'s exchange, if it runs. Call it without the lock held (an exchange's
+    /// future is dropped).
+    fn abort(running: &Mutex<Exchanges>, id: RequestId) {
+        let slot = lock(running).running.remove(&id);
+        if let Some((_, slot)) = slot {
+            slot.abort();
+        }
+    }
+
+    /// Aborts every exchange and the listener.
+    fn abort_all(running: &Mutex<Exchanges>) {
+        let (all, listening) = {
+            let mut exchanges = lock(running);
+            (
+                std::mem::take(&mut exchanges.running),
+                exchanges.listening.take(),
+            )
+        };
+        drop(listening);
+        for (_, (_, slot)) in all {
+            slot.abort();
         }
     }
 }
@@ -211,9 +346,12 @@ impl HttpTransport {
             max_message: config.max_message,
             post_timeout: config.post_timeout,
             closed: false.into(),
+            runner: Runner::new(),
+            backlog: AtomicUsize::new(0),
         });
         let exchanges = Arc::new(Mutex::new(Exchanges::default()));
         let queued = Arc::new(AtomicUsize::new(0));
+        smol::spawn(watchdog(Arc::downgrade(&shared))).detach();
         // Detached, so that what was queued before a drop still goes out; it ends when the
         // queue is closed and empty.
         smol::spawn(send_loop(
@@ -251,11 +389,10 @@ impl Drop for HttpTransport {
         // No new exchange starts; dropping the abort senders ends the running ones. The send
         // loop still posts what is queued (cancellations), then ends.
         self.shared.closed.store(true, Ordering::SeqCst);
-        let mut exchanges = lock(&self.exchanges);
-        exchanges.running.clear();
-        exchanges.listening = None;
-        drop(exchanges);
+        Exchanges::abort_all(&self.exchanges);
         self.outbound.close();
+        // The watchdog ends once no exchange runs.
+        self.shared.runner.started.notify(usize::MAX);
     }
 }
 
@@ -274,7 +411,21 @@ impl Transport for HttpTransport {
             // through the inbound queue, which may be full too).
             return Err(error);
         }
+        // A request with nothing queued before it starts its exchange at once, for the caller
+        // that waits for it to run (see `Runner`); else it goes behind the others.
+        if let TransmitKind::Request { id, .. } = message.kind {
+            if self.shared.backlog.load(Ordering::SeqCst) == 0 {
+                self.shared.done(&self.queued);
+                if self.shared.closed.load(Ordering::SeqCst) {
+                    return Err(Error::Closed);
+                }
+                start_exchange(&self.shared, &self.exchanges, id, message);
+                return Ok(());
+            }
+        }
+        self.shared.backlog.fetch_add(1, Ordering::SeqCst);
         self.outbound.try_send(message).map_err(|_| {
+            self.shared.backlog.fetch_sub(1, Ordering::SeqCst);
             self.shared.done(&self.queued);
             Error::Closed
         })
@@ -292,11 +443,17 @@ impl Transport for HttpTransport {
         }
     }
 
+    /// Runs the request exchanges that were woken (see `Runner`) while it waits.
     fn ready(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            let arrived = self.shared.arrived.listen();
-            if self.inbound.is_empty() && !self.inbound.is_closed() {
-                arrived.await;
+            loop {
+                let arrived = self.shared.arrived.listen();
+                let work = self.shared.runner.work.listen();
+                self.shared.runner.drive();
+                if !self.inbound.is_empty() || self.inbound.is_closed() {
+                    return;
+                }
+                smol::future::or(arrived, work).await;
             }
         })
     }
@@ -307,11 +464,7 @@ impl Transport for HttpTransport {
                 return Ok(());
             }
             self.outbound.close();
-            {
-                let mut exchanges = lock(&self.exchanges);
-                exchanges.running.clear();
-                exchanges.listening = None;
-            }
+            Exchanges::abort_all(&self.exchanges);
             // What was queued before (a cancellation, an answer) reaches the server before the
             // `DELETE` ends its session: each such POST ends within `post_timeout`, and so does
             // this wait.
@@ -399,45 +552,43 @@ async fn send_loop(
     queue: Receiver<Transmit>,
 ) {
     while let Ok(transmit) = queue.recv().await {
+        send_one(&shared, &exchanges, &queued, transmit).await;
+        shared.backlog.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// One message of the send loop's.
+async fn send_one(
+    shared: &Arc<Shared>,
+    exchanges: &Weak<Mutex<Exchanges>>,
+    queued: &Arc<AtomicUsize>,
+    transmit: Transmit,
+) {
+    {
         match transmit.kind.clone() {
             TransmitKind::Request { id, .. } => {
                 // A request leaves the count here: its exchange belongs to a waiting caller.
-                shared.done(&queued);
+                shared.done(queued);
                 // After close or drop, no new exchange starts.
                 let Some(running) = exchanges.upgrade() else {
-                    continue;
+                    return;
                 };
                 if shared.closed.load(Ordering::SeqCst) {
-                    continue;
+                    return;
                 }
-                let (abort_tx, abort_rx) = channel::bounded::<()>(1);
-                let generation = lock(&running).insert(id, abort_tx);
-                drop(running);
-                let shared = shared.clone();
-                let exchanges = exchanges.clone();
-                smol::spawn(async move {
-                    let exchange = exchange(&shared, id, &transmit);
-                    smol::future::or(exchange, async {
-                        let _ = abort_rx.recv().await;
-                    })
-                    .await;
-                    if let Some(running) = exchanges.upgrade() {
-                        lock(&running).remove(id, generation);
-                    }
-                })
-                .detach();
+                start_exchange(shared, &running, id, transmit);
             }
             kind => {
                 let cancel = lock(&shared.rules).on_cancel(&kind);
                 if let Some(cancel) = cancel {
                     // Giving up on a request ends its HTTP exchange…
                     if let Some(running) = exchanges.upgrade() {
-                        lock(&running).running.remove(&cancel.abort);
+                        Exchanges::abort(&running, cancel.abort);
                     }
                     // …and, when the rules say so, only that.
                     if !cancel.notify {
-                        shared.done(&queued);
-                        continue;
+                        shared.done(queued);
+                        return;
                     }
                 }
                 let order = HttpRules::order_wait(&kind);
@@ -450,7 +601,7 @@ async fn send_loop(
                 })
                 .detach();
                 let Some(order) = order else {
-                    continue;
+                    return;
                 };
                 // Later messages wait until this one's status is in, or it was abandoned, or
                 // for as long as the rules say at most (the POST itself goes on).
@@ -464,7 +615,7 @@ async fn send_loop(
                 )
                 .await;
                 if !HttpRules::listens_after(&kind) {
-                    continue;
+                    return;
                 }
                 // The handshake is done: listen on the standalone stream if the rules say so.
                 let listen = lock(&shared.rules).listen();
@@ -484,6 +635,84 @@ async fn send_loop(
                 }
             }
         }
+    }
+}
+
+/// Starts request `id`'s exchange (see [`Runner`]): one of the waiters on the transport polls it
+/// first, soon.
+fn start_exchange(
+    shared: &Arc<Shared>,
+    exchanges: &Arc<Mutex<Exchanges>>,
+    id: RequestId,
+    transmit: Transmit,
+) {
+    let generation = {
+        let mut running = lock(exchanges);
+        running.next += 1;
+        running.next
+    };
+    let future = {
+        let (shared, exchanges) = (shared.clone(), Arc::downgrade(exchanges));
+        async move {
+            exchange(&shared, id, &transmit).await;
+            if let Some(running) = exchanges.upgrade() {
+                lock(&running).remove(id, generation);
+            }
+        }
+    };
+    let slot = Arc::new(Slot {
+        woken: AtomicBool::new(false),
+        future: Mutex::new(Some(Box::pin(future))),
+        runner: Arc::downgrade(shared),
+    });
+    let runner = &shared.runner;
+    runner.live.fetch_add(1, Ordering::SeqCst);
+    runner.begun.fetch_add(1, Ordering::SeqCst);
+    // Entered before its first poll, so that its cleanup finds it.
+    let replaced = lock(exchanges)
+        .running
+        .insert(id, (generation, slot.clone()));
+    if let Some((_, old)) = replaced {
+        old.abort();
+    }
+    slot.wake_by_ref();
+    if runner.asleep.load(Ordering::SeqCst) {
+        runner.started.notify(usize::MAX);
+    }
+}
+
+/// Polls the exchanges that were woken and that nobody waiting on the transport polled, every
+/// [`WATCHDOG`] while exchanges run or ran in the last period; sleeps when none did. Ends once
+/// the transport is gone and no exchange runs.
+async fn watchdog(shared: Weak<Shared>) {
+    let mut seen = 0;
+    loop {
+        smol::Timer::after(WATCHDOG).await;
+        let Some(strong) = shared.upgrade() else {
+            return;
+        };
+        let runner = &strong.runner;
+        runner.drive();
+        let begun = runner.begun.load(Ordering::SeqCst);
+        if runner.live.load(Ordering::SeqCst) == 0 && begun == seen {
+            if strong.closed.load(Ordering::SeqCst) {
+                return;
+            }
+            let started = runner.started.listen();
+            runner.asleep.store(true, Ordering::SeqCst);
+            let idle = runner.live.load(Ordering::SeqCst) == 0
+                && runner.begun.load(Ordering::SeqCst) == begun
+                && !strong.closed.load(Ordering::SeqCst);
+            drop(strong);
+            if idle {
+                started.await;
+            }
+            let Some(strong) = shared.upgrade() else {
+                return;
+            };
+            strong.runner.asleep.store(false, Ordering::SeqCst);
+        }
+        seen = begun;
     }
 }
 
@@ -618,7 +847,7 @@ async fn post_message(
         return;
     };
     if let (Some(id), Some(running)) = (lost.request, exchanges.upgrade()) {
-        lock(&running).running.remove(&id);
+        Exchanges::abort(&running, id);
     }
     shared
         .deliver(Inbound::Undelivered {

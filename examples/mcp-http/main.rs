@@ -5,6 +5,7 @@
 //!                     Streamable HTTP, list its tools and call some of them
 //! mcp-http --serve    only run that server; prints "LISTENING <url>" and serves until killed
 //!          [--json]   answer with application/json instead of event streams
+//!          [--modern] speak only the modern era (2026-07-28)
 //! ```
 //!
 //! The server is the test kit's (`mcp_testkit::http_server`, a dev-dependency), well behaved.
@@ -18,6 +19,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let behaviour = server::Behaviour {
         json: args.iter().any(|a| a == "--json"),
+        modern: args.iter().any(|a| a == "--modern"),
         ..server::Behaviour::default()
     };
     let server = match server::start(behaviour) {

@@ -154,21 +154,31 @@ impl Server {
     }
 }
 
+/// The start of the name of every thread the server runs (`mcp-http-accept`, `mcp-http-conn`).
+pub const SERVER_THREADS: &str = "mcp-http-";
+
 /// Starts a server on 127.0.0.1 with a free port; it runs until the process ends.
 pub fn start(behaviour: Behaviour) -> std::io::Result<Server> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
     let shared = Arc::new((Mutex::new(State::default()), Condvar::new()));
     let shared2 = shared.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let shared = shared2.clone();
-            let behaviour = behaviour.clone();
-            std::thread::spawn(move || {
-                let _ = serve_connection(stream, &behaviour, &shared);
-            });
-        }
-    });
+    // Named (`mcp-http-…`), so that a benchmark running the server in its own process can leave
+    // the server's threads out of the client's CPU time (`cpu::threads_cpu`).
+    std::thread::Builder::new()
+        .name(format!("{SERVER_THREADS}accept"))
+        .spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let shared = shared2.clone();
+                let behaviour = behaviour.clone();
+                std::thread::Builder::new()
+                    .name(format!("{SERVER_THREADS}conn"))
+                    .spawn(move || {
+                        let _ = serve_connection(stream, &behaviour, &shared);
+                    })
+                    .expect("spawn a connection thread");
+            }
+        })?;
     Ok(Server { url, shared })
 }
 
