@@ -994,9 +994,11 @@ fn elicitation_is_declared_only_with_a_terminal_to_ask_on() {
     let bin = serve_bin();
     let bin = bin.to_str().unwrap();
     let capabilities = |shown: &str| -> Value {
+        // The server's stderr line (forwarded as it comes) may land after a prompt the CLI
+        // printed without a line end: the two reach the terminal through different pipes.
         let line = shown
             .lines()
-            .find_map(|l| l.strip_prefix("serve: client capabilities "))
+            .find_map(|l| Some(l.split_once("serve: client capabilities ")?.1))
             .unwrap_or_else(|| panic!("no capabilities: {shown}"));
         serde_json::from_str(line).unwrap()
     };
