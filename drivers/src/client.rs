@@ -934,6 +934,7 @@ impl<T: Transport> Shared<T> {
         let mut armed: Option<Option<Instant>> = None;
         let mut timer = smol::Timer::never();
         let mut looked = false;
+        let mut yielded = false;
         loop {
             while let Ok(item) = rx.try_recv() {
                 if let Some(result) = take(item) {
@@ -942,6 +943,14 @@ impl<T: Transport> Shared<T> {
             }
             if !looked {
                 looked = true;
+                next = self.pump(timers);
+                continue;
+            }
+            if !yielded && one_cpu() {
+                // Nothing yet, and the server shares this one CPU: let it run (it was woken by
+                // the request) and look again, rather than pay a wait in the reactor.
+                yielded = true;
+                std::thread::yield_now();
                 next = self.pump(timers);
                 continue;
             }
@@ -1207,6 +1216,14 @@ enum IdleWake {
     Look,
     /// The timer it keeps fired.
     Timer,
+}
+
+/// Whether this process may run on one CPU only (its affinity mask, as the system said the
+/// first time this was asked): a server on the same machine then shares that CPU, so a caller
+/// whose first look found nothing yields it once, and looks again, before it waits.
+fn one_cpu() -> bool {
+    static ONE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ONE.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() == 1))
 }
 
 /// Where a list's change count is kept in `State::lists_changed`.
