@@ -47,11 +47,11 @@
 //! no request timeout, so its driver never arms a timer.
 
 use mcp_client::{Client, ClientConfig, StdioConfig, StdioTransport};
+use mcp_testkit::floor::Floor;
 use mcp_testkit::{median, per_s, serve_bin};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const MIB: usize = 1024 * 1024;
@@ -628,70 +628,16 @@ impl Ours {
     }
 }
 
-/// The minimal blocking client: what a careful hand-written loop costs.
-struct Baseline {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    line: String,
-    next_id: u64,
-}
+/// The minimal blocking client ([`Floor`]): what a careful hand-written loop costs.
+struct Baseline(Floor);
 
 impl Baseline {
     fn start(serve: &Path) -> Baseline {
-        let mut child = Command::new(serve)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        let stdin = child.stdin.take();
-        let stdout = BufReader::with_capacity(64 * 1024, child.stdout.take().unwrap());
-        let mut b = Baseline {
-            child,
-            stdin,
-            stdout,
-            line: String::new(),
-            next_id: 0,
-        };
-        let init = b.request(
-            "initialize",
-            json!({
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "baseline", "version": "0"}
-            }),
-        );
-        assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
-        b.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        b
-    }
-
-    fn send(&mut self, message: &Value) {
-        let mut bytes = serde_json::to_vec(message).unwrap();
-        bytes.push(b'\n');
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(&bytes).expect("write");
-        stdin.flush().expect("flush");
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            self.line.clear();
-            let n = self.stdout.read_line(&mut self.line).expect("read");
-            assert!(n > 0, "server closed stdout");
-            let v: Value = serde_json::from_str(&self.line).expect("JSON");
-            if v["id"] == id {
-                return v;
-            }
-        }
+        Baseline(Floor::start(serve, &[] as &[&str], Stdio::null()))
     }
 
     fn call(&mut self, name: &str, arguments: Value) -> Value {
-        self.request("tools/call", json!({"name": name, "arguments": arguments}))
+        self.0.call(name, arguments)
     }
 
     fn calls(&mut self, n: usize) -> Duration {
@@ -703,9 +649,8 @@ impl Baseline {
         started.elapsed()
     }
 
-    fn close(mut self) {
-        drop(self.stdin.take());
-        self.child.wait().expect("wait");
+    fn close(self) {
+        self.0.close()
     }
 }
 

@@ -7,7 +7,13 @@ use std::time::Duration;
 
 /// This process's CPU time so far (its live threads).
 pub fn process_cpu() -> Duration {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+    tasks_cpu("/proc/self/task")
+}
+
+/// The CPU time so far of the live threads listed under `tasks`, a `/proc/PID/task` folder
+/// (another process's: a server's, say).
+pub fn tasks_cpu(tasks: impl AsRef<std::path::Path>) -> Duration {
+    let Ok(tasks) = std::fs::read_dir(tasks) else {
         return Duration::ZERO;
     };
     let ns: u64 = tasks

@@ -16,6 +16,7 @@
 
 mod bins;
 pub mod cpu;
+pub mod floor;
 pub mod http_server;
 mod peers;
 mod process;

@@ -21,7 +21,7 @@
 //! shutdown.
 
 use mcp_client::{Client, ClientConfig, StdioConfig, StdioTransport};
-use mcp_testkit::cpu::process_cpu;
+use mcp_testkit::cpu::{process_cpu, tasks_cpu};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -306,7 +306,7 @@ impl Meter {
     fn start(server: u32) -> Meter {
         Meter {
             server,
-            server_cpu: cpu_of(&format!("/proc/{server}/task")),
+            server_cpu: tasks_cpu(format!("/proc/{server}/task")),
             cpu: process_cpu(),
             switches: context_switches(),
             started: Instant::now(),
@@ -318,7 +318,7 @@ impl Meter {
         let wall = self.started.elapsed();
         let cpu = process_cpu().saturating_sub(self.cpu);
         let switches = context_switches().saturating_sub(self.switches);
-        let server = cpu_of(&format!("/proc/{}/task", self.server)).saturating_sub(self.server_cpu);
+        let server = tasks_cpu(format!("/proc/{}/task", self.server)).saturating_sub(self.server_cpu);
         let per = |d: Duration| d.as_secs_f64() * 1e6 / calls as f64;
         Figures {
             calls_per_s: calls as f64 / wall.as_secs_f64(),
@@ -329,19 +329,6 @@ impl Meter {
     }
 }
 
-/// CPU time of the threads listed under `tasks` (a `/proc/PID/task` folder), as
-/// [`process_cpu`] counts this process's.
-fn cpu_of(tasks: &str) -> Duration {
-    let Ok(tasks) = std::fs::read_dir(tasks) else {
-        return Duration::ZERO;
-    };
-    let ns: u64 = tasks
-        .filter_map(|t| t.ok())
-        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
-    Duration::from_nanos(ns)
-}
 
 /// Voluntary + involuntary context switches of this process's live threads.
 fn context_switches() -> u64 {

@@ -1,13 +1,12 @@
 //! `mcp-testkit-floor --call NAME [--args JSON] [--repeat N] -- COMMAND [ARG...]`: the floor the
-//! benchmarks hold the `mcp-client` CLI against — a minimal hand-written blocking MCP client over
-//! stdio (legacy era), with no library: `std::process` pipes, one `write_all` + flush per request,
-//! `BufRead::read_line` per answer, each answer parsed as a `serde_json::Value` and its first text
-//! checked to be there. It prints what the CLI prints with `--repeat`: the last result's text,
+//! benchmarks hold the `mcp-client` CLI against — [`mcp_testkit::floor::Floor`], a minimal
+//! hand-written blocking MCP client with no library, each answer's first text checked to be
+//! there. It prints what the CLI prints with `--repeat`: the last result's text,
 //! then `calls/s: R (client CPU C µs/call)` on stderr ([`mcp_testkit::cpu`]).
 
+use mcp_testkit::floor::Floor;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{ExitCode, Stdio};
 use std::time::Instant;
 
 fn main() -> ExitCode {
@@ -35,29 +34,7 @@ fn main() -> ExitCode {
     }
     let name = name.expect("--call NAME");
     assert!(!command.is_empty(), "-- COMMAND [ARG...]");
-    let mut child = Command::new(&command[0])
-        .args(&command[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start the server");
-    let mut peer = Peer {
-        stdin: child.stdin.take().expect("stdin"),
-        stdout: BufReader::with_capacity(64 * 1024, child.stdout.take().expect("stdout")),
-        line: String::new(),
-        next_id: 0,
-    };
-    let init = peer.request(
-        "initialize",
-        json!({
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "mcp-testkit-floor", "version": "0"}
-        }),
-    );
-    assert!(init.get("result").is_some(), "initialize failed: {init}");
-    peer.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut peer = Floor::start(&command[0], &command[1..], Stdio::inherit());
     let mut calls = |n: u64| -> Value {
         let mut last = Value::Null;
         for _ in 0..n {
@@ -85,39 +62,6 @@ fn main() -> ExitCode {
             cpu.as_secs_f64() * 1e6 / repeat as f64
         );
     }
-    drop(peer);
-    let _ = child.wait();
+    peer.close();
     ExitCode::SUCCESS
-}
-
-/// The server's pipes.
-struct Peer {
-    stdin: std::process::ChildStdin,
-    stdout: BufReader<std::process::ChildStdout>,
-    line: String,
-    next_id: u64,
-}
-
-impl Peer {
-    fn send(&mut self, message: &Value) {
-        let mut bytes = serde_json::to_vec(message).expect("JSON");
-        bytes.push(b'\n');
-        self.stdin.write_all(&bytes).expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            self.line.clear();
-            let n = self.stdout.read_line(&mut self.line).expect("read");
-            assert!(n > 0, "the server closed its stdout");
-            let v: Value = serde_json::from_str(&self.line).expect("JSON");
-            if v["id"] == id {
-                return v;
-            }
-        }
-    }
 }

@@ -1,0 +1,89 @@
+//! The floor the benchmarks hold our client against: a minimal hand-written blocking MCP client
+//! over stdio (legacy era), with no library — `std::process` pipes, one `write_all` + flush per
+//! request, `BufRead::read_line` per answer, each answer parsed as a `serde_json::Value`. What a
+//! careful hand-written loop costs. The binary `mcp-testkit-floor` ([`crate::floor_bin`]) runs it
+//! as the CLI runs ours; `benches/stdio.rs` runs it in-process.
+
+use serde_json::{json, Value};
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+/// A server and the blocking client's pipes to it.
+pub struct Floor {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+    next_id: u64,
+}
+
+impl Floor {
+    /// Starts `command args…` (its stderr as `stderr` says) and makes the handshake:
+    /// `initialize` (2025-11-25), then `notifications/initialized`.
+    pub fn start(command: impl AsRef<OsStr>, args: &[impl AsRef<OsStr>], stderr: Stdio) -> Floor {
+        let mut child = Command::new(command)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .expect("start the server");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::with_capacity(64 * 1024, child.stdout.take().expect("stdout"));
+        let mut floor = Floor {
+            child,
+            stdin,
+            stdout,
+            line: String::new(),
+            next_id: 0,
+        };
+        let init = floor.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "mcp-testkit-floor", "version": "0"}
+            }),
+        );
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+        floor.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        floor
+    }
+
+    /// Writes one message and its newline, and flushes.
+    pub fn send(&mut self, message: &Value) {
+        let mut bytes = serde_json::to_vec(message).expect("JSON");
+        bytes.push(b'\n');
+        let stdin = self.stdin.as_mut().expect("open");
+        stdin.write_all(&bytes).expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    /// Sends a request and reads lines until its answer (others are skipped).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            self.line.clear();
+            let n = self.stdout.read_line(&mut self.line).expect("read");
+            assert!(n > 0, "the server closed its stdout");
+            let v: Value = serde_json::from_str(&self.line).expect("JSON");
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    /// `tools/call name arguments`: the whole answer.
+    pub fn call(&mut self, name: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": name, "arguments": arguments}))
+    }
+
+    /// Closes the server's stdin and waits for it to exit.
+    pub fn close(mut self) {
+        drop(self.stdin.take());
+        self.child.wait().expect("wait");
+    }
+}
