@@ -405,7 +405,7 @@ impl State {
         }
         if let Some(wake) = &self.timer_wake {
             let next = self.session.poll_timeout();
-            if next.is_some_and(|at| self.timer_armed.is_none_or(|armed| at < armed)) {
+            if next.is_some_and(|at| earlier(at, self.timer_armed)) {
                 self.timer_armed = next;
                 wake.notify(1);
             }
@@ -912,8 +912,8 @@ impl<T: Transport> Shared<T> {
     /// core the server runs as soon as the request is written, and has answered when the writer
     /// runs again) costs no wait in the reactor at all. Then it waits on its answer, the
     /// transport's readiness and — only without an idle reader, which keeps the session's timers
-    /// for everyone — on its own timer (`deadline`, then re-armed from the session as `timers`
-    /// names, after each wake-up that may have moved it).
+    /// for everyone — on its own timer (`deadline`, then following the session's next timer as
+    /// `timers` names, re-armed only when that comes earlier or the armed one passed).
     async fn wait<M, R>(
         &self,
         rx: &Receiver<M>,
@@ -931,8 +931,7 @@ impl<T: Transport> Shared<T> {
         }
         let mut next = deadline;
         // This caller's own timer (without an idle reader), armed when it first has to wait.
-        let mut armed: Option<Option<Instant>> = None;
-        let mut timer = smol::Timer::never();
+        let mut timer = LazyTimer::new();
         let mut looked = false;
         let mut yielded = false;
         loop {
@@ -954,12 +953,8 @@ impl<T: Transport> Shared<T> {
                 next = self.pump(timers);
                 continue;
             }
-            if !self.idle_reader && armed != Some(next) {
-                armed = Some(next);
-                match next {
-                    Some(at) => timer.set_at(at),
-                    None => timer = smol::Timer::never(),
-                }
+            if !self.idle_reader {
+                timer.follow(next, Instant::now());
             }
             let pumped = self.pumps.load(Ordering::Acquire);
             let answer = async { Wake::Answer(rx.recv().await.ok()) };
@@ -968,7 +963,7 @@ impl<T: Transport> Shared<T> {
                 Wake::Readable
             };
             let fired = async {
-                (&mut timer).await;
+                timer.fired().await;
                 Wake::Deadline
             };
             match smol::future::or(answer, smol::future::or(readable, fired)).await {
@@ -984,9 +979,7 @@ impl<T: Transport> Shared<T> {
                     }
                 }
                 Wake::Deadline => {
-                    // A timeout's answer is in `rx` now; a wake-up's work is done. The timer
-                    // is spent: arm it again for what comes next.
-                    armed = None;
+                    // A timeout's answer is in `rx` now; a wake-up's work is done.
                     next = self.expire(timers);
                 }
             }
@@ -1134,8 +1127,7 @@ impl<T: Transport> Shared<T> {
 /// nothing due and arms the next: a re-arm per timeout period, not per call.
 async fn idle_reader<T: Transport>(shared: Arc<Shared<T>>) {
     let mut seen = shared.waits_begun.load(Ordering::Relaxed);
-    let mut timer = smol::Timer::never();
-    let mut armed: Option<Instant> = None;
+    let mut timer = LazyTimer::new();
     while !shared.finished() {
         let woken = shared.idle_wake.listen();
         if shared.finished() {
@@ -1144,28 +1136,15 @@ async fn idle_reader<T: Transport>(shared: Arc<Shared<T>>) {
         }
         {
             let mut st = lock(&shared.state);
-            let next = st.session.poll_timeout();
-            let now = Instant::now();
-            let spent = armed.is_some_and(|at| at <= now);
-            match next {
-                Some(at) if armed.is_none() || spent || at < armed.unwrap_or(at) => {
-                    armed = Some(at);
-                    timer.set_at(at);
-                }
-                None if spent => {
-                    armed = None;
-                    timer = smol::Timer::never();
-                }
-                _ => {}
-            }
-            st.timer_armed = armed;
+            timer.follow(st.session.poll_timeout(), Instant::now());
+            st.timer_armed = timer.armed;
         }
         let woken = async {
             woken.await;
             IdleWake::Woken
         };
         let fired = async {
-            (&mut timer).await;
+            timer.fired().await;
             IdleWake::Timer
         };
         let begun = shared.waits_begun.load(Ordering::Relaxed);
@@ -1206,6 +1185,52 @@ async fn idle_reader<T: Transport>(shared: Arc<Shared<T>>) {
             }
         }
     }
+}
+
+/// A timer kept armed at the earliest instant it is told to follow, re-armed only when told an
+/// earlier one or when the armed one has passed. A later instant waits for the armed one to
+/// fire first (whoever then looks finds nothing due, and the timer follows the later one): each
+/// re-arm costs the reactor a wake-up and system calls, and a timer per call cost that per call.
+struct LazyTimer {
+    timer: smol::Timer,
+    /// The instant `timer` is armed for.
+    armed: Option<Instant>,
+}
+
+impl LazyTimer {
+    fn new() -> LazyTimer {
+        LazyTimer {
+            timer: smol::Timer::never(),
+            armed: None,
+        }
+    }
+
+    /// Follows the session's next timer, `next`, at `now`.
+    fn follow(&mut self, next: Option<Instant>, now: Instant) {
+        let spent = self.armed.is_some_and(|at| at <= now);
+        match next {
+            Some(at) if spent || earlier(at, self.armed) => {
+                self.armed = Some(at);
+                self.timer.set_at(at);
+            }
+            None if spent => {
+                self.armed = None;
+                self.timer = smol::Timer::never();
+            }
+            _ => {}
+        }
+    }
+
+    /// Completes when the armed instant comes (never, when none is armed).
+    async fn fired(&mut self) {
+        (&mut self.timer).await;
+    }
+}
+
+/// Whether a timer at `at` must re-arm one armed for `armed`: nothing is armed, or `at` comes
+/// first.
+fn earlier(at: Instant, armed: Option<Instant>) -> bool {
+    armed.is_none_or(|armed| at < armed)
 }
 
 /// What woke the idle reader.
