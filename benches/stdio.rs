@@ -598,28 +598,8 @@ impl Ours {
 
     /// `n` calls made by `width` callers at once (tasks on one thread), each checking its answer.
     fn concurrent_calls(&mut self, n: usize, width: usize) -> Duration {
-        let client = &self.client;
-        let ex = smol::LocalExecutor::new();
         let started = Instant::now();
-        let tasks: Vec<_> = (0..width)
-            .map(|w| {
-                ex.spawn(async move {
-                    for i in (w..n).step_by(width) {
-                        let text = format!("c{i}");
-                        let r = client
-                            .call_tool("echo", json!({ "text": text }))
-                            .await
-                            .expect("call");
-                        assert_eq!(r.text(), text);
-                    }
-                })
-            })
-            .collect();
-        smol::block_on(ex.run(async {
-            for t in tasks {
-                t.await;
-            }
-        }));
+        mcp_testkit::echo_calls(&self.client, n, width);
         started.elapsed()
     }
 

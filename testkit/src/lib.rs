@@ -70,6 +70,37 @@ pub async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output>
     outputs.into_iter().map(|o| o.expect("ready")).collect()
 }
 
+/// Makes `tools/call echo {"text": "c<i>"}` for every `i` below `n` and checks each answer's
+/// text: one call at a time when `width` is 1, else by `width` callers at once (tasks of one
+/// `LocalExecutor` on this thread, each making every `width`-th call). Blocks until all are
+/// answered. For the benchmarks.
+pub fn echo_calls<T: mcp_client::Transport>(
+    client: &mcp_client::Client<T>,
+    n: usize,
+    width: usize,
+) {
+    let caller = |w: usize| async move {
+        for i in (w..n).step_by(width.max(1)) {
+            let text = format!("c{i}");
+            let r = client
+                .call_tool("echo", serde_json::json!({ "text": text }))
+                .await
+                .expect("call");
+            assert_eq!(r.text(), text);
+        }
+    };
+    if width <= 1 {
+        return smol::block_on(caller(0));
+    }
+    let ex = smol::LocalExecutor::new();
+    let tasks: Vec<_> = (0..width).map(|w| ex.spawn(caller(w))).collect();
+    smol::block_on(ex.run(async {
+        for t in tasks {
+            t.await;
+        }
+    }));
+}
+
 /// The median of `v` (the upper one of an even count).
 pub fn median(mut v: Vec<Duration>) -> Duration {
     v.sort_unstable();

@@ -354,42 +354,7 @@ fn ours(width: usize, a: &Args, config: ClientConfig) -> Figures {
     let server = transport.pid();
     let client = Client::with_config(transport, config);
     smol::block_on(client.initialize()).expect("initialize");
-    let run = |n: usize| {
-        if width == 1 {
-            smol::block_on(async {
-                for i in 0..n {
-                    let text = format!("c{i}");
-                    let r = client
-                        .call_tool("echo", json!({ "text": text }))
-                        .await
-                        .expect("call");
-                    assert_eq!(r.text(), text);
-                }
-            })
-        } else {
-            let client = &client;
-            let ex = smol::LocalExecutor::new();
-            let tasks: Vec<_> = (0..width)
-                .map(|w| {
-                    ex.spawn(async move {
-                        for i in (w..n).step_by(width) {
-                            let text = format!("c{i}");
-                            let r = client
-                                .call_tool("echo", json!({ "text": text }))
-                                .await
-                                .expect("call");
-                            assert_eq!(r.text(), text);
-                        }
-                    })
-                })
-                .collect();
-            smol::block_on(ex.run(async {
-                for t in tasks {
-                    t.await;
-                }
-            }));
-        }
-    };
+    let run = |n: usize| mcp_testkit::echo_calls(&client, n, width);
     run(a.warmup);
     let meter = Meter::start(server);
     run(a.calls);
