@@ -22,7 +22,7 @@
 
 use mcp_client::{Client, ClientConfig, StdioConfig, StdioTransport};
 use mcp_testkit::cpu::{process_cpu, tasks_cpu};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -318,7 +318,8 @@ impl Meter {
         let wall = self.started.elapsed();
         let cpu = process_cpu().saturating_sub(self.cpu);
         let switches = context_switches().saturating_sub(self.switches);
-        let server = tasks_cpu(format!("/proc/{}/task", self.server)).saturating_sub(self.server_cpu);
+        let server =
+            tasks_cpu(format!("/proc/{}/task", self.server)).saturating_sub(self.server_cpu);
         let per = |d: Duration| d.as_secs_f64() * 1e6 / calls as f64;
         Figures {
             calls_per_s: calls as f64 / wall.as_secs_f64(),
@@ -328,7 +329,6 @@ impl Meter {
         }
     }
 }
-
 
 /// Voluntary + involuntary context switches of this process's live threads.
 fn context_switches() -> u64 {
