@@ -14,7 +14,9 @@
 //! server that does not survive an unknown request — is started again and spoken to in the
 //! legacy era.
 
+#[cfg(feature = "http")]
 use crate::http::{HttpTransport, HttpTransportConfig};
+#[cfg(feature = "stdio")]
 use crate::stdio::{StdioConfig, StdioTransport};
 use crate::{Client, ClientConfig, Error};
 use mcp_proto::{Era, EraChoice};
@@ -49,6 +51,7 @@ pub fn remember_era(key: &str, era: Option<Era>) {
     }
 }
 
+#[cfg(feature = "stdio")]
 /// The key a stdio server's era is remembered by: its command line and directory (never its
 /// environment, which may hold secrets).
 pub fn stdio_key(config: &StdioConfig) -> String {
@@ -64,6 +67,7 @@ pub fn stdio_key(config: &StdioConfig) -> String {
     key
 }
 
+#[cfg(feature = "http")]
 /// The key an HTTP server's era is remembered by: its endpoint without credentials, query or
 /// fragment.
 pub fn http_key(config: &HttpTransportConfig) -> String {
@@ -86,6 +90,7 @@ fn with_era(config: &ClientConfig, era: EraChoice) -> ClientConfig {
     config
 }
 
+#[cfg(feature = "stdio")]
 /// Starts a stdio server and opens its session in the era it speaks (see the
 /// [module docs](self)). On failure the process is ended and reaped before the error returns.
 pub async fn connect_stdio(
@@ -129,6 +134,7 @@ pub async fn connect_stdio(
     }
 }
 
+#[cfg(feature = "http")]
 /// Opens a session with a Streamable HTTP server in the era it speaks (see the
 /// [module docs](self)).
 pub async fn connect_http(

@@ -73,6 +73,13 @@ pub enum Error {
     /// [`mcp_proto::oauth::AuthError`]; no token or secret is in the message).
     #[error("authorization: {0}")]
     Auth(mcp_proto::oauth::AuthError),
+    /// A server needs a transport this build leaves out: its cargo feature (`stdio` or `http`)
+    /// is off.
+    #[error("this build has no {transport} transport (the driver crate's `{transport}` feature is off)")]
+    TransportUnavailable {
+        /// The transport, which is also the feature's name: `"stdio"` or `"http"`.
+        transport: &'static str,
+    },
     /// `tools/list` pagination went wrong: a repeated cursor, more pages or more bytes than the
     /// caps.
     #[error("tools/list pagination: {0}")]
@@ -88,6 +95,7 @@ fn stderr_suffix(stderr: &str) -> String {
 }
 
 impl Error {
+    #[cfg_attr(not(any(feature = "stdio", feature = "http")), allow(dead_code))]
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {
             context: context.into(),

@@ -24,6 +24,20 @@
 //! # Ok::<(), mcp_client::Error>(())
 //! ```
 //!
+//! # Features
+//!
+//! | feature | default | what it brings |
+//! |---|---|---|
+//! | `stdio` | yes | [`StdioTransport`], [`connect_stdio`]: a server run as a child process (`async-process`) |
+//! | `http` | yes | [`HttpTransport`], [`connect_http`], OAuth 2.1 ([`auth`]): Streamable HTTP through `isahc`, and so libcurl (the only C code in the tree) |
+//! | `tracing` | no | a span per request and events for what the server says (the `trace` module) |
+//!
+//! A stdio-only agent takes `default-features = false, features = ["stdio"]`: no C compiler, no
+//! HTTP stack. A [`ServerSet`] built without one of the transports still reads every server of a
+//! config file; a server that needs the missing one fails to start with
+//! [`Error::TransportUnavailable`], naming the feature. With neither transport, the [`Client`]
+//! runs over a [`Transport`] of the application's own.
+//!
 //! # Who drives the connection
 //!
 //! Nobody holds a role. A caller that sent a request first looks at the transport without
@@ -62,29 +76,41 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "http")]
 pub mod auth;
 pub mod client;
 pub mod config;
+#[cfg(any(feature = "stdio", feature = "http"))]
 pub mod connect;
 pub mod error;
 pub mod handlers;
+#[cfg(feature = "http")]
 pub mod http;
+#[cfg(any(feature = "stdio", feature = "http"))]
 pub mod servers;
+#[cfg(feature = "stdio")]
 pub mod stdio;
 pub mod tools;
 #[cfg(feature = "tracing")]
 pub mod trace;
 pub mod transport;
 
+#[cfg(feature = "http")]
 pub use auth::{Authorize, FileStore, MemoryStore, OAuthConfig, TokenStore};
 pub use client::{Client, ClientConfig, ListChangedCallback, LogCallback, WarningCallback};
-pub use connect::{connect_http, connect_stdio};
+#[cfg(feature = "http")]
+pub use connect::connect_http;
+#[cfg(feature = "stdio")]
+pub use connect::connect_stdio;
 pub use error::Error;
 pub use handlers::{ElicitAnswer, Elicitation, HandlerError, Handlers, Root};
+#[cfg(feature = "http")]
 pub use http::{HttpTransport, HttpTransportConfig};
 pub use mcp_proto as proto;
 pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput, Transmit};
+#[cfg(any(feature = "stdio", feature = "http"))]
 pub use servers::{Launch, ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
+#[cfg(feature = "stdio")]
 pub use stdio::{StderrMode, StdioConfig, StdioTransport};
 pub use tools::{as_tools, AgentTool, McpTool, ToolError, ToolSet};
 pub use transport::{BoxFuture, Inbound, Transport};

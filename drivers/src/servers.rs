@@ -26,8 +26,13 @@
 //! for another's listing or start-up.
 
 use crate::client::ListChangedCallback;
-use crate::connect::{connect_http, connect_stdio};
+#[cfg(feature = "http")]
+use crate::connect::connect_http;
+#[cfg(feature = "stdio")]
+use crate::connect::connect_stdio;
+#[cfg(feature = "http")]
 use crate::http::{HttpTransport, HttpTransportConfig};
+#[cfg(feature = "stdio")]
 use crate::stdio::{StdioConfig, StdioTransport};
 use crate::tools::{AgentTool, ToolError};
 use crate::transport::BoxFuture;
@@ -46,9 +51,17 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub enum Launch {
     /// A child process over stdio.
+    #[cfg(feature = "stdio")]
     Stdio(StdioConfig),
     /// A Streamable HTTP endpoint.
+    #[cfg(feature = "http")]
     Http(Box<HttpTransportConfig>),
+    /// A server whose transport this build leaves out (its cargo feature is off): starting it
+    /// fails with [`Error::TransportUnavailable`], naming the feature.
+    Unavailable {
+        /// The transport the server needs: `"stdio"` or `"http"`.
+        transport: &'static str,
+    },
 }
 
 /// One server of a set.
@@ -82,6 +95,21 @@ impl ServerSpec {
     }
 }
 
+/// How to reach a configured server: `None` for neither a command nor a URL.
+fn launch(entry: &crate::config::ServerEntry) -> Option<Launch> {
+    use crate::config::ServerTransport;
+    Some(match &entry.transport {
+        #[cfg(feature = "stdio")]
+        ServerTransport::Stdio { .. } => Launch::Stdio(entry.stdio_config()?),
+        #[cfg(not(feature = "stdio"))]
+        ServerTransport::Stdio { .. } => Launch::Unavailable { transport: "stdio" },
+        #[cfg(feature = "http")]
+        ServerTransport::Http { .. } => Launch::Http(Box::new(entry.http_config()?)),
+        #[cfg(not(feature = "http"))]
+        ServerTransport::Http { .. } => Launch::Unavailable { transport: "http" },
+    })
+}
+
 impl ServerSpec {
     /// The spec of a configured server ([`crate::config`]): its transport, timeouts and tool
     /// lists, with `client` as its client's settings (its [`label`](ClientConfig::label) set to
@@ -93,11 +121,7 @@ impl ServerSpec {
         if !entry.enabled {
             return None;
         }
-        let launch = match (entry.stdio_config(), entry.http_config()) {
-            (Some(stdio), _) => Launch::Stdio(stdio),
-            (None, Some(http)) => Launch::Http(Box::new(http)),
-            (None, None) => return None,
-        };
+        let launch = launch(entry)?;
         let mut spec = ServerSpec::new(entry.name.clone(), launch);
         if let Some(t) = entry.startup_timeout {
             spec.startup_timeout = t;
@@ -173,28 +197,36 @@ pub enum SetError {
 /// A client of either transport.
 #[derive(Clone)]
 enum AnyClient {
+    #[cfg(feature = "stdio")]
     Stdio(Arc<Client<StdioTransport>>),
+    #[cfg(feature = "http")]
     Http(Arc<Client<HttpTransport>>),
 }
 
 impl AnyClient {
     async fn call(&self, request: Request) -> Result<CallToolResult, Error> {
         match self {
+            #[cfg(feature = "stdio")]
             AnyClient::Stdio(c) => c.call(request).await,
+            #[cfg(feature = "http")]
             AnyClient::Http(c) => c.call(request).await,
         }
     }
 
     async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
         match self {
+            #[cfg(feature = "stdio")]
             AnyClient::Stdio(c) => c.list_tools().await,
+            #[cfg(feature = "http")]
             AnyClient::Http(c) => c.list_tools().await,
         }
     }
 
     fn tool_changes(&self) -> u64 {
         match self {
+            #[cfg(feature = "stdio")]
             AnyClient::Stdio(c) => c.lists_changed(ListKind::Tools),
+            #[cfg(feature = "http")]
             AnyClient::Http(c) => c.lists_changed(ListKind::Tools),
         }
     }
@@ -202,6 +234,7 @@ impl AnyClient {
     /// Whether the server is gone for good: a stdio child that exited, or a closed session.
     fn dead(&self) -> Option<Error> {
         match self {
+            #[cfg(feature = "stdio")]
             AnyClient::Stdio(c) => c.closed().or_else(|| {
                 c.transport()
                     .exit_status()
@@ -210,13 +243,16 @@ impl AnyClient {
                         stderr: c.transport().stderr_tail(),
                     })
             }),
+            #[cfg(feature = "http")]
             AnyClient::Http(c) => c.closed(),
         }
     }
 
     async fn close(&self) {
         let _ = match self {
+            #[cfg(feature = "stdio")]
             AnyClient::Stdio(c) => c.close().await,
+            #[cfg(feature = "http")]
             AnyClient::Http(c) => c.close().await,
         };
     }
@@ -305,12 +341,15 @@ async fn start(spec: &ServerSpec) -> Result<Started, Error> {
     config.label.get_or_insert_with(|| spec.name.clone());
     let connect = async {
         let client = match &spec.launch {
+            #[cfg(feature = "stdio")]
             Launch::Stdio(stdio) => connect_stdio(stdio.clone(), config.clone())
                 .await
                 .map(|c| AnyClient::Stdio(Arc::new(c))),
+            #[cfg(feature = "http")]
             Launch::Http(http) => connect_http((**http).clone(), config.clone())
                 .await
                 .map(|c| AnyClient::Http(Arc::new(c))),
+            Launch::Unavailable { transport } => Err(Error::TransportUnavailable { transport }),
         }?;
         let changes = client.tool_changes();
         match client.list_tools().await {
@@ -430,6 +469,7 @@ impl ServerSet {
     pub async fn server_pid(&self, name: &str) -> Option<u32> {
         let slot = self.inner.slots.iter().find(|s| s.spec.name == name)?;
         match &lock(&slot.state).client {
+            #[cfg(feature = "stdio")]
             Some(AnyClient::Stdio(c)) => Some(c.transport().pid()),
             _ => None,
         }
@@ -909,4 +949,36 @@ impl AgentTool for SetTool {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A build without the HTTP transport (`--no-default-features --features stdio`) still reads an
+/// HTTP server's entry, and says which feature it lacks when that server is started.
+#[cfg(all(test, feature = "stdio", not(feature = "http")))]
+mod stdio_only {
+    use super::*;
+    use crate::config::{ServerEntry, ServerTransport};
+
+    #[test]
+    fn an_http_server_fails_to_start_naming_the_missing_feature() {
+        let entry = ServerEntry::new(
+            "remote",
+            ServerTransport::Http {
+                url: "https://mcp.example.com/mcp".into(),
+                headers: Default::default(),
+            },
+        );
+        let spec = ServerSpec::from_entry(&entry, ClientConfig::default()).expect("enabled");
+        assert!(matches!(spec.launch, Launch::Unavailable { transport: "http" }));
+        let set = smol::block_on(ServerSet::connect(vec![spec], ServerSetConfig::default()));
+        let failures = smol::block_on(set.failures());
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert_eq!(failures[0].0, "remote");
+        assert!(
+            matches!(failures[0].1, Error::TransportUnavailable { transport: "http" }),
+            "{:?}",
+            failures[0].1
+        );
+        assert!(failures[0].1.to_string().contains("`http` feature"));
+        assert!(smol::block_on(set.tools()).is_empty());
+    }
 }

@@ -150,6 +150,7 @@ fn error_type(e: &Error) -> &'static str {
         Error::Config(_) => "config",
         Error::Auth(_) => "authorization",
         Error::Pagination(_) => "pagination",
+        Error::TransportUnavailable { .. } => "transport_unavailable",
     }
 }
 
@@ -175,6 +176,7 @@ pub(crate) fn warning(server: Option<&str>, w: &Warning) {
 }
 
 /// A line the server wrote to stderr.
+#[cfg(feature = "stdio")]
 pub(crate) fn stderr_line(pid: u32, line: &str) {
     tracing::debug!(target: "mcp_client::stderr", pid, "{line}");
 }

@@ -63,7 +63,10 @@ pub mod mcp_servers;
 mod tree;
 pub mod vscode;
 
-use crate::{HttpTransportConfig, StdioConfig};
+#[cfg(feature = "http")]
+use crate::HttpTransportConfig;
+#[cfg(feature = "stdio")]
+use crate::StdioConfig;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -142,6 +145,7 @@ impl ServerEntry {
         }
     }
 
+    #[cfg(feature = "stdio")]
     /// The stdio driver's config, for a stdio server: command, arguments, environment entries
     /// (on top of the inherited environment) and working directory.
     pub fn stdio_config(&self) -> Option<StdioConfig> {
@@ -165,6 +169,7 @@ impl ServerEntry {
         }
     }
 
+    #[cfg(feature = "http")]
     /// The Streamable HTTP driver's config, for an HTTP server: its URL and headers.
     pub fn http_config(&self) -> Option<HttpTransportConfig> {
         match &self.transport {
