@@ -80,3 +80,8 @@ pub use types::{
     CallToolResult, ContentBlock, DiscoverResult, IgnoredHint, Implementation, InitializeResult,
     ListToolsResult, ResultType, Tool,
 };
+
+/// The crate README's examples, compiled as doctests so that they stay true.
+#[doc = include_str!("README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
