@@ -20,7 +20,7 @@
 //!   `Mcp-Name`, `x-mcp-header` parameters, the Base64 value encoding
 //! - [`oauth`]: OAuth 2.1 as a sans-IO flow: discovery, client identity, PKCE, tokens, step-up
 //! - [`bridge`]: tools as an agent registers them, results as a model reads them
-//! - [`toolset`]: the pure half of a tool set over many servers: names, filters, routes,
+//! - [`server_set`]: the pure half of a set of servers: tool names, filters, routes,
 //!   restart backoff
 //!
 //! See [`Session`] for the driving loop.
@@ -59,11 +59,11 @@ pub mod jsonrpc;
 pub mod methods;
 pub mod oauth;
 pub mod pagination;
+pub mod server_set;
 pub mod session;
 pub mod sse;
 pub mod terminal;
 pub mod text;
-pub mod toolset;
 pub mod types;
 
 pub use bridge::{tool_output, ToolDefinition, ToolOutput};

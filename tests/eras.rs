@@ -403,7 +403,8 @@ fn reaped(pid: u32) -> bool {
 fn a_server_that_exits_on_the_probe_is_relaunched_in_the_legacy_era_by_connect_stdio() {
     smol::block_on(async {
         let (config, lines) = collecting(serve_in("legacy", &["exit-on-discover"]));
-        let client = connect_stdio(config.clone(), settings(EraChoice::Auto))
+        let auto = settings(EraChoice::Auto);
+        let client = connect_stdio(config.clone(), auto.clone())
             .await
             .expect("connect_stdio");
         assert_eq!(client.era(), Some(Era::Legacy));
@@ -418,19 +419,30 @@ fn a_server_that_exits_on_the_probe_is_relaunched_in_the_legacy_era_by_connect_s
         assert!(reaped(first), "the first server ({first}) was not reaped");
         close_and_check(client).await;
 
-        // The era is remembered for this command line: the next connection sends no probe.
-        let client = connect_stdio(config, settings(EraChoice::Auto))
+        // The era is remembered for this command line, in this configuration (and its clones):
+        // the next connection sends no probe.
+        let exits = || {
+            lines
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|l| l.starts_with("serve: exiting on server/discover"))
+                .count()
+        };
+        let client = connect_stdio(config.clone(), auto)
             .await
             .expect("connect_stdio again");
         assert_eq!(client.era(), Some(Era::Legacy));
         close_and_check(client).await;
-        let exits = lines
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|l| l.starts_with("serve: exiting on server/discover"))
-            .count();
-        assert_eq!(exits, 1);
+        assert_eq!(exits(), 1);
+
+        // Another configuration has a memory of its own: it finds out again.
+        let client = connect_stdio(config, settings(EraChoice::Auto))
+            .await
+            .expect("connect_stdio with a new configuration");
+        assert_eq!(client.era(), Some(Era::Legacy));
+        close_and_check(client).await;
+        assert_eq!(exits(), 2);
     })
 }
 
@@ -569,12 +581,14 @@ fn a_server_remembered_as_legacy_that_turned_modern_is_probed_again() {
         // A distinct command line, so that no other test's memory applies.
         let (config, lines) = collecting(serve_in("modern", &["ping-idle"]));
         let key = mcp_client::connect::stdio_key(&config);
-        mcp_client::connect::remember_era(&key, Some(Era::Legacy));
-        let client = connect_stdio(config, settings(EraChoice::Auto))
+        let settings = settings(EraChoice::Auto);
+        let memory = settings.era_memory.clone();
+        memory.lock().unwrap().opened(&key, Some(Era::Legacy));
+        let client = connect_stdio(config, settings)
             .await
             .expect("connect_stdio");
         assert_eq!(client.era(), Some(Era::Modern));
-        assert_eq!(mcp_client::connect::remembered_era(&key), Some(Era::Modern));
+        assert_eq!(memory.lock().unwrap().get(&key), Some(Era::Modern));
         let tools = client.list_tools().await.unwrap();
         assert_eq!(tools.len(), 6);
         close_and_check(client).await;

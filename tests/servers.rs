@@ -6,7 +6,7 @@
 //! re-listing is not repeated on every `tools()`, nobody waits behind another server or behind a
 //! parked call future, a non-ASCII separator, and a launcher's children ended with it.
 
-use mcp_client::proto::toolset::{NameRules, Prefix, RestartPolicy, ToolFilter};
+use mcp_client::proto::server_set::{NameRules, Prefix, RestartPolicy, ToolFilter};
 use mcp_client::{
     AgentTool, Error, Launch, ServerSet, ServerSetConfig, ServerSpec, SetError, StdioConfig,
 };

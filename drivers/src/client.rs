@@ -129,6 +129,11 @@ pub struct ClientConfig {
     /// The server's name in this application (its key in a configuration): the `mcp.server`
     /// field of the `tracing` feature's spans and events.
     pub label: Option<String>,
+    /// The eras servers spoke, for [`connect_stdio`](crate::connect::connect_stdio) and
+    /// [`connect_http`](crate::connect::connect_http) to open them in next time (see
+    /// [`EraMemory`](mcp_proto::server_set::EraMemory)). Shared by the clones of this
+    /// configuration; a new configuration starts with an empty memory.
+    pub era_memory: Arc<Mutex<mcp_proto::server_set::EraMemory>>,
 }
 
 impl Default for ClientConfig {
@@ -146,6 +151,7 @@ impl Default for ClientConfig {
             on_log: None,
             on_list_changed: None,
             label: None,
+            era_memory: Arc::default(),
         }
     }
 }

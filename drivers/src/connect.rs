@@ -2,86 +2,50 @@
 //!
 //! [`connect_stdio`] and [`connect_http`] start the transport, open the session (with
 //! [`EraChoice::Auto`] by default: the probe finds the era) and remember the era per server —
-//! a stdio command line, an HTTP endpoint — for the next connection in this process:
-//!
-//! > "The era determination is a property of the server, not of an individual request. Clients
-//! > **SHOULD** cache the result for the lifetime of the server process (stdio) or origin (HTTP),
-//! > and **MAY** persist it across restarts of the same server configuration, re-probing if the
-//! > cached assumption later fails." — MCP 2026-07-28, Versioning § Backward Compatibility
-//!
-//! A server remembered as legacy is opened with [`EraChoice::LegacyFirst`] (no probe; the probe
-//! follows only if `initialize` is refused). A stdio server that exits on the probe — a legacy
-//! server that does not survive an unknown request — is started again and spoken to in the
-//! legacy era.
+//! a stdio command line, an HTTP endpoint — in the configuration's
+//! [`era_memory`](ClientConfig::era_memory), shared by its clones (a [`ServerSet`](crate::ServerSet)
+//! gives each server's restarts the memory of its first start). The policy is the core's
+//! [`EraMemory`]: a server remembered as legacy is opened with [`EraChoice::LegacyFirst`] (no
+//! probe; the probe follows only if `initialize` is refused), and a stdio server that exits on
+//! the probe — a legacy server that does not survive an unknown request — is started again and
+//! spoken to in the legacy era.
 
 #[cfg(feature = "http")]
 use crate::http::{HttpTransport, HttpTransportConfig};
 #[cfg(feature = "stdio")]
 use crate::stdio::{StdioConfig, StdioTransport};
 use crate::{Client, ClientConfig, Error};
+use mcp_proto::server_set::EraMemory;
 use mcp_proto::{Era, EraChoice};
-use std::collections::HashMap;
-use std::sync::Mutex;
-
-/// The most servers whose era is remembered; past it the memory starts afresh.
-pub const MAX_REMEMBERED: usize = 256;
-
-static ERAS: Mutex<Option<HashMap<String, Era>>> = Mutex::new(None);
-
-/// The era remembered for the server `key`, if any.
-pub fn remembered_era(key: &str) -> Option<Era> {
-    let eras = ERAS.lock().unwrap_or_else(|e| e.into_inner());
-    eras.as_ref()?.get(key).copied()
-}
-
-/// Remembers `era` for the server `key` (`None` forgets it).
-pub fn remember_era(key: &str, era: Option<Era>) {
-    let mut eras = ERAS.lock().unwrap_or_else(|e| e.into_inner());
-    let map = eras.get_or_insert_with(HashMap::new);
-    match era {
-        Some(era) => {
-            if map.len() >= MAX_REMEMBERED && !map.contains_key(key) {
-                map.clear();
-            }
-            map.insert(key.to_owned(), era);
-        }
-        None => {
-            map.remove(key);
-        }
-    }
-}
+use std::sync::MutexGuard;
 
 #[cfg(feature = "stdio")]
 /// The key a stdio server's era is remembered by: its command line and directory (never its
 /// environment, which may hold secrets).
 pub fn stdio_key(config: &StdioConfig) -> String {
-    let mut key = format!("stdio:{}", config.command.to_string_lossy());
-    for arg in &config.args {
-        key.push('\0');
-        key.push_str(&arg.to_string_lossy());
-    }
-    if let Some(dir) = &config.dir {
-        key.push_str("\0@");
-        key.push_str(&dir.to_string_lossy());
-    }
-    key
+    let args: Vec<_> = config.args.iter().map(|a| a.to_string_lossy()).collect();
+    let dir = config.dir.as_ref().map(|d| d.to_string_lossy());
+    EraMemory::stdio_key(
+        &config.command.to_string_lossy(),
+        args.iter().map(|a| a.as_ref()),
+        dir.as_deref(),
+    )
 }
 
 #[cfg(feature = "http")]
 /// The key an HTTP server's era is remembered by: its endpoint without credentials, query or
 /// fragment.
 pub fn http_key(config: &HttpTransportConfig) -> String {
-    let url = &config.rules.url;
-    let cut = url.find(['?', '#']).unwrap_or(url.len());
-    format!("http:{}", mcp_proto::http::redact_url(&url[..cut]))
+    EraMemory::http_key(&config.rules.url)
+}
+
+fn memory(config: &ClientConfig) -> MutexGuard<'_, EraMemory> {
+    config.era_memory.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The era to open with: the remembered one refines `Auto`.
 fn choice(config: &ClientConfig, key: &str) -> EraChoice {
-    match (config.session.era, remembered_era(key)) {
-        (EraChoice::Auto, Some(Era::Legacy)) => EraChoice::LegacyFirst,
-        (choice, _) => choice,
-    }
+    memory(config).opening(key, config.session.era)
 }
 
 fn with_era(config: &ClientConfig, era: EraChoice) -> ClientConfig {
@@ -105,26 +69,23 @@ pub async fn connect_stdio(
     );
     let error = match client.initialize().await {
         Ok(_) => {
-            remember_era(&key, client.era());
+            memory(&config).opened(&key, client.era());
             return Ok(client);
         }
         Err(e) => e,
     };
-    let relaunch = client.ended_on_probe() && era == EraChoice::Auto;
+    let relaunch = EraMemory::relaunch(era, client.ended_on_probe());
     let _ = client.close().await;
-    if !relaunch {
-        remember_era(&key, None);
+    let Some(era) = relaunch else {
+        memory(&config).opened(&key, None);
         return Err(error);
-    }
+    };
     // > "The server returns any other error, or does not respond … the server is legacy." A
     // > server that exits on the probe is one: start it again, without the probe.
-    let client = Client::with_config(
-        StdioTransport::spawn(stdio)?,
-        with_era(&config, EraChoice::Legacy),
-    );
+    let client = Client::with_config(StdioTransport::spawn(stdio)?, with_era(&config, era));
     match client.initialize().await {
         Ok(_) => {
-            remember_era(&key, Some(Era::Legacy));
+            memory(&config).opened(&key, Some(Era::Legacy));
             Ok(client)
         }
         Err(e) => {
@@ -146,11 +107,11 @@ pub async fn connect_http(
     let client = Client::with_config(HttpTransport::new(http)?, with_era(&config, era));
     match client.initialize().await {
         Ok(_) => {
-            remember_era(&key, client.era());
+            memory(&config).opened(&key, client.era());
             Ok(client)
         }
         Err(e) => {
-            remember_era(&key, None);
+            memory(&config).opened(&key, None);
             let _ = client.close().await;
             Err(e)
         }

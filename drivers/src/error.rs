@@ -75,7 +75,9 @@ pub enum Error {
     Auth(mcp_proto::oauth::AuthError),
     /// A server needs a transport this build leaves out: its cargo feature (`stdio` or `http`)
     /// is off.
-    #[error("this build has no {transport} transport (the driver crate's `{transport}` feature is off)")]
+    #[error(
+        "this build has no {transport} transport (the driver crate's `{transport}` feature is off)"
+    )]
     TransportUnavailable {
         /// The transport, which is also the feature's name: `"stdio"` or `"http"`.
         transport: &'static str,

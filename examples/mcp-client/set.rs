@@ -7,7 +7,7 @@ use crate::{call_arguments, client_config, describe, listed, print_result, term}
 use crate::{Options, Outcome, Rate};
 use mcp_client::config::ExpandOptions;
 use mcp_client::config::ServersConfig;
-use mcp_client::proto::toolset::NameRules;
+use mcp_client::proto::server_set::NameRules;
 use mcp_client::{AgentTool, Error, ServerSet, ServerSetConfig, ServerSpec, SetError};
 use std::io::{IsTerminal, Write};
 use std::path::Path;

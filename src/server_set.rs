@@ -1,12 +1,14 @@
 //! The pure half of a tool set over many servers: the names the model sees (prefixed, kept to
 //! what model APIs accept, shortened predictably), which tools each server offers (allow and
 //! deny lists), the routing from a name the model sees to a server and the tool's own name, and
-//! when a server that died may be started again (backoff, a cap per minute; time is an input).
+//! when a server that died may be started again (backoff, a cap per minute; time is an input),
+//! and which era to open a server in, from what earlier connections to it found ([`EraMemory`]).
 //!
 //! > Tool names "SHOULD be between 1 and 128 characters in length (inclusive)" and "SHOULD only
 //! > contain … uppercase and lowercase ASCII letters (A-Z, a-z), digits (0-9), underscore (_),
 //! > hyphen (-), and dot (.)" — MCP 2025-11-25, Tools § Tool Names
 
+use crate::{Era, EraChoice};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -346,6 +348,97 @@ impl Restarts {
     }
 }
 
+/// The era each server spoke, remembered from one connection to the next, and the era to open
+/// it in next time. A driver keeps one per set of servers or per client configuration (never per
+/// process: two applications in one process may configure the same server differently).
+///
+/// > "The era determination is a property of the server, not of an individual request. Clients
+/// > **SHOULD** cache the result for the lifetime of the server process (stdio) or origin (HTTP),
+/// > and **MAY** persist it across restarts of the same server configuration, re-probing if the
+/// > cached assumption later fails." — MCP 2026-07-28, Versioning § Backward Compatibility
+///
+/// A server remembered as legacy is opened with [`EraChoice::LegacyFirst`]: `initialize` first,
+/// the probe only if that is refused (the re-probe when "the cached assumption later fails").
+/// A server remembered as modern is probed as usual (the probe is how the modern era opens).
+/// The memory holds at most [`EraMemory::MAX`] servers; past it, it starts afresh.
+#[derive(Debug, Clone, Default)]
+pub struct EraMemory {
+    eras: HashMap<String, Era>,
+}
+
+impl EraMemory {
+    /// The most servers remembered.
+    pub const MAX: usize = 256;
+
+    /// The era remembered for the server `key`, if any.
+    pub fn get(&self, key: &str) -> Option<Era> {
+        self.eras.get(key).copied()
+    }
+
+    /// The era to open the server `key` in, when the application asked for `asked`: a
+    /// remembered legacy server refines [`EraChoice::Auto`] into [`EraChoice::LegacyFirst`];
+    /// any other choice is the application's.
+    pub fn opening(&self, key: &str, asked: EraChoice) -> EraChoice {
+        match (asked, self.get(key)) {
+            (EraChoice::Auto, Some(Era::Legacy)) => EraChoice::LegacyFirst,
+            (asked, _) => asked,
+        }
+    }
+
+    /// The opening of `key` ended: `Some(era)` remembers the era it found, `None` (a failed
+    /// opening) forgets what was remembered, so the next one finds out again.
+    pub fn opened(&mut self, key: &str, era: Option<Era>) {
+        match era {
+            Some(era) => {
+                if self.eras.len() >= Self::MAX && !self.eras.contains_key(key) {
+                    self.eras.clear();
+                }
+                self.eras.insert(key.to_owned(), era);
+            }
+            None => {
+                self.eras.remove(key);
+            }
+        }
+    }
+
+    /// Whether an opening that failed is tried once more, in the legacy era, on a new
+    /// connection (a stdio server started again): only when the era was being found out
+    /// ([`EraChoice::Auto`]) and the server ended on the probe. A server that exits on an
+    /// unknown request is a legacy server that does not survive one:
+    ///
+    /// > "The server returns any other error, or does not respond … the server is legacy. Fall
+    /// > back to the `initialize` handshake." — MCP 2026-07-28, stdio § Backward Compatibility
+    pub fn relaunch(opened_with: EraChoice, ended_on_probe: bool) -> Option<EraChoice> {
+        (ended_on_probe && opened_with == EraChoice::Auto).then_some(EraChoice::Legacy)
+    }
+
+    /// The key a stdio server is remembered by: its command line and working directory. Never
+    /// its environment, which may hold secrets.
+    pub fn stdio_key<'a>(
+        command: &str,
+        args: impl IntoIterator<Item = &'a str>,
+        dir: Option<&str>,
+    ) -> String {
+        let mut key = format!("stdio:{command}");
+        for arg in args {
+            key.push('\0');
+            key.push_str(arg);
+        }
+        if let Some(dir) = dir {
+            key.push_str("\0@");
+            key.push_str(dir);
+        }
+        key
+    }
+
+    /// The key a Streamable HTTP server is remembered by: its endpoint without user info,
+    /// query or fragment (so no credential is kept in the memory).
+    pub fn http_key(url: &str) -> String {
+        let cut = url.find(['?', '#']).unwrap_or(url.len());
+        format!("http:{}", crate::http::redact_url(&url[..cut]))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -545,5 +638,65 @@ mod tests {
             r.verdict(&policy, t0 + Duration::from_secs(60)),
             RestartVerdict::After(_)
         ));
+    }
+
+    #[test]
+    fn a_remembered_legacy_server_opens_legacy_first_and_a_failure_forgets_it() {
+        let mut memory = EraMemory::default();
+        let key = EraMemory::stdio_key("npx", ["-y", "srv"], None);
+        assert_eq!(memory.opening(&key, EraChoice::Auto), EraChoice::Auto);
+        memory.opened(&key, Some(Era::Legacy));
+        assert_eq!(
+            memory.opening(&key, EraChoice::Auto),
+            EraChoice::LegacyFirst
+        );
+        // The application's explicit choice is never overridden.
+        assert_eq!(memory.opening(&key, EraChoice::Modern), EraChoice::Modern);
+        assert_eq!(memory.opening(&key, EraChoice::Legacy), EraChoice::Legacy);
+        // Another server, or the same command elsewhere, is not this one.
+        let elsewhere = EraMemory::stdio_key("npx", ["-y", "srv"], Some("/tmp"));
+        let other = EraMemory::stdio_key("npx", ["-y srv"], None);
+        assert_eq!(memory.opening(&elsewhere, EraChoice::Auto), EraChoice::Auto);
+        assert_eq!(memory.opening(&other, EraChoice::Auto), EraChoice::Auto);
+        // A modern server is probed as usual.
+        memory.opened(&key, Some(Era::Modern));
+        assert_eq!(memory.opening(&key, EraChoice::Auto), EraChoice::Auto);
+        memory.opened(&key, Some(Era::Legacy));
+        memory.opened(&key, None);
+        assert_eq!(memory.get(&key), None);
+        assert_eq!(memory.opening(&key, EraChoice::Auto), EraChoice::Auto);
+    }
+
+    #[test]
+    fn the_memory_is_bounded_and_keys_hold_no_credentials() {
+        let mut memory = EraMemory::default();
+        for i in 0..EraMemory::MAX {
+            memory.opened(&format!("k{i}"), Some(Era::Legacy));
+        }
+        assert_eq!(memory.get("k0"), Some(Era::Legacy));
+        // Updating a known server does not start afresh; a new one past the cap does.
+        memory.opened("k1", Some(Era::Modern));
+        assert_eq!(memory.get("k0"), Some(Era::Legacy));
+        memory.opened("new", Some(Era::Legacy));
+        assert_eq!(memory.get("k0"), None);
+        assert_eq!(memory.get("new"), Some(Era::Legacy));
+        let key = EraMemory::http_key("https://user:pw@mcp.example.com/mcp?token=secret#x");
+        assert!(!key.contains("pw") && !key.contains("secret"), "{key}");
+        assert!(
+            key.starts_with("http:https://") && key.contains("mcp.example.com/mcp"),
+            "{key}"
+        );
+    }
+
+    #[test]
+    fn only_a_server_that_ended_on_the_probe_being_found_out_is_relaunched_legacy() {
+        assert_eq!(
+            EraMemory::relaunch(EraChoice::Auto, true),
+            Some(EraChoice::Legacy)
+        );
+        assert_eq!(EraMemory::relaunch(EraChoice::Auto, false), None);
+        assert_eq!(EraMemory::relaunch(EraChoice::LegacyFirst, true), None);
+        assert_eq!(EraMemory::relaunch(EraChoice::Modern, true), None);
+        assert_eq!(EraMemory::relaunch(EraChoice::Legacy, true), None);
     }
 }
