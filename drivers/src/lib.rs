@@ -1,4 +1,4 @@
-//! # mcp-client: MCP servers' tools for Rust agents
+//! # mcp-connect: MCP servers' tools for Rust agents
 //!
 //! Connects to a Model Context Protocol server — a child process over stdio, or a Streamable HTTP
 //! endpoint — discovers its tools and hands each back as an ordinary tool value.
@@ -7,7 +7,7 @@
 //! core, [`mcp_proto`], re-exported here as [`proto`].
 //!
 //! ```no_run
-//! use mcp_client::{as_tools, AgentTool, Client, StdioConfig, StdioTransport};
+//! use mcp_connect::{as_tools, AgentTool, Client, StdioConfig, StdioTransport};
 //! use std::sync::Arc;
 //!
 //! smol::block_on(async {
@@ -21,7 +21,7 @@
 //!     }
 //!     client.close().await
 //! })?;
-//! # Ok::<(), mcp_client::Error>(())
+//! # Ok::<(), mcp_connect::Error>(())
 //! ```
 //!
 //! # Features
