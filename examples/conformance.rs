@@ -5,7 +5,7 @@
 //! The runner also sets `MCP_CONFORMANCE_PROTOCOL_VERSION` (0.2.0 on; absent before, which means
 //! 2025-11-25) and, for some scenarios, `MCP_CONFORMANCE_CONTEXT` (JSON). The client always opens
 //! in the default era, `Auto` (`server/discover` first, `initialize` if the server is legacy): every
-//! scenario server below settles it (see tests/peers/CONFORMANCE-2026.md), and a dual-era client
+//! scenario server below settles it (see drivers/tests/peers/CONFORMANCE-2026.md), and a dual-era client
 //! must not need to be told. When the runner asks for 2026-07-28 the client checks that the
 //! opening did settle on the modern era, and when it asks for a 2025 version, on the legacy one.
 //!

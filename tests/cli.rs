@@ -1,7 +1,7 @@
 //! The `mcp-client` example as a user runs it: the offline demo, and the stdio options, output
 //! formats and exit codes of its usage text; with `--url`, its authorization (OAuth) against
 //! the conformance suite's authorization server, the browser played by a fake `xdg-open`.
-//! (`--url` itself is exercised in tests/peers_http.rs.)
+//! (`--url` itself is exercised in drivers/tests/peers_http.rs.)
 
 use mcp_testkit::{example_bin, peer_bin, run_within, serve_bin, Finished, HttpPeer, TempDir};
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! each of the three formats; prefixed listing, routed calls, the `--server` filter, the
 //! failures on stderr and the exit codes of the usage text, config errors with their position,
 //! start-up progress on a terminal, tracing without secrets, and no server process left behind.
-//! (The real peers through a config: tests/peers_config.rs.)
+//! (The real peers through a config: drivers/tests/peers_config.rs.)
 
 use mcp_testkit::{example_bin, pid_alive, run_within, serve_bin, Finished, TempDir};
 use serde_json::{json, Value};

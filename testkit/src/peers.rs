@@ -59,9 +59,9 @@ fn install_peers() {
     });
 }
 
-/// A file under `tests/peers/` (the peers' scripts), by name.
+/// A file under `drivers/tests/peers/` (the peers' scripts), by name.
 pub fn peer_script(name: &str) -> PathBuf {
-    repo_root().join("tests/peers").join(name)
+    repo_root().join("drivers/tests/peers").join(name)
 }
 
 /// Spawn to "listening": ≈0.5 s for node, ≈1.7 s for the Python SDK; far more on a loaded machine.
@@ -142,7 +142,7 @@ impl HttpPeer {
         })
     }
 
-    /// tests/peers/fastmcp_server.py over HTTP, with extra options (`--json-response`, `--stateless`).
+    /// drivers/tests/peers/fastmcp_server.py over HTTP, with extra options (`--json-response`, `--stateless`).
     pub fn python(python: &Path, options: &[&str]) -> HttpPeer {
         let mut command = std::process::Command::new(python);
         command

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check the OAuth peers with the official Python SDK's client (mcp 2.3.0, OAuthClientProvider).
 
-    .peers/bin/python tests/peers/oauth/sdk_client_check.py [--access-token-ttl 2] [--interactive] [-q]
+    .peers/bin/python drivers/tests/peers/oauth/sdk_client_check.py [--access-token-ttl 2] [--interactive] [-q]
 
 Starts authorization-server.cjs (under Node 22 from .peers) and protected_server.py, then, as an MCP
 client with the SDK's OAuth support (dynamic registration, PKCE, resource indicator, RFC 9207 iss

@@ -1,5 +1,5 @@
 //! The official MCP conformance runner (`@modelcontextprotocol/conformance`, installed by
-//! `.ci/install-peers`; see tests/peers/CONFORMANCE.md and CONFORMANCE-2026.md) drives the
+//! `.ci/install-peers`; see drivers/tests/peers/CONFORMANCE.md and CONFORMANCE-2026.md) drives the
 //! `conformance` example, one scenario per test:
 //! - 0.1.16 (`.peers/bin/conformance`, spec 2025-11-25): `initialize`, `tools_call`, `sse-retry`,
 //!   `elicitation-sep1034-client-defaults`;
@@ -346,7 +346,7 @@ use Expect::{Completes, Refuses};
 
 // 0.1.16: the 14 of its 2025-11-25 core suite, the two 2025-03-26 back-compat ones, its three
 // draft ones and the two client credentials extensions (a secret; a private key). Headless: the
-// example fetches the authorization URL and takes its `Location` (tests/peers/CONFORMANCE-AUTH.md).
+// example fetches the authorization URL and takes its `Location` (drivers/tests/peers/CONFORMANCE-AUTH.md).
 auth_scenarios! {
     auth_metadata_default: OLD, None, "auth/metadata-default", Completes;
     auth_metadata_var1: OLD, None, "auth/metadata-var1", Completes;

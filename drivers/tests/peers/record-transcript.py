@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Record a raw stdio transcript from @modelcontextprotocol/server-everything.
 
-    python3 tests/peers/record-transcript.py [--out-dir tests/transcripts] [--name everything-stdio]
+    python3 drivers/tests/peers/record-transcript.py [--out-dir tests/transcripts] [--name everything-stdio]
                                              [-- SERVER COMMAND ...]
 
 Default server command: .peers/bin/everything stdio  (install it with .ci/install-peers).

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A real OAuth 2.1 / OpenID authorization server for the client's OAuth tests: `oidc-provider`
-// (pinned in tests/peers/oauth/package.json, installed into .peers/oauth-npm by .ci/install-peers),
+// (pinned in drivers/tests/peers/oauth/package.json, installed into .peers/oauth-npm by .ci/install-peers),
 // configured for the MCP authorization spec (2025-11-25) and for headless tests. See README.md here.
 //
 //   node22 authorization-server.cjs [--port N] [--access-token-ttl SECONDS] [--refresh-token-ttl SECONDS]

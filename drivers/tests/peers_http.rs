@@ -1,9 +1,9 @@
 //! The client against real MCP servers over Streamable HTTP: the reference TypeScript
 //! server-everything (`streamableHttp`: SSE with a priming event, stateful) and the official Python
-//! SDK (tests/peers/fastmcp_server.py: SSE, JSON responses, stateless), plus the `mcp-client`
+//! SDK (drivers/tests/peers/fastmcp_server.py: SSE, JSON responses, stateless), plus the `mcp-client`
 //! example's `--url` mode end to end.
 //!
-//! The peers come from `.ci/install-peers` (see tests/peers/PEERS.md). Each test prints
+//! The peers come from `.ci/install-peers` (see drivers/tests/peers/PEERS.md). Each test prints
 //! `skipped: …` and passes when its peer is missing, and fails instead under `CI=true`. The
 //! servers listen on 127.0.0.1 only; each runs in its own process group, killed and reaped at the
 //! end of the test (also on panic), and the test checks that the group is gone.

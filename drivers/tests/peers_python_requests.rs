@@ -1,4 +1,4 @@
-//! The Python SDK server (mcp 2.3.0, tests/peers/fastmcp_server.py) asks the application for
+//! The Python SDK server (mcp 2.3.0, drivers/tests/peers/fastmcp_server.py) asks the application for
 //! input and reports progress, in both eras, over stdio and Streamable HTTP; one elicitation
 //! handler answers both eras.
 //!

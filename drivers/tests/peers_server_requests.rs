@@ -2,7 +2,7 @@
 //! elicitation, sampling and roots requests (legacy era, JSON-RPC requests), its progress and
 //! logs; server-filesystem started with no directory, which takes its allowed directories from
 //! the client's roots (`roots/list`). (The Python SDK's elicitation and progress, in both eras:
-//! tests/peers_python_requests.rs.) The peers come from `.ci/install-peers`; a missing peer skips
+//! drivers/tests/peers_python_requests.rs.) The peers come from `.ci/install-peers`; a missing peer skips
 //! (and fails under `CI=true`).
 
 use mcp_connect::proto::{Era, ListKind};

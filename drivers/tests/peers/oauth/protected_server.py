@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An MCP server (official Python SDK, mcp 2.3.0) that is an OAuth 2.1 resource server.
 
-    .peers/bin/python tests/peers/oauth/protected_server.py --issuer http://127.0.0.1:AS_PORT
+    .peers/bin/python drivers/tests/peers/oauth/protected_server.py --issuer http://127.0.0.1:AS_PORT
                       [--port N] [--required-scope mcp:tools] [--log-level WARNING]
     (or .peers/bin/oauth-rs ...)
 

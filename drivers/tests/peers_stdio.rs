@@ -1,7 +1,7 @@
 //! The client against real MCP servers over stdio: the reference TypeScript servers
-//! (server-everything, server-filesystem) and the official Python SDK (tests/peers/fastmcp_server.py).
+//! (server-everything, server-filesystem) and the official Python SDK (drivers/tests/peers/fastmcp_server.py).
 //!
-//! The peers come from `.ci/install-peers` (see tests/peers/PEERS.md). Each test prints
+//! The peers come from `.ci/install-peers` (see drivers/tests/peers/PEERS.md). Each test prints
 //! `skipped: …` and passes when its peer is missing, and fails instead under `CI=true`. Every test
 //! closes the client and checks that the server's whole process group is gone.
 

@@ -1,4 +1,4 @@
-//! Issue 11's bar with real peers: the config fixtures (tests/data/config: server-everything,
+//! Issue 11's bar with real peers: the config fixtures (drivers/tests/data/config: server-everything,
 //! server-filesystem and the Python SDK server over stdio and over HTTP, in each of the three
 //! formats) load to the same model and connect as one tool set; both `echo` tools answer by their
 //! prefixed names; a config with a broken server still serves the rest; `kill -9` of a stdio
@@ -39,7 +39,7 @@ fn peers() -> Option<Peers> {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    repo_root().join("tests/data/config").join(name)
+    repo_root().join("drivers/tests/data/config").join(name)
 }
 
 /// The variables the fixtures use.
@@ -210,7 +210,7 @@ fn a_broken_server_does_not_stop_the_others() {
             "broken": {"command": "mcp-no-such-command-anywhere", "args": ["--stdio"]},
             "python": {
                 "command": peers.python,
-                "args": [repo_root().join("tests/peers/fastmcp_server.py"), "--transport", "stdio"],
+                "args": [repo_root().join("drivers/tests/peers/fastmcp_server.py"), "--transport", "stdio"],
             },
         }})
         .to_string(),
@@ -369,7 +369,7 @@ fn the_cli_lists_and_calls_a_config_of_real_peers() {
             q(&peers.filesystem),
             q(dir.path()),
             q(&peers.python),
-            q(&repo_root().join("tests/peers/fastmcp_server.py")),
+            q(&repo_root().join("drivers/tests/peers/fastmcp_server.py")),
             json!(http.url),
             m = env["MCP_PEERS_CONFIG_MARK"],
         ),

@@ -1,10 +1,10 @@
 //! OAuth end to end against a real authorization server nobody here wrote (oidc-provider 9,
-//! tests/peers/oauth/authorization-server.cjs) guarding a real MCP server (the Python SDK's
-//! protected server, tests/peers/oauth/protected_server.py): the headless callback, refresh,
+//! drivers/tests/peers/oauth/authorization-server.cjs) guarding a real MCP server (the Python SDK's
+//! protected server, drivers/tests/peers/oauth/protected_server.py): the headless callback, refresh,
 //! a file store across connections, the RFC 8252 loopback listener driven by a real HTTP
 //! client, and a tampered `state` / `iss` that must stop the flow before the token endpoint.
 //!
-//! The peers come from `.ci/install-peers` (tests/peers/oauth/README.md). Each test prints
+//! The peers come from `.ci/install-peers` (drivers/tests/peers/oauth/README.md). Each test prints
 //! `skipped: …` and passes when they are missing, and fails instead under `CI=true`. The
 //! authorization server runs with `--log` (one stderr line per request), which the tests count.
 

@@ -3,8 +3,8 @@
 
 Run with the peers venv (see .ci/install-peers):
 
-    .peers/bin/python tests/peers/fastmcp_server.py --transport stdio
-    .peers/bin/python tests/peers/fastmcp_server.py --transport http [--port N] [--json-response]
+    .peers/bin/python drivers/tests/peers/fastmcp_server.py --transport stdio
+    .peers/bin/python drivers/tests/peers/fastmcp_server.py --transport http [--port N] [--json-response]
                                                      [--stateless] [--resumable [--retry-ms MS]]
 
 Transports

@@ -109,7 +109,7 @@ fn the_three_formats_load_to_the_same_servers() {
     let mut python = stdio(
         "/repo/.peers/bin/python",
         &[
-            "/repo/tests/peers/fastmcp_server.py",
+            "/repo/drivers/tests/peers/fastmcp_server.py",
             "--transport",
             "stdio",
         ],
