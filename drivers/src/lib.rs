@@ -107,13 +107,13 @@ pub use handlers::{ElicitAnswer, Elicitation, HandlerError, Handlers, Root};
 #[cfg(feature = "http")]
 pub use http::{HttpTransport, HttpTransportConfig};
 pub use mcp_proto as proto;
-pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput, Transmit};
+pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput};
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub use servers::{Launch, ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
 #[cfg(feature = "stdio")]
 pub use stdio::{StderrMode, StdioConfig, StdioTransport};
-pub use tools::{as_tools, AgentTool, McpTool, ToolError, ToolSet};
-pub use transport::{BoxFuture, Inbound, Transport};
+pub use tools::{as_tools, AgentTool, LiveTools, McpTool, ToolError};
+pub use transport::Transport;
 
 /// The README's examples, compiled as doctests so that they stay true.
 #[doc = include_str!("../../README.md")]

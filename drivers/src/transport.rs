@@ -1,7 +1,9 @@
-//! The boundary between the client and a way of moving bytes.
+//! The boundary between the client and a way of moving bytes: everything a transport author needs
+//! ([`Transport`], what it receives as [`Inbound`], what it sends as [`Transmit`], [`BoxFuture`]).
+//! The stdio and HTTP transports are built on it; an in-memory one for tests is a page.
 
 use crate::Error;
-use mcp_proto::Transmit;
+pub use mcp_proto::{Transmit, TransmitKind, TransportKind};
 use std::future::Future;
 use std::pin::Pin;
 

@@ -15,9 +15,9 @@
 
 use mcp_connect::proto::session::MAX_ASKS;
 use mcp_connect::proto::{EraChoice, RequestError, TransmitKind};
+use mcp_connect::transport::{BoxFuture, Inbound, Transmit, Transport};
 use mcp_connect::{
-    BoxFuture, Client, ClientConfig, ElicitAnswer, Elicitation, Error, HandlerError, Handlers,
-    Inbound, Root, Transmit, Transport,
+    Client, ClientConfig, ElicitAnswer, Elicitation, Error, HandlerError, Handlers, Root,
 };
 use serde_json::{json, Map, Value};
 use smol::channel::{unbounded, Receiver, Sender};

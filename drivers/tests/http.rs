@@ -658,7 +658,7 @@ fn a_404_to_a_cancellation_renews_the_session() {
 #[test]
 fn dropping_the_transport_aborts_its_exchanges() {
     use mcp_connect::proto::{RequestId, TransmitKind};
-    use mcp_connect::{Transmit, Transport};
+    use mcp_connect::transport::{Transmit, Transport};
     let srv = start(Behaviour {
         stateless: true,
         keep_stream_open: true,
@@ -806,7 +806,7 @@ fn a_stalled_cancellation_does_not_delay_the_next_call() {
 #[test]
 fn the_outbound_queue_is_bounded() {
     use mcp_connect::proto::{RequestId, TransmitKind};
-    use mcp_connect::{Inbound, Transmit, Transport};
+    use mcp_connect::transport::{Inbound, Transmit, Transport};
     let srv = start(Behaviour {
         stateless: true,
         stall_notifications: true,

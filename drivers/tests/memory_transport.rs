@@ -3,7 +3,8 @@
 //! through situations real servers rarely produce on demand (pagination loops, page floods).
 
 use mcp_connect::proto::{PaginationError, TransmitKind};
-use mcp_connect::{BoxFuture, Client, ClientConfig, Error, Inbound, Transmit, Transport};
+use mcp_connect::transport::{BoxFuture, Inbound, Transmit, Transport};
+use mcp_connect::{Client, ClientConfig, Error};
 use serde_json::{json, Value};
 use smol::channel::{unbounded, Receiver, Sender};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -255,7 +256,7 @@ fn a_tool_set_re_lists_after_the_server_says_its_tools_changed() {
     smol::block_on(async {
         let client = Arc::new(Client::new(transport));
         client.initialize().await.unwrap();
-        let set = mcp_connect::ToolSet::new(client.clone());
+        let set = mcp_connect::LiveTools::new(client.clone());
         let names = |tools: &[mcp_connect::McpTool<MemoryTransport>]| -> Vec<String> {
             tools.iter().map(|t| t.definition().name.clone()).collect()
         };

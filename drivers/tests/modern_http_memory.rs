@@ -3,9 +3,8 @@
 //! cannot carry (a correctable tool error, nothing sent), and cancellation by abort.
 
 use mcp_connect::proto::{Era, TransmitKind, TransportKind};
-use mcp_connect::{
-    as_tools, AgentTool, BoxFuture, Client, Error, Inbound, ToolError, Transmit, Transport,
-};
+use mcp_connect::transport::{BoxFuture, Inbound, Transmit, Transport};
+use mcp_connect::{as_tools, AgentTool, Client, Error, ToolError};
 use serde_json::{json, Value};
 use smol::channel::{unbounded, Receiver, Sender};
 use std::sync::{Arc, Mutex};
