@@ -1,6 +1,6 @@
 //! One connection's credentials, and what to do when the server refuses them.
 
-use super::flow::{AuthError, Credentials, FlowStart, Reason};
+use super::{AuthError, Credentials, FlowStart, Reason};
 use super::{BearerChallenge, Secret};
 use crate::http::redact_url;
 use std::time::{SystemTime, UNIX_EPOCH};
