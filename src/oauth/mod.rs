@@ -32,6 +32,9 @@ pub mod metadata;
 mod options;
 mod pkce;
 
+/// The secret type the flow's tokens and client secrets are kept in (it lives in
+/// [`crate::secret`], a leaf the HTTP rules use too).
+pub use crate::secret::Secret;
 pub use authorizer::{Attempt, Authorizer, Verdict, MAX_STEP_UPS};
 pub use challenge::{parse_challenges, BearerChallenge, Challenge, MAX_CHALLENGE_PARTS};
 pub use credentials::{
@@ -44,28 +47,3 @@ pub use error::AuthError;
 pub use flow::{Flow, Redirect, Step};
 pub use options::{ApplicationType, AuthMethod, AuthOptions, Grant, PreRegistered};
 pub use pkce::{Pkce, PKCE_METHOD};
-
-/// A secret (a token, a client secret): `Debug` shows `<redacted>`, and only [`Secret::expose`]
-/// gives the value, so it never reaches a log line or an error message by accident. It
-/// serializes as its plain string, for a token store.
-#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a value.
-    pub fn new(value: impl Into<String>) -> Secret {
-        Secret(value.into())
-    }
-
-    /// The value, for the one place it is sent.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("<redacted>")
-    }
-}

@@ -141,7 +141,7 @@ impl Core {
             }
             Err(e) => return Err(e),
         };
-        match raw.classify() {
+        match ServerMessage::classify(raw) {
             ServerMessage::Request { id, method, params } => {
                 self.handle_server_request(id, method, params)
             }

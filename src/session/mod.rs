@@ -3,6 +3,8 @@
 //! This file keeps the public loop (inputs, commands, outputs) and the pending-request table; the
 //! rules live one concern a file:
 //! - [`request`]: what a request is, how it is built, and how its answer is decoded;
+//! - `transmit`: what goes out ([`Transmit`], [`TransmitKind`]), a leaf the HTTP rules read
+//!   without depending on the session;
 //! - `dispatch`: what the server sent, classified and handed to the right place (answers, server
 //!   requests, notifications, junk);
 //! - `legacy`: the `initialize` handshake of the legacy era (2024-11-05 … 2025-11-25) and its
@@ -17,6 +19,7 @@ mod modern;
 mod pending;
 pub mod request;
 mod server;
+pub(crate) mod transmit;
 
 pub use dispatch::{MAX_ECHOED_ID, MAX_ECHOED_METHOD};
 pub use modern::MAX_REMEMBERED_TOOLS;
@@ -27,6 +30,7 @@ pub use request::{CallTool, Discover, ListTools, Method, Reply, Request};
 pub use server::{
     AskId, ListKind, LogMessage, Progress, ServerRequest, MAX_ASKS, MAX_INPUT_REQUESTS,
 };
+pub use transmit::{Transmit, TransmitKind};
 
 use crate::error::{RequestError, SessionError, UsageError, Warning};
 use crate::framing::{LineFramer, DEFAULT_FRAME_LIMIT};
@@ -219,60 +223,6 @@ pub enum Event {
     Warning(Warning),
     /// The connection ended or [`Session::close`] was called; the session is closed.
     Closed,
-}
-
-/// What one outbound message is, so that a transport can treat it right (HTTP expects an answer
-/// to a request, and 202 to anything else).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TransmitKind {
-    /// A request; its answer comes back as an [`Event::Response`] (or [`Event::Ready`]).
-    Request {
-        /// Its handle: the id its command returned. A request sent again (an input-required
-        /// round, a version retry, a renewed session) keeps it.
-        id: RequestId,
-        /// The JSON-RPC id it carries on the wire this time (equal to `id` the first time).
-        wire: RequestId,
-        /// Its method.
-        method: String,
-    },
-    /// A notification.
-    Notification {
-        /// Its method.
-        method: String,
-    },
-    /// `notifications/cancelled` for request `id`: a transport may also abort that request's
-    /// exchange (over HTTP, its response stream).
-    Cancellation {
-        /// The request given up on.
-        id: RequestId,
-    },
-    /// An answer to a server request (a ping reply, a -32601 rejection).
-    Response,
-    /// Give up on request `id` by ending its exchange, with nothing to send (the payload is
-    /// empty): over HTTP in the modern era, closing the response stream is the cancellation.
-    ///
-    /// > "on Streamable HTTP, closing the SSE response stream is itself the cancellation signal
-    /// > and no `notifications/cancelled` message is expected" — MCP 2026-07-28, Streamable HTTP
-    Abort {
-        /// The request given up on.
-        id: RequestId,
-    },
-}
-
-/// One outbound message: compact JSON, without a line end.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Transmit {
-    /// The serialized JSON-RPC message. It contains no newline; over stdio, write it and then `\n`.
-    pub payload: Vec<u8>,
-    /// What it is.
-    pub kind: TransmitKind,
-    /// HTTP headers that mirror the message (modern era over HTTP: `MCP-Protocol-Version`,
-    /// `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`); empty otherwise.
-    pub headers: Vec<(String, String)>,
-    /// Whether it is a modern-era message (2026-07-28): over HTTP its response stream cannot
-    /// be resumed, and no session id goes with it.
-    pub modern: bool,
 }
 
 /// Whom a transport failure hits, as the session decided it ([`Session::handle_undeliverable`],
