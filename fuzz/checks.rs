@@ -491,7 +491,7 @@ fn commands(s: &mut Session, flags: u8, now: Instant, c: &mut Checker) {
 
 /// The transport could not deliver the last issued request: the session names it (when still
 /// pending) as the one the driver reports, and it gets no event of its own.
-fn undeliverable_last(s: &mut Session, c: &mut Checker) {
+fn undeliverable_last(s: &mut Session, c: &mut Checker, now: Instant) {
     let Some(id) = c.issued.iter().copied().next_back() else {
         return;
     };
@@ -499,7 +499,7 @@ fn undeliverable_last(s: &mut Session, c: &mut Checker) {
     let opening_request = Some(id) == c.init_id || c.opening.contains(&id);
     let opening = opening_request && s.state() == State::Initializing;
     let probe = c.methods.get(&id).map(String::as_str) == Some("server/discover");
-    let hit = s.handle_undeliverable(id);
+    let hit = s.handle_undeliverable(id, now);
     if opening && probe && c.may_fall_back && pending {
         // A lost or refused probe is the legacy era's answer: initialize follows, nobody is hit.
         assert_eq!(
@@ -536,11 +536,11 @@ fn undeliverable_last(s: &mut Session, c: &mut Checker) {
     c.drain(s);
 }
 
-fn cancel_first(s: &mut Session, c: &mut Checker) {
+fn cancel_first(s: &mut Session, c: &mut Checker, now: Instant) {
     let first = c.issued.iter().copied().find(|id| Some(*id) != c.init_id);
     if let Some(id) = first {
         let pending = s.is_pending(id);
-        assert_eq!(s.cancel(id, "fuzz").is_ok(), pending);
+        assert_eq!(s.cancel(id, "fuzz", now).is_ok(), pending);
         c.drain(s);
     }
 }
@@ -580,10 +580,10 @@ fn session_timed(setup: &Setup, h: [u8; SESSION_HEADER], body: &[u8]) {
             commands(&mut s, fl, now, &mut c);
         }
         if i == 0 && fl & flags::CANCEL != 0 {
-            cancel_first(&mut s, &mut c);
+            cancel_first(&mut s, &mut c, now);
         }
         if i == 1 && fl & flags::UNDELIVERABLE != 0 {
-            undeliverable_last(&mut s, &mut c);
+            undeliverable_last(&mut s, &mut c, now);
         }
     }
     s.handle_timeout(now);
@@ -613,7 +613,7 @@ fn session_chunking(setup: &Setup, h: [u8; SESSION_HEADER], body: &[u8]) {
         let mut s = new_session(setup, fl, now, &mut c);
         commands(&mut s, fl, now, &mut c);
         if fl & flags::CANCEL != 0 {
-            cancel_first(&mut s, &mut c);
+            cancel_first(&mut s, &mut c, now);
         }
         for chunk in split {
             s.handle_bytes(chunk, now);
