@@ -1,6 +1,8 @@
 //! The `WWW-Authenticate` header: its challenges (RFC 9110 § 11.6.1) and the `Bearer` one's
 //! parameters (RFC 6750 § 3, RFC 9728 § 5.1).
 
+use crate::syntax::is_tchar;
+
 /// One challenge of a `WWW-Authenticate` header: its scheme, and its parameters (names in lower
 /// case, values unquoted) or its `token68`.
 ///
@@ -28,10 +30,6 @@ impl Challenge {
 
 /// The most challenges (and parameters per challenge) read from one header; the rest is ignored.
 pub const MAX_CHALLENGE_PARTS: usize = 32;
-
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
 
 /// Reads every challenge of a `WWW-Authenticate` value. Malformed parts end the reading: what
 /// was read before them is kept (a server's odd header never fails the caller).
