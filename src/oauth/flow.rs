@@ -389,7 +389,8 @@ impl Flow {
                     self.resource = advertised.clone();
                 }
                 // > "The responsibility for selecting which authorization server to use lies
-                // > with the MCP client" — MCP 2025-11-25: the first one listed.
+                // > with the MCP client" — MCP 2025-11-25, Authorization § Authorization Server
+                // > Location. This client takes the first one listed.
                 let issuer = md.authorization_servers[0].clone();
                 return self.server_metadata(issuer, md.scopes_supported, false);
             }
@@ -701,7 +702,7 @@ impl Flow {
                     issued_at: unix(now),
                     expires_at: t.expires_in.map(|s| unix(now).saturating_add(s)),
                     // > "The authorization server MAY issue a new refresh token" — OAuth 2.1
-                    // > § 4.3.3: the old one is kept when none came.
+                    // > (draft-ietf-oauth-v2-1) § 4.3.3. The old one is kept when none came.
                     refresh_token: t.refresh_token.or(old.tokens.refresh_token.clone()),
                     scope: t.scope.or(old.tokens.scope.clone()),
                     requested_scope: old.tokens.requested_scope.clone(),

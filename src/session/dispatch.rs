@@ -245,7 +245,8 @@ impl Core {
         let wire = jsonrpc::parse_own_id(id);
         match wire.and_then(|wire| self.pending.by_wire(wire.0)) {
             Some(own) => Some(own),
-            // > "receivers … MAY ignore the response" to a cancelled request — 2025-11-25
+            // > "The sender of the cancellation notification **SHOULD** ignore any response to
+            // > the request that arrives afterward" — MCP 2025-11-25, Utilities § Cancellation
             None if wire.is_some_and(|wire| wire.0 < self.next_id) => {
                 self.stats.late_responses += 1;
                 None

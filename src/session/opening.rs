@@ -299,8 +299,8 @@ impl Core {
     /// Request `id` timed out or was given up on. One of the opening's own requests is the
     /// opening's to settle (`None` comes back); any other request's `error` comes back.
     ///
-    /// > "The client **MUST NOT** attempt to cancel its `initialize` request." — MCP 2025-11-25,
-    /// > Lifecycle § Initialization
+    /// > "The `initialize` request **MUST NOT** be cancelled by clients" — MCP 2025-11-25,
+    /// > Utilities § Cancellation
     pub(super) fn opening_gave_up(
         &mut self,
         id: RequestId,
