@@ -11,6 +11,8 @@
 //! - eras: `[era, flags, c0, .., t3, body..]`: the session layout after one byte that sets the era
 //!   and its settings (see [`Setup::from_byte`]): the probe, the modern era, HTTP headers.
 //! - text: no header; the whole input is the text to repair ([`check_text`]).
+//! - sse: no header; the whole input is the SSE stream, whose first bytes also choose the memory
+//!   limit and the chunk sizes, so that seeds stay plain SSE streams ([`check_sse`]).
 //!
 //! A missing header byte reads as 0.
 #![allow(dead_code)]
@@ -662,6 +664,82 @@ pub fn check_eras(data: &[u8]) {
     let (h, body) = header::<SESSION_HEADER>(rest);
     session_timed(&setup, h, body);
     session_chunking(&setup, h, body);
+}
+
+// ---- sse ---------------------------------------------------------------------------------------
+
+/// Everything observable after decoding an SSE stream.
+type SseOutcome = (
+    Vec<mcp_proto::sse::SseItem>,
+    Option<String>,
+    Option<Duration>,
+);
+
+/// Decodes `chunks` with a decoder of memory limit `limit`, checking after every chunk that it
+/// buffers at most `limit` bytes, and after the end that it buffers nothing.
+fn sse_decode<'a>(limit: usize, chunks: impl IntoIterator<Item = &'a [u8]>) -> SseOutcome {
+    let mut d = mcp_proto::sse::SseDecoder::with_limit(limit);
+    let mut items = Vec::new();
+    for chunk in chunks {
+        d.feed(chunk);
+        assert!(d.buffered_len() <= limit, "{} > {limit}", d.buffered_len());
+        items.extend(std::iter::from_fn(|| d.poll_event()));
+    }
+    d.finish();
+    assert_eq!(d.buffered_len(), 0);
+    items.extend(std::iter::from_fn(|| d.poll_event()));
+    (items, d.last_event_id().map(str::to_owned), d.retry())
+}
+
+/// The SSE target: the decoder never panics, never buffers past its limit, and gives the same
+/// events, last event id and retry whether the stream comes whole, in the chunks the input
+/// chooses, or byte by byte; with the default limit, a stream under a quarter of it never
+/// overflows (decoded text is at most 3x the input: U+FFFD per invalid byte).
+///
+/// The first byte chooses the limit (odd: the default; even: `byte / 2`, tiny, to exercise
+/// overflow); bytes 1..4 give a repeating cycle of chunk sizes 0..=31, 0 feeding an empty chunk,
+/// then one byte.
+pub fn check_sse(input: &[u8]) {
+    use mcp_proto::sse::{SseItem, DEFAULT_LIMIT};
+    let limit = match input.first() {
+        Some(&b) if b % 2 == 0 => usize::from(b / 2),
+        _ => DEFAULT_LIMIT,
+    };
+    let sizes: Vec<usize> = input
+        .get(1..4)
+        .unwrap_or_default()
+        .iter()
+        .map(|&b| usize::from(b % 32))
+        .collect();
+    let mut chunks = Vec::new();
+    let mut rest = input;
+    for &n in sizes.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        if n == 0 {
+            chunks.push(&[][..]);
+        }
+        let (chunk, tail) = rest.split_at(n.clamp(1, rest.len()));
+        chunks.push(chunk);
+        rest = tail;
+    }
+    chunks.push(rest);
+
+    let whole = sse_decode(limit, [input]);
+    assert_eq!(
+        sse_decode(limit, chunks),
+        whole,
+        "chunking changed the output"
+    );
+    assert_eq!(
+        sse_decode(limit, input.chunks(1)),
+        whole,
+        "byte-by-byte changed the output"
+    );
+    if limit == DEFAULT_LIMIT && input.len() < DEFAULT_LIMIT / 4 {
+        assert!(!whole.0.contains(&SseItem::Overflow));
+    }
 }
 
 // ---- text --------------------------------------------------------------------------------------
