@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// How the client got its identity with an authorization server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ClientKind {
     /// Given by the application.
     PreRegistered,
@@ -89,6 +90,7 @@ pub struct Credentials {
 
 /// Why a flow runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Reason {
     /// Before the first request, when asked.
     Upfront,

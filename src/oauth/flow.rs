@@ -19,6 +19,9 @@ use crate::http::{redact_url, HttpRequest, Method};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What a flow wants next. [`Flow::step`] returns it until the input it waits for arrives.
+///
+/// Exhaustive on purpose: each variant is an action of the driver (see the crate docs, "Which
+/// enums are `#[non_exhaustive]`").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     /// Make this request and hand its answer to [`Flow::on_response`] (or its failure to

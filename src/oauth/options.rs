@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// How the client gets its tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Grant {
     /// A person authorizes in a browser (authorization code with PKCE).
     #[default]
@@ -23,6 +24,7 @@ pub enum Grant {
 /// > locally-hosted web applications accessed via `localhost`) **SHOULD** use
 /// > `application_type: "native"`" — MCP 2026-07-28, Client Registration
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ApplicationType {
     /// A program on the user's machine (the default).
     #[default]
@@ -43,6 +45,7 @@ impl ApplicationType {
 /// How the client authenticates at the token endpoint (RFC 7591 § 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum AuthMethod {
     /// A public client: `client_id` in the body, no secret.
     None,
