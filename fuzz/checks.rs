@@ -11,6 +11,8 @@
 //! - eras: `[era, flags, c0, .., t3, body..]`: the session layout after one byte that sets the era
 //!   and its settings (see [`Setup::from_byte`]): the probe, the modern era, HTTP headers.
 //! - text: no header; the whole input is the text to repair ([`check_text`]).
+//! - sse: no header; the whole input is the SSE stream, whose first bytes also choose the memory
+//!   limit and the chunk sizes, so that seeds stay plain SSE streams ([`check_sse`]).
 //!
 //! A missing header byte reads as 0.
 #![allow(dead_code)]
@@ -491,7 +493,7 @@ fn commands(s: &mut Session, flags: u8, now: Instant, c: &mut Checker) {
 
 /// The transport could not deliver the last issued request: the session names it (when still
 /// pending) as the one the driver reports, and it gets no event of its own.
-fn undeliverable_last(s: &mut Session, c: &mut Checker) {
+fn undeliverable_last(s: &mut Session, c: &mut Checker, now: Instant) {
     let Some(id) = c.issued.iter().copied().next_back() else {
         return;
     };
@@ -499,7 +501,7 @@ fn undeliverable_last(s: &mut Session, c: &mut Checker) {
     let opening_request = Some(id) == c.init_id || c.opening.contains(&id);
     let opening = opening_request && s.state() == State::Initializing;
     let probe = c.methods.get(&id).map(String::as_str) == Some("server/discover");
-    let hit = s.handle_undeliverable(id);
+    let hit = s.handle_undeliverable(id, now);
     if opening && probe && c.may_fall_back && pending {
         // A lost or refused probe is the legacy era's answer: initialize follows, nobody is hit.
         assert_eq!(
@@ -536,11 +538,11 @@ fn undeliverable_last(s: &mut Session, c: &mut Checker) {
     c.drain(s);
 }
 
-fn cancel_first(s: &mut Session, c: &mut Checker) {
+fn cancel_first(s: &mut Session, c: &mut Checker, now: Instant) {
     let first = c.issued.iter().copied().find(|id| Some(*id) != c.init_id);
     if let Some(id) = first {
         let pending = s.is_pending(id);
-        assert_eq!(s.cancel(id, "fuzz").is_ok(), pending);
+        assert_eq!(s.cancel(id, "fuzz", now).is_ok(), pending);
         c.drain(s);
     }
 }
@@ -580,10 +582,10 @@ fn session_timed(setup: &Setup, h: [u8; SESSION_HEADER], body: &[u8]) {
             commands(&mut s, fl, now, &mut c);
         }
         if i == 0 && fl & flags::CANCEL != 0 {
-            cancel_first(&mut s, &mut c);
+            cancel_first(&mut s, &mut c, now);
         }
         if i == 1 && fl & flags::UNDELIVERABLE != 0 {
-            undeliverable_last(&mut s, &mut c);
+            undeliverable_last(&mut s, &mut c, now);
         }
     }
     s.handle_timeout(now);
@@ -613,7 +615,7 @@ fn session_chunking(setup: &Setup, h: [u8; SESSION_HEADER], body: &[u8]) {
         let mut s = new_session(setup, fl, now, &mut c);
         commands(&mut s, fl, now, &mut c);
         if fl & flags::CANCEL != 0 {
-            cancel_first(&mut s, &mut c);
+            cancel_first(&mut s, &mut c, now);
         }
         for chunk in split {
             s.handle_bytes(chunk, now);
@@ -662,6 +664,82 @@ pub fn check_eras(data: &[u8]) {
     let (h, body) = header::<SESSION_HEADER>(rest);
     session_timed(&setup, h, body);
     session_chunking(&setup, h, body);
+}
+
+// ---- sse ---------------------------------------------------------------------------------------
+
+/// Everything observable after decoding an SSE stream.
+type SseOutcome = (
+    Vec<mcp_proto::sse::SseItem>,
+    Option<String>,
+    Option<Duration>,
+);
+
+/// Decodes `chunks` with a decoder of memory limit `limit`, checking after every chunk that it
+/// buffers at most `limit` bytes, and after the end that it buffers nothing.
+fn sse_decode<'a>(limit: usize, chunks: impl IntoIterator<Item = &'a [u8]>) -> SseOutcome {
+    let mut d = mcp_proto::sse::SseDecoder::with_limit(limit);
+    let mut items = Vec::new();
+    for chunk in chunks {
+        d.feed(chunk);
+        assert!(d.buffered_len() <= limit, "{} > {limit}", d.buffered_len());
+        items.extend(std::iter::from_fn(|| d.poll_event()));
+    }
+    d.finish();
+    assert_eq!(d.buffered_len(), 0);
+    items.extend(std::iter::from_fn(|| d.poll_event()));
+    (items, d.last_event_id().map(str::to_owned), d.retry())
+}
+
+/// The SSE target: the decoder never panics, never buffers past its limit, and gives the same
+/// events, last event id and retry whether the stream comes whole, in the chunks the input
+/// chooses, or byte by byte; with the default limit, a stream under a quarter of it never
+/// overflows (decoded text is at most 3x the input: U+FFFD per invalid byte).
+///
+/// The first byte chooses the limit (odd: the default; even: `byte / 2`, tiny, to exercise
+/// overflow); bytes 1..4 give a repeating cycle of chunk sizes 0..=31, 0 feeding an empty chunk,
+/// then one byte.
+pub fn check_sse(input: &[u8]) {
+    use mcp_proto::sse::{SseItem, DEFAULT_LIMIT};
+    let limit = match input.first() {
+        Some(&b) if b % 2 == 0 => usize::from(b / 2),
+        _ => DEFAULT_LIMIT,
+    };
+    let sizes: Vec<usize> = input
+        .get(1..4)
+        .unwrap_or_default()
+        .iter()
+        .map(|&b| usize::from(b % 32))
+        .collect();
+    let mut chunks = Vec::new();
+    let mut rest = input;
+    for &n in sizes.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        if n == 0 {
+            chunks.push(&[][..]);
+        }
+        let (chunk, tail) = rest.split_at(n.clamp(1, rest.len()));
+        chunks.push(chunk);
+        rest = tail;
+    }
+    chunks.push(rest);
+
+    let whole = sse_decode(limit, [input]);
+    assert_eq!(
+        sse_decode(limit, chunks),
+        whole,
+        "chunking changed the output"
+    );
+    assert_eq!(
+        sse_decode(limit, input.chunks(1)),
+        whole,
+        "byte-by-byte changed the output"
+    );
+    if limit == DEFAULT_LIMIT && input.len() < DEFAULT_LIMIT / 4 {
+        assert!(!whole.0.contains(&SseItem::Overflow));
+    }
 }
 
 // ---- text --------------------------------------------------------------------------------------

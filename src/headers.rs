@@ -31,7 +31,7 @@
 //! > "Clients using other transports (e.g., stdio) MAY ignore `x-mcp-header` annotations
 //! > entirely." — MCP 2026-07-28, Transports § Streamable HTTP § Schema Extension
 
-use crate::http::is_header_name;
+use crate::syntax::is_header_name;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use serde_json::{Map, Value};
@@ -111,7 +111,7 @@ pub fn encode_value(value: &str) -> Cow<'_, str> {
 /// with `=?base64?` and ends with `?=` but whose middle is not canonical padded standard Base64 of
 /// UTF-8 text (or is missing, as in `=?base64?=`).
 pub fn decode_value(header: &str) -> Result<Cow<'_, str>, MalformedValue> {
-    if !crate::http::is_header_value(header) {
+    if !crate::syntax::is_header_value(header) {
         return Err(MalformedValue::Characters);
     }
     if !looks_encoded(header) {

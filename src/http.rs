@@ -9,7 +9,7 @@
 //! redirects included ([`HttpRules::on_redirect`]: same-origin 307 and 308 only; RFC 9110 § 15.4).
 
 use crate::jsonrpc::RequestId;
-use crate::session::{Transmit, TransmitKind};
+use crate::session::transmit::{Transmit, TransmitKind};
 use crate::sse::{SseDecoder, SseEvent};
 use crate::types::SUPPORTED_PROTOCOL_VERSIONS;
 use std::collections::{HashSet, VecDeque};
@@ -188,21 +188,7 @@ pub enum ConfigError {
     },
 }
 
-/// Whether `name` is an HTTP token (RFC 7230 § 3.2.6: visible ASCII except delimiters).
-pub fn is_header_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
-/// Whether `value` can be sent as a header value: visible ASCII, spaces and tabs only. (HTTP
-/// libraries refuse control characters, and some panic on bytes above 0x7e.)
-pub fn is_header_value(value: &str) -> bool {
-    value
-        .bytes()
-        .all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
-}
+pub use crate::syntax::{is_header_name, is_header_value};
 
 fn check_header(name: &str, value: &str) -> Result<(), ConfigError> {
     if !is_header_name(name) {
@@ -549,7 +535,7 @@ pub struct HttpRules {
     answering: bool,
     /// The OAuth access token's header value (`Bearer …`), sent on every request to the
     /// endpoint (and to nowhere else: a redirect is followed only within its origin).
-    authorization: Option<crate::oauth::Secret>,
+    authorization: Option<crate::secret::Secret>,
     /// The server requests read on a request's response (their ids as JSON text), with that
     /// request: the newest [`MAX_ASKED`], so that an answer that cannot be delivered fails the
     /// request that waits on it ([`HttpRules::on_undelivered`]).
@@ -612,7 +598,7 @@ impl HttpRules {
     ///
     /// > "authorization **MUST** be included in every HTTP request from client to server, even
     /// > if they are part of the same logical session." — MCP 2025-11-25, Token Requirements
-    pub fn set_authorization(&mut self, value: Option<crate::oauth::Secret>) {
+    pub fn set_authorization(&mut self, value: Option<crate::secret::Secret>) {
         self.authorization = value;
     }
 
@@ -1875,7 +1861,7 @@ mod tests {
     #[test]
     fn the_oauth_token_goes_on_every_request_and_a_configured_header_wins() {
         let mut r = HttpRules::new(HttpConfig::new("http://127.0.0.1:1/mcp"));
-        r.set_authorization(Some(crate::oauth::Secret::new("Bearer one")));
+        r.set_authorization(Some(crate::secret::Secret::new("Bearer one")));
         let auth = |req: &HttpRequest| -> Vec<String> {
             req.headers
                 .iter()
@@ -1889,7 +1875,7 @@ mod tests {
         assert_eq!(auth(&r.delete().unwrap()), ["Bearer one"]);
         // A request built before a refresh gets the new token, once.
         let mut old = r.post(&transmit(request(2, "tools/list")));
-        r.set_authorization(Some(crate::oauth::Secret::new("Bearer two")));
+        r.set_authorization(Some(crate::secret::Secret::new("Bearer two")));
         r.refresh_authorization(&mut old);
         assert_eq!(auth(&old), ["Bearer two"]);
         // The application's own header is never replaced or doubled.
@@ -1898,7 +1884,7 @@ mod tests {
             .headers
             .push(("Authorization".into(), "Bearer mine".into()));
         let mut r = HttpRules::new(config);
-        r.set_authorization(Some(crate::oauth::Secret::new("Bearer flow")));
+        r.set_authorization(Some(crate::secret::Secret::new("Bearer flow")));
         let mut post = r.post(&transmit(request(1, "initialize")));
         assert_eq!(auth(&post), ["Bearer mine"]);
         r.refresh_authorization(&mut post);

@@ -1,4 +1,5 @@
-//! The JSON-RPC 2.0 envelope: ids, error objects, and the classification of one incoming message.
+//! The JSON-RPC 2.0 envelope: ids, error objects, and one incoming message as read off the wire
+//! (what it is, by method, is [`crate::methods`]'s to say).
 //!
 //! > "Requests MUST include a string or integer ID. Unlike base JSON-RPC, the ID MUST NOT be null."
 //! > — MCP 2025-11-25, Basic § Requests
@@ -6,9 +7,6 @@
 //! Incoming messages are read with borrowed [`RawValue`]s, so a tool result is parsed once, straight
 //! into its typed form, and a server's request id is echoed back byte for byte.
 
-use crate::methods::{
-    ServerMessage, ServerNotificationMethod, ServerRequestId, ServerRequestMethod,
-};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -78,34 +76,6 @@ pub(crate) struct RawMessage<'a> {
 /// A member that is present, whatever its value (`null` included).
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(d).map(Some)
-}
-
-impl<'a> RawMessage<'a> {
-    /// What the message is: the one place where a server message is told apart.
-    pub(crate) fn classify(self) -> ServerMessage<'a> {
-        let id = self.id.filter(|id| id.get() != "null");
-        match (self.method, id, self.result, self.error) {
-            (Some(method), Some(id), None, None) => ServerMessage::Request {
-                id: ServerRequestId::from_raw(id),
-                method: ServerRequestMethod::from_name(&method),
-                params: self.params,
-            },
-            (Some(method), None, None, None) => ServerMessage::Notification {
-                method: ServerNotificationMethod::from_name(&method),
-                params: self.params,
-            },
-            (None, Some(id), Some(result), None) => ServerMessage::Result { id, result },
-            (None, id, None, Some(error)) => match serde_json::from_value::<RpcError>(error) {
-                Ok(error) => ServerMessage::Error { id, error },
-                Err(_) => {
-                    ServerMessage::Invalid("error response whose error is not {code, message}")
-                }
-            },
-            (None, None, Some(_), None) => ServerMessage::Invalid("response without an id"),
-            (None, _, None, None) => ServerMessage::Invalid("neither method, result nor error"),
-            _ => ServerMessage::Invalid("both method and result/error, or both result and error"),
-        }
-    }
 }
 
 /// Reads one of our own ids back from a response: an integer we could have sent.

@@ -46,6 +46,22 @@
 //!   [`Stats`]. In [`Event::Warning`].
 //! - [`http::HttpError`]: the Streamable HTTP rules' verdict on a response (a status, a content
 //!   type, an expired session); the driver turns it into its own error.
+//!
+//! # Which enums are `#[non_exhaustive]`
+//! Two kinds of public enum, two rules:
+//! - **What can be said grows**: errors and warnings ([`UsageError`], [`RequestError`],
+//!   [`SessionError`], [`Warning`], [`oauth::AuthError`], [`http::HttpError`], …), the events
+//!   ([`Event`]), and the vocabulary an application sets or reads for information ([`Era`],
+//!   [`EraChoice`], [`State`], [`TransportKind`], [`TransmitKind`], [`oauth::Grant`],
+//!   [`oauth::AuthMethod`], [`oauth::ApplicationType`], [`oauth::ClientKind`],
+//!   [`oauth::Reason`], [`toolset::Prefix`]) are `#[non_exhaustive]`: a new revision of the
+//!   protocol adds to them, and that must not break a build that passes them on or ignores what
+//!   it does not know.
+//! - **What to do is closed**: the outputs a driver acts on, one arm per action, are exhaustive
+//!   on purpose: [`oauth::Step`], [`oauth::Verdict`], [`oauth::Redirect`], [`http::Body`],
+//!   [`http::StreamEnd`], [`toolset::RestartVerdict`] and [`toolset::Skipped`] (every tool left
+//!   out is explained to the user). A new variant there is a new thing the driver must do; it
+//!   should fail the driver's build, not fall into a `_` arm that does nothing.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -59,9 +75,11 @@ pub mod jsonrpc;
 pub mod methods;
 pub mod oauth;
 pub mod pagination;
+pub mod secret;
 pub mod server_set;
 pub mod session;
 pub mod sse;
+mod syntax;
 pub mod terminal;
 pub mod text;
 pub mod types;

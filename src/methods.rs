@@ -3,7 +3,7 @@
 //! classifies every incoming message once into a [`ServerMessage`]; what each one means is decided
 //! where it is handled.
 
-use crate::jsonrpc::RpcError;
+use crate::jsonrpc::{RawMessage, RpcError};
 use serde_json::value::RawValue;
 
 /// The id of a request the server sent, owned, exactly as it came (its JSON text: a string or a
@@ -147,6 +147,34 @@ pub enum ServerMessage<'a> {
     },
     /// Well-formed JSON that is no JSON-RPC message, and why.
     Invalid(&'static str),
+}
+
+impl<'a> ServerMessage<'a> {
+    /// What the message is: the one place where a server message is told apart.
+    pub(crate) fn classify(raw: RawMessage<'a>) -> ServerMessage<'a> {
+        let id = raw.id.filter(|id| id.get() != "null");
+        match (raw.method, id, raw.result, raw.error) {
+            (Some(method), Some(id), None, None) => ServerMessage::Request {
+                id: ServerRequestId::from_raw(id),
+                method: ServerRequestMethod::from_name(&method),
+                params: raw.params,
+            },
+            (Some(method), None, None, None) => ServerMessage::Notification {
+                method: ServerNotificationMethod::from_name(&method),
+                params: raw.params,
+            },
+            (None, Some(id), Some(result), None) => ServerMessage::Result { id, result },
+            (None, id, None, Some(error)) => match serde_json::from_value::<RpcError>(error) {
+                Ok(error) => ServerMessage::Error { id, error },
+                Err(_) => {
+                    ServerMessage::Invalid("error response whose error is not {code, message}")
+                }
+            },
+            (None, None, Some(_), None) => ServerMessage::Invalid("response without an id"),
+            (None, _, None, None) => ServerMessage::Invalid("neither method, result nor error"),
+            _ => ServerMessage::Invalid("both method and result/error, or both result and error"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub const MAX_NAME: usize = 128;
 
 /// When the server's name goes in front of a tool's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Prefix {
     /// Always: `server__tool` (the default; a name says where it goes).
     #[default]

@@ -335,7 +335,7 @@ fn an_undeliverable_probe_means_legacy_but_not_when_modern_is_forced() {
     let mut s = Session::new(Config::default());
     s.initialize(now).unwrap();
     sent(&mut s);
-    let hit = s.handle_undeliverable(RequestId(0));
+    let hit = s.handle_undeliverable(RequestId(0), now);
     assert_eq!(
         hit,
         mcp_proto::Casualties::default(),
@@ -346,7 +346,7 @@ fn an_undeliverable_probe_means_legacy_but_not_when_modern_is_forced() {
     let mut s = Session::new(config(EraChoice::Modern));
     s.initialize(now).unwrap();
     sent(&mut s);
-    let hit = s.handle_undeliverable(RequestId(0));
+    let hit = s.handle_undeliverable(RequestId(0), now);
     assert!(hit.session);
     assert!(matches!(
         events(&mut s).as_slice(),
@@ -825,11 +825,11 @@ fn cancelling_over_a_stream_sends_cancelled_with_the_current_wire_id() {
         now,
     );
     // Between two rounds no copy is out: nothing to cancel on the server.
-    s.cancel(h, "bored").unwrap();
+    s.cancel(h, "bored", now).unwrap();
     assert!(sent(&mut s).is_empty());
     let h2 = s.call_tool("slow", json!({}), now).unwrap();
     sent(&mut s);
-    s.cancel(h2, "bored").unwrap();
+    s.cancel(h2, "bored", now).unwrap();
     let out = sent(&mut s);
     assert_eq!(out[0]["method"], "notifications/cancelled");
     assert_eq!(out[0]["params"]["requestId"], h2.0);
@@ -962,7 +962,7 @@ fn over_http_cancelling_closes_the_stream_and_posts_nothing() {
     let (mut s, now) = http();
     let h = s.call_tool("slow", json!({}), now).unwrap();
     transmits(&mut s);
-    s.cancel(h, "bored").unwrap();
+    s.cancel(h, "bored", now).unwrap();
     let out = transmits(&mut s);
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].kind, TransmitKind::Abort { id: h });

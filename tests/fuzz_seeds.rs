@@ -69,6 +69,11 @@ fn eras_seeds() {
 }
 
 #[test]
+fn sse_seeds() {
+    replay(&seeds("sse").0, checks::check_sse);
+}
+
+#[test]
 fn text_seeds() {
     replay(&seeds("text").0, checks::check_text);
 }

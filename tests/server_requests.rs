@@ -281,17 +281,17 @@ fn open_asks_are_bounded() {
 
 #[test]
 fn roots_changed_is_sent_only_when_declared() {
-    let (mut s, _) = legacy(all());
-    assert!(s.notify_roots_changed());
+    let (mut s, now) = legacy(all());
+    assert!(s.notify_roots_changed(now));
     assert_eq!(
         sent(&mut s)[0]["method"],
         "notifications/roots/list_changed"
     );
-    let (mut s, _) = legacy(ClientCapabilities {
+    let (mut s, now) = legacy(ClientCapabilities {
         roots: Some(false),
         ..ClientCapabilities::default()
     });
-    assert!(!s.notify_roots_changed());
+    assert!(!s.notify_roots_changed(now));
     assert!(sent(&mut s).is_empty());
 }
 
@@ -300,7 +300,7 @@ fn closing_the_session_drops_open_asks() {
     let (mut s, now) = legacy(all());
     line(&mut s, FORM, now);
     let (ask, _) = the_ask(&mut s);
-    s.close();
+    s.close(now);
     let ev = events(&mut s);
     assert!(
         ev.contains(&Event::ServerRequestCancelled { ask }),
@@ -418,7 +418,7 @@ fn cancelling_a_call_drops_its_input_requests() {
         now,
     );
     assert_eq!(events(&mut s).len(), 2);
-    s.cancel(call, "bored").unwrap();
+    s.cancel(call, "bored", now).unwrap();
     let ev = events(&mut s);
     let dropped = ev
         .iter()

@@ -177,7 +177,7 @@ fn initialize_is_never_cancelled() {
     });
     let id = s.initialize(now).unwrap();
     assert_eq!(
-        s.cancel(id, "bored"),
+        s.cancel(id, "bored", now),
         Err(UsageError::CannotCancelInitialize)
     );
     sent(&mut s);
@@ -528,7 +528,7 @@ fn explicit_cancel_sends_cancelled() {
     let (mut s, now) = ready();
     let id = s.call_tool("slow", json!({}), now).unwrap();
     sent(&mut s);
-    s.cancel(id, "user gave up").unwrap();
+    s.cancel(id, "user gave up", now).unwrap();
     assert_eq!(
         sent(&mut s),
         vec![
@@ -542,7 +542,10 @@ fn explicit_cancel_sends_cancelled() {
             result: Err(RequestError::Cancelled("user gave up".into()))
         }]
     );
-    assert_eq!(s.cancel(id, "again"), Err(UsageError::UnknownRequest(id)));
+    assert_eq!(
+        s.cancel(id, "again", now),
+        Err(UsageError::UnknownRequest(id))
+    );
 }
 
 #[test]
@@ -807,7 +810,7 @@ fn close_fails_pending_and_stops_sending() {
     let (mut s, now) = ready();
     let id = s.call_tool("a", json!({}), now).unwrap();
     sent(&mut s);
-    s.close();
+    s.close(now);
     assert_eq!(
         events(&mut s),
         vec![
@@ -820,7 +823,7 @@ fn close_fails_pending_and_stops_sending() {
     );
     line(&mut s, r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, now);
     assert!(sent(&mut s).is_empty(), "a closed session answers nothing");
-    s.close();
+    s.close(now);
     assert!(events(&mut s).is_empty());
 }
 
@@ -1008,7 +1011,7 @@ fn abort_stops_waiting_without_telling_the_server() {
     let (mut s, now) = ready();
     let id = s.call_tool("echo", json!({}), now).unwrap();
     sent(&mut s);
-    assert!(s.abort(id));
+    assert!(s.abort(id, now));
     assert!(
         sent(&mut s).is_empty(),
         "no notifications/cancelled for a request the server never got"
@@ -1020,41 +1023,17 @@ fn abort_stops_waiting_without_telling_the_server() {
             result: Err(RequestError::Closed)
         }]
     );
-    assert!(!s.abort(id));
+    assert!(!s.abort(id, now));
 }
 
 #[test]
 fn cancellation_transmits_name_the_request() {
     let (mut s, now) = ready();
     let id = s.call_tool("echo", json!({}), now).unwrap();
-    s.poll_transmit();
-    s.cancel(id, "bye").unwrap();
+    let _ = s.poll_transmit();
+    s.cancel(id, "bye", now).unwrap();
     let t = s.poll_transmit().unwrap();
     assert_eq!(t.kind, mcp_proto::TransmitKind::Cancellation { id });
-}
-
-#[test]
-fn last_received_is_the_time_of_the_last_message() {
-    let (mut s, now) = ready();
-    assert_eq!(s.last_received(), Some(now));
-    let later = now + Duration::from_secs(7);
-    s.handle_bytes(b"not even JSON\n", later);
-    assert_eq!(
-        s.last_received(),
-        Some(later),
-        "any message counts, junk included"
-    );
-    s.handle_bytes(b"{\"partial\":", later + Duration::from_secs(1));
-    assert_eq!(
-        s.last_received(),
-        Some(later),
-        "an incomplete line is no message yet"
-    );
-    s.handle_message(
-        br#"{"jsonrpc":"2.0","method":"notifications/message"}"#,
-        later + Duration::from_secs(2),
-    );
-    assert_eq!(s.last_received(), Some(later + Duration::from_secs(2)));
 }
 
 #[test]
@@ -1152,7 +1131,7 @@ fn an_undeliverable_request_fails_alone_and_an_undeliverable_handshake_ends_the_
     let b = s.call_tool("t", json!({}), now).unwrap();
     sent(&mut s);
     assert_eq!(
-        s.handle_undeliverable(a),
+        s.handle_undeliverable(a, now),
         Casualties {
             request: Some(a),
             session: false
@@ -1164,13 +1143,17 @@ fn an_undeliverable_request_fails_alone_and_an_undeliverable_handshake_ends_the_
         "the server never saw a: nothing to cancel"
     );
     assert!(s.is_pending(b) && s.is_ready());
-    assert_eq!(s.handle_undeliverable(a), Casualties::default(), "once");
+    assert_eq!(
+        s.handle_undeliverable(a, now),
+        Casualties::default(),
+        "once"
+    );
 
     let now = Instant::now();
     let mut s = Session::new(legacy());
     let init = s.initialize(now).unwrap();
     assert_eq!(
-        s.handle_undeliverable(init),
+        s.handle_undeliverable(init, now),
         Casualties {
             request: Some(init),
             session: true

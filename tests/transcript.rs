@@ -610,9 +610,11 @@ fn replay(t: &Transcript, segments: &[Vec<u8>], chunks: Chunker<'_>) -> Vec<Out>
         out.observed = match &step.action {
             Action::Initialize => Observed::Command(s.initialize(now).map(Some)),
             Action::Send(request) => Observed::Command(s.send(request.clone(), now).map(Some)),
-            Action::Cancel(id, reason) => Observed::Command(s.cancel(*id, reason).map(|()| None)),
+            Action::Cancel(id, reason) => {
+                Observed::Command(s.cancel(*id, reason, now).map(|()| None))
+            }
             Action::Close => {
-                s.close();
+                s.close(now);
                 Observed::Nothing
             }
             Action::Server => {

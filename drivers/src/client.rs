@@ -258,8 +258,8 @@ impl State {
             }
             Inbound::Failed { id, error } => {
                 let hit = match error {
-                    Error::Auth(_) => self.session.handle_unreachable(id),
-                    _ => self.session.handle_undeliverable(id),
+                    Error::Auth(_) => self.session.handle_unreachable(id, now),
+                    _ => self.session.handle_undeliverable(id, now),
                 };
                 self.report(hit, error);
             }
@@ -275,7 +275,7 @@ impl State {
                     reason: error.to_string(),
                 });
                 if let Some(id) = request {
-                    let hit = self.session.handle_undeliverable(id);
+                    let hit = self.session.handle_undeliverable(id, now);
                     self.report(hit, error);
                 }
             }
@@ -334,7 +334,7 @@ impl State {
             // status and stderr say more than the broken pipe).
             match (transport.send(t), request) {
                 (Err(error), Some(id)) if is_refusal(&error) => {
-                    let hit = self.session.handle_undeliverable(id);
+                    let hit = self.session.handle_undeliverable(id, Instant::now());
                     self.report(hit, error);
                 }
                 _ => {}
@@ -578,7 +578,7 @@ impl<T: Transport> Client<T> {
     /// handler was registered with `list_changed` (legacy era). Returns whether it was sent.
     pub fn roots_changed(&self) -> bool {
         let mut st = self.lock();
-        let sent = st.session.notify_roots_changed();
+        let sent = st.session.notify_roots_changed(Instant::now());
         st.flush(&self.shared.transport);
         sent
     }
@@ -830,7 +830,7 @@ impl<T: Transport> Client<T> {
     pub async fn close(&self) -> Result<(), Error> {
         {
             let mut st = self.lock();
-            st.session.close();
+            st.session.close(Instant::now());
             st.flush(&self.shared.transport);
         }
         self.shared.idle_wake.notify(usize::MAX);
@@ -877,7 +877,9 @@ impl<T: Transport> Drop for CancelOnDrop<'_, T> {
         let mut st = lock(&self.shared.state);
         st.waiters.remove(&self.id);
         if st.session.is_pending(self.id) {
-            let _ = st.session.cancel(self.id, "the client stopped waiting");
+            let _ = st
+                .session
+                .cancel(self.id, "the client stopped waiting", Instant::now());
             st.flush(&self.shared.transport);
         }
     }

@@ -1,6 +1,6 @@
 //! One connection's credentials, and what to do when the server refuses them.
 
-use super::flow::{AuthError, Credentials, FlowStart, Reason};
+use super::{AuthError, Credentials, FlowStart, Reason};
 use super::{BearerChallenge, Secret};
 use crate::http::redact_url;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -24,7 +24,8 @@ pub struct Attempt {
     pub raced: u8,
 }
 
-/// What to do with a response.
+/// What to do with a response. Exhaustive on purpose: each variant is an action of the driver
+/// (see the crate docs, "Which enums are `#[non_exhaustive]`").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// Not an authorization matter: go on with the response.

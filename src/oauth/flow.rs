@@ -1,319 +1,27 @@
 //! One authorization, as a state machine: discovery, client identity, the person's consent (or
 //! the client credentials grant), the token request, and refresh.
+//!
+//! This file is the machine and nothing else: [`Step`] (what the flow wants next), `State` (where
+//! it is), and [`Flow`], whose inputs move it from one to the next. Its vocabulary is next door:
+//! [options](super::AuthOptions), [credentials](super::Credentials), [errors](super::AuthError)
+//! and the token endpoint's client authentication (`assertion.rs`).
 
+use super::assertion::{client_assertion, token_request};
 use super::metadata::{
-    error_answer, DocumentError, RegistrationResponse, ResourceMetadata, ServerMetadata,
-    TokenResponse,
+    error_answer, RegistrationResponse, ResourceMetadata, ServerMetadata, TokenResponse,
 };
 use super::{
-    allowed_fetch, authorization_server_metadata_urls, resource_metadata_urls, BearerChallenge,
-    FetchRefusal, Pkce, Secret, PKCE_METHOD,
+    allowed_fetch, authorization_server_metadata_urls, resource_metadata_urls, AuthError,
+    AuthMethod, AuthOptions, AuthorizationRequest, Client, ClientKind, Credentials, FetchRefusal,
+    FlowStart, Grant, Pkce, PreRegistered, Randomness, Reason, Secret, Tokens, PKCE_METHOD,
 };
 use crate::http::{redact_url, HttpRequest, Method};
-use serde::{Deserialize, Serialize};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// How the client gets its tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Grant {
-    /// A person authorizes in a browser (authorization code with PKCE).
-    #[default]
-    AuthorizationCode,
-    /// The client authorizes itself with its secret (RFC 6749 § 4.4; machine to machine).
-    ClientCredentials,
-}
-
-/// The `application_type` sent in a dynamic registration.
-///
-/// > "MCP clients **MUST** specify an appropriate `application_type` during Dynamic Client
-/// > Registration. … Native applications (desktop applications, mobile apps, CLI tools, and
-/// > locally-hosted web applications accessed via `localhost`) **SHOULD** use
-/// > `application_type: "native"`" — MCP 2026-07-28, Client Registration
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ApplicationType {
-    /// A program on the user's machine (the default).
-    #[default]
-    Native,
-    /// A web application served from another host.
-    Web,
-}
-
-impl ApplicationType {
-    fn as_str(self) -> &'static str {
-        match self {
-            ApplicationType::Native => "native",
-            ApplicationType::Web => "web",
-        }
-    }
-}
-
-/// How the client authenticates at the token endpoint (RFC 7591 § 2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AuthMethod {
-    /// A public client: `client_id` in the body, no secret.
-    None,
-    /// HTTP Basic with the client id and secret (RFC 6749 § 2.3.1).
-    ClientSecretBasic,
-    /// `client_id` and `client_secret` in the body.
-    ClientSecretPost,
-    /// A JWT signed with the client's private key (ES256) as `client_assertion` (RFC 7523
-    /// § 2.2; the private key is the application's, in [`PreRegistered::private_key`]).
-    PrivateKeyJwt,
-}
-
-impl AuthMethod {
-    /// The registered name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AuthMethod::None => "none",
-            AuthMethod::ClientSecretBasic => "client_secret_basic",
-            AuthMethod::ClientSecretPost => "client_secret_post",
-            AuthMethod::PrivateKeyJwt => "private_key_jwt",
-        }
-    }
-
-    /// The method of a registered name, if it is one of these.
-    pub fn from_name(name: &str) -> Option<AuthMethod> {
-        match name {
-            "none" => Some(AuthMethod::None),
-            "client_secret_basic" => Some(AuthMethod::ClientSecretBasic),
-            "client_secret_post" => Some(AuthMethod::ClientSecretPost),
-            "private_key_jwt" => Some(AuthMethod::PrivateKeyJwt),
-            _ => None,
-        }
-    }
-}
-
-/// Client credentials the application has for an authorization server (pre-registration).
-///
-/// A secret or a private key is sent to the authorization server it was issued by and to no
-/// other: with either, [`issuer`](Self::issuer) is required (a flow without it fails at once,
-/// [`AuthError::UnboundSecret`], before any request). A public client (a client id alone) may
-/// leave it out and is then used with whichever authorization server the MCP server names: a
-/// client id is no secret (RFC 6749 § 2.2) and the person sees which server they sign in to.
-/// The secret and the key are never part of the [`Credentials`] a flow ends with (so never in
-/// a token store): each flow takes them from here.
-///
-/// > "Clients that use pre-registered credentials … **MUST** associate those credentials with
-/// > the specific authorization server that issued them, keyed by the authorization server's
-/// > `issuer` identifier. … Pre-registered credentials are inherently specific to a particular
-/// > authorization server." — MCP 2026-07-28, Client Registration § Authorization Server
-/// > Binding
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreRegistered {
-    /// The client id.
-    pub client_id: String,
-    /// The secret of a confidential client.
-    pub client_secret: Option<Secret>,
-    /// A P-256 private key (PEM: PKCS#8 or SEC1) for `private_key_jwt`: the token endpoint gets
-    /// an ES256-signed assertion instead of a secret. Never stored with the tokens.
-    pub private_key: Option<Secret>,
-    /// How to authenticate; when `None`, `private_key_jwt` with a private key,
-    /// `client_secret_basic` with a secret (or `client_secret_post` when the server lists only
-    /// that), `none` without either.
-    pub auth_method: Option<AuthMethod>,
-    /// The issuer they were registered with, exactly as its metadata states it. A resource
-    /// guarded by another authorization server is refused ([`AuthError::WrongIssuer`]) instead
-    /// of sending them there. Required with a secret or a private key.
-    pub issuer: Option<String>,
-}
-
-impl PreRegistered {
-    /// Whether the client has a secret or a private key (a confidential client).
-    pub fn is_confidential(&self) -> bool {
-        self.client_secret.is_some() || self.private_key.is_some()
-    }
-}
-
-/// What the application tells every flow.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthOptions {
-    /// The grant.
-    pub grant: Grant,
-    /// Where the authorization server sends the person back (the authorization code grant):
-    /// for a native client, `http://127.0.0.1:PORT/callback`.
-    pub redirect_uri: String,
-    /// `client_name` of a registration or metadata document.
-    pub client_name: String,
-    /// Pre-registered credentials, used first.
-    pub pre_registered: Option<PreRegistered>,
-    /// The HTTPS URL of this client's metadata document, used as its `client_id` where the
-    /// authorization server supports Client ID Metadata Documents.
-    pub client_metadata_url: Option<String>,
-    /// The `application_type` of a dynamic registration.
-    pub application_type: ApplicationType,
-    /// Ask for `offline_access` (a refresh token) when the authorization server lists it in
-    /// `scopes_supported` (default on).
-    pub offline_access: bool,
-    /// The 2025-03-26 fallbacks when the MCP server has no protected resource metadata but
-    /// asked for a Bearer token: the authorization server's metadata at the MCP server's
-    /// origin, else its default endpoints `/authorize`, `/token`, `/register` (default on).
-    pub legacy_fallbacks: bool,
-}
-
-impl AuthOptions {
-    /// Options for the authorization code grant with this redirect URI.
-    pub fn new(redirect_uri: impl Into<String>) -> AuthOptions {
-        AuthOptions {
-            grant: Grant::AuthorizationCode,
-            redirect_uri: redirect_uri.into(),
-            client_name: "mcp-client (Rust)".to_owned(),
-            pre_registered: None,
-            client_metadata_url: None,
-            application_type: ApplicationType::Native,
-            offline_access: true,
-            legacy_fallbacks: true,
-        }
-    }
-}
-
-/// How the client got its identity with an authorization server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ClientKind {
-    /// Given by the application.
-    PreRegistered,
-    /// Its `client_id` is the URL of its metadata document.
-    MetadataDocument,
-    /// Registered dynamically (RFC 7591).
-    Registered,
-}
-
-/// The client's identity with one authorization server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Client {
-    /// `client_id`.
-    pub client_id: String,
-    /// `client_secret`, for a confidential client that registered dynamically (the
-    /// authorization server issued it to this client: part of the registration). Always `None`
-    /// for a [`ClientKind::PreRegistered`] one: its secret stays with the application's
-    /// [`PreRegistered`] and is added to each token request.
-    pub client_secret: Option<Secret>,
-    /// How it authenticates at the token endpoint.
-    pub auth_method: AuthMethod,
-    /// Where it came from.
-    pub kind: ClientKind,
-    /// When the secret expires (seconds since the epoch), if it does.
-    #[serde(default)]
-    pub secret_expires_at: Option<u64>,
-}
-
-/// Tokens for one resource.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tokens {
-    /// The access token.
-    pub access_token: Secret,
-    /// When it was issued (seconds since the epoch).
-    pub issued_at: u64,
-    /// When it expires (seconds since the epoch), when the server said.
-    pub expires_at: Option<u64>,
-    /// The refresh token, when one was issued.
-    pub refresh_token: Option<Secret>,
-    /// The scope granted, when the server said.
-    pub scope: Option<String>,
-    /// The scope asked for (the base of a step-up's union).
-    pub requested_scope: Option<String>,
-}
-
-impl Tokens {
-    /// Whether the access token is still good at `now` (seconds since the epoch): not past its
-    /// expiry less a margin (a quarter of its lifetime, at most 30 s), so a request does not
-    /// carry a token that expires on the way.
-    pub fn is_fresh(&self, now: u64) -> bool {
-        match self.expires_at {
-            None => true,
-            Some(expires) => {
-                let lifetime = expires.saturating_sub(self.issued_at);
-                let margin = (lifetime / 4).min(30);
-                now.saturating_add(margin) < expires
-            }
-        }
-    }
-}
-
-/// What a flow ends with: tokens for a resource, with the identity and the token endpoint that
-/// refresh them. Keyed by `(issuer, resource)` in a store.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Credentials {
-    /// The authorization server's issuer identifier, as its metadata states it.
-    pub issuer: String,
-    /// The resource the tokens are for (the `resource` parameter sent).
-    pub resource: String,
-    /// The token endpoint (for refresh).
-    pub token_endpoint: String,
-    /// The client's identity there.
-    pub client: Client,
-    /// The tokens.
-    pub tokens: Tokens,
-}
-
-/// Why a flow runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    /// Before the first request, when asked.
-    Upfront,
-    /// A `401`: no token, or one the server no longer takes.
-    Unauthorized,
-    /// A `403` with `error="insufficient_scope"`: step up.
-    InsufficientScope,
-    /// The access token expired (by the clock): refresh first.
-    Expired,
-}
-
-/// What starts a flow.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlowStart {
-    /// The MCP endpoint.
-    pub resource_url: String,
-    /// The `401`/`403`'s Bearer challenge, if any.
-    pub challenge: Option<BearerChallenge>,
-    /// Why.
-    pub reason: Reason,
-    /// The connection's credentials until now (the token that failed or expired).
-    pub previous: Option<Credentials>,
-}
-
-/// The randomness of one flow: the PKCE verifier and `state`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Randomness {
-    /// 32 random bytes for the PKCE verifier (RFC 7636 § 4.1).
-    pub verifier: [u8; 32],
-    /// 16 random bytes for `state`.
-    pub state: [u8; 16],
-}
-
-impl std::fmt::Debug for Randomness {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Randomness(<redacted>)")
-    }
-}
-
-/// A person must visit `url` and be sent back to `redirect_uri`; the redirect back is the
-/// flow's next input ([`Flow::on_redirect`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthorizationRequest {
-    /// The authorization URL (it carries no secret: PKCE's challenge, `state`, the client id).
-    pub url: String,
-    /// Where the person is sent back.
-    pub redirect_uri: String,
-    /// The authorization server's issuer, for the person to see.
-    pub issuer: String,
-}
-
-/// Whose redirect a request to the redirect URI is ([`Flow::check_redirect`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Redirect {
-    /// This flow's: its `state` is the one sent. Hand it to [`Flow::on_redirect`].
-    Ours,
-    /// Not to the redirect URI (another path: a browser's favicon request, say).
-    Elsewhere,
-    /// To the redirect URI, but not this flow's authorization response: no `state`, or another
-    /// one. A listener answers it with an error and keeps waiting for this flow's.
-    NotOurs,
-}
-
 /// What a flow wants next. [`Flow::step`] returns it until the input it waits for arrives.
+///
+/// Exhaustive on purpose: each variant is an action of the driver (see the crate docs, "Which
+/// enums are `#[non_exhaustive]`").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     /// Make this request and hand its answer to [`Flow::on_response`] (or its failure to
@@ -335,218 +43,65 @@ pub enum Step {
     Failed(AuthError),
 }
 
-/// Why a flow failed. Messages carry URLs without their query, error codes and descriptions of
-/// the authorization server, never a token or a secret.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum AuthError {
-    /// No protected resource metadata, and the fallbacks were off.
-    #[error("no protected resource metadata for {resource} (tried {})", tried.join(", "))]
-    NoResourceMetadata {
-        /// The MCP endpoint.
-        resource: String,
-        /// The URLs tried.
-        tried: Vec<String>,
-    },
-    /// The protected resource metadata names another resource.
-    ///
-    /// > "If the resource value … is not identical to the protected resource's resource
-    /// > identifier value … the client MUST NOT use the metadata" — RFC 9728 § 3.3
-    #[error("the protected resource metadata at {url} is for {advertised}, not {expected}: nothing was authorized")]
-    ResourceMismatch {
-        /// Where the document was.
-        url: String,
-        /// The MCP endpoint.
-        expected: String,
-        /// The document's `resource`.
-        advertised: String,
-    },
-    /// No authorization server metadata could be used.
-    #[error("no usable authorization server metadata for {issuer} (tried {}){}", tried.join(", "), reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
-    NoServerMetadata {
-        /// The issuer.
+/// Where a flow is: each variant waits for one input ([`Step`] says which).
+#[derive(Debug, Clone)]
+enum State {
+    /// A refresh request is out; on failure, `then`.
+    Refreshing { then: AfterRefresh },
+    /// Protected resource metadata requests.
+    ResourceMetadata { urls: Vec<String>, at: usize },
+    /// Authorization server metadata requests.
+    ServerMetadata {
         issuer: String,
-        /// The URLs tried.
-        tried: Vec<String>,
-        /// Why the last found document was not used, if one was found.
+        urls: Vec<String>,
+        at: usize,
+        resource_scopes: Option<Vec<String>>,
+        legacy: bool,
         reason: Option<String>,
     },
-    /// The authorization server does not support PKCE with S256.
-    ///
-    /// > "If `code_challenge_methods_supported` is absent, the authorization server does not
-    /// > support PKCE and MCP clients **MUST** refuse to proceed." — MCP 2026-07-28, Security
-    /// > Considerations
-    #[error("the authorization server {issuer} does not advertise PKCE with S256: refused")]
-    PkceUnsupported {
-        /// The issuer.
-        issuer: String,
+    /// Waiting for stored credentials.
+    Loading,
+    /// A registration request is out, asking for this authentication method.
+    Registering { method: AuthMethod },
+    /// Waiting for the redirect back.
+    Authorizing {
+        pkce: Pkce,
+        state: String,
+        scope: Option<String>,
     },
-    /// An endpoint of the authorization server (or its issuer URL) is plain HTTP to another
-    /// host than this machine.
-    ///
-    /// > "All authorization server endpoints **MUST** be served over HTTPS." — MCP 2026-07-28,
-    /// > Security Considerations
-    #[error("{issuer}'s endpoint {url} is neither HTTPS nor on this machine: refused")]
-    InsecureEndpoint {
-        /// The issuer.
-        issuer: String,
-        /// The endpoint.
-        url: String,
-    },
-    /// A server named a URL the flow does not fetch: an address of a private network,
-    /// link-local, cloud metadata, or this machine named by a server elsewhere
-    /// ([`allowed_fetch`](super::allowed_fetch)). Nothing was sent there.
-    #[error("{url} is {reason}: not fetched for {resource}")]
-    RefusedUrl {
-        /// The URL (without its query).
-        url: String,
-        /// Why.
-        reason: FetchRefusal,
-        /// The MCP endpoint.
-        resource: String,
-    },
-    /// A pre-registered client has a secret or a private key but no issuer to bind it to: it
-    /// would go to whichever authorization server the MCP server names.
-    #[error("the pre-registered client {client_id} has a secret or a private key but no issuer: bind it to the authorization server that issued it (PreRegistered::issuer, --client-issuer); nothing was sent")]
-    UnboundSecret {
-        /// The client id.
-        client_id: String,
-    },
-    /// No way to identify the client.
-    #[error("no client identity for {issuer}: no pre-registered credentials, no client metadata document support, no registration endpoint")]
-    NoClientIdentity {
-        /// The issuer.
-        issuer: String,
-    },
-    /// The pre-registered credentials are for another authorization server.
-    #[error("the pre-registered client is for {registered}, but {resource} is guarded by {issuer}: not sent there")]
-    WrongIssuer {
-        /// The issuer they are for.
-        registered: String,
-        /// The issuer found.
-        issuer: String,
-        /// The MCP endpoint.
-        resource: String,
-    },
-    /// The grant needs what the application did not give (a secret for client credentials).
-    #[error("{0}")]
-    Unsupported(String),
-    /// Dynamic registration was refused.
-    #[error(
-        "registration with {issuer} refused (HTTP {status}){}",
-        describe(error, description)
-    )]
-    Registration {
-        /// The issuer.
-        issuer: String,
-        /// The status.
-        status: u16,
-        /// `error`.
-        error: Option<String>,
-        /// `error_description`.
-        description: Option<String>,
-    },
-    /// The authorization response's `state` is not the request's.
-    #[error("the authorization response's state does not match the request's: ignored")]
-    StateMismatch,
-    /// The authorization response's `iss` is not the authorization server's (RFC 9207).
-    #[error("the authorization response comes from {found}, not {expected} (RFC 9207): ignored")]
-    IssuerResponseMismatch {
-        /// The recorded issuer.
-        expected: String,
-        /// The response's `iss`.
-        found: String,
-    },
-    /// The authorization response lacks the `iss` its server promised (RFC 9207 § 2.4).
-    #[error(
-        "the authorization response carries no iss, which {issuer} advertises (RFC 9207): ignored"
-    )]
-    IssuerMissing {
-        /// The issuer.
-        issuer: String,
-    },
-    /// The person or the authorization server refused.
-    #[error("authorization by {issuer} refused: {error}{}", describe(&None, description))]
-    Denied {
-        /// The issuer.
-        issuer: String,
-        /// `error`.
-        error: String,
-        /// `error_description`.
-        description: Option<String>,
-    },
-    /// The redirect back is not where the client listens, or carries no code.
-    #[error("the redirect back {0}")]
-    BadRedirect(String),
-    /// The token endpoint refused.
-    #[error(
-        "the token endpoint {url} refused (HTTP {status}){}",
-        describe(error, description)
-    )]
-    Token {
-        /// The endpoint.
-        url: String,
-        /// The status.
-        status: u16,
-        /// `error`.
-        error: Option<String>,
-        /// `error_description`.
-        description: Option<String>,
-    },
-    /// A document or answer could not be used.
-    #[error("{url}: {reason}")]
-    InvalidDocument {
-        /// Where it came from.
-        url: String,
-        /// Why.
-        reason: DocumentError,
-    },
-    /// A request of the flow failed.
-    #[error("{url}: {message}")]
-    Transport {
-        /// The URL.
-        url: String,
-        /// What happened.
-        message: String,
-    },
-    /// The server refused the token it was just given.
-    #[error("{url} refused the new token too (HTTP 401)")]
-    Rejected {
-        /// The MCP endpoint.
-        url: String,
-    },
-    /// The server still wants more scope after the step-ups allowed.
-    #[error("{url} still asks for more scope ({scope}) after {attempts} authorizations")]
-    InsufficientScope {
-        /// The MCP endpoint.
-        url: String,
-        /// The scope it asks for.
-        scope: String,
-        /// The authorizations made for the request (the first and the step-ups).
-        attempts: u8,
-    },
-    /// Authorization is needed and the application refused it (or offers no way to do it).
-    #[error("{resource} needs authorization by {issuer}: {reason}")]
-    NotAuthorized {
-        /// The issuer (or the MCP endpoint, before discovery).
-        issuer: String,
-        /// The MCP endpoint.
-        resource: String,
-        /// Why.
-        reason: String,
-    },
-    /// An input the flow did not wait for.
-    #[error("the OAuth flow was driven out of order: {0}")]
-    Misuse(&'static str),
+    /// A token request is out.
+    Exchanging { scope: Option<String> },
+    /// Over.
+    Over,
 }
 
-fn describe(error: &Option<String>, description: &Option<String>) -> String {
-    match (error, description) {
-        (Some(e), Some(d)) => format!(": {e}: {d}"),
-        (Some(e), None) => format!(": {e}"),
-        (None, Some(d)) => format!(": {d}"),
-        (None, None) => String::new(),
-    }
+#[derive(Debug, Clone, Copy)]
+enum AfterRefresh {
+    Discover,
+    Identify,
+}
+
+/// The discovery the flow has done.
+#[derive(Debug, Clone)]
+struct Found {
+    issuer: String,
+    server: ServerMetadata,
+    /// The PRM's `scopes_supported`.
+    resource_scopes: Option<Vec<String>>,
+    /// Found by the 2025-03-26 fallback, at the MCP server's origin.
+    legacy: bool,
+}
+
+/// Whose redirect a request to the redirect URI is ([`Flow::check_redirect`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Redirect {
+    /// This flow's: its `state` is the one sent. Hand it to [`Flow::on_redirect`].
+    Ours,
+    /// Not to the redirect URI (another path: a browser's favicon request, say).
+    Elsewhere,
+    /// To the redirect URI, but not this flow's authorization response: no `state`, or another
+    /// one. A listener answers it with an error and keeps waiting for this flow's.
+    NotOurs,
 }
 
 fn unix(t: SystemTime) -> u64 {
@@ -603,14 +158,6 @@ fn scope_union<'a>(parts: impl IntoIterator<Item = &'a str>) -> Option<String> {
     (!out.is_empty()).then(|| out.join(" "))
 }
 
-fn form(pairs: &[(&str, &str)]) -> Vec<u8> {
-    let mut s = url::form_urlencoded::Serializer::new(String::new());
-    for (k, v) in pairs {
-        s.append_pair(k, v);
-    }
-    s.finish().into_bytes()
-}
-
 fn get(url: &str) -> HttpRequest {
     HttpRequest {
         method: Method::Get,
@@ -618,54 +165,6 @@ fn get(url: &str) -> HttpRequest {
         headers: vec![("Accept".into(), "application/json".into())],
         body: None,
     }
-}
-
-/// The discovery the flow has done.
-#[derive(Debug, Clone)]
-struct Found {
-    issuer: String,
-    server: ServerMetadata,
-    /// The PRM's `scopes_supported`.
-    resource_scopes: Option<Vec<String>>,
-    /// Found by the 2025-03-26 fallback, at the MCP server's origin.
-    legacy: bool,
-}
-
-#[derive(Debug, Clone)]
-enum State {
-    /// A refresh request is out; on failure, `then`.
-    Refreshing { then: AfterRefresh },
-    /// Protected resource metadata requests.
-    ResourceMetadata { urls: Vec<String>, at: usize },
-    /// Authorization server metadata requests.
-    ServerMetadata {
-        issuer: String,
-        urls: Vec<String>,
-        at: usize,
-        resource_scopes: Option<Vec<String>>,
-        legacy: bool,
-        reason: Option<String>,
-    },
-    /// Waiting for stored credentials.
-    Loading,
-    /// A registration request is out, asking for this authentication method.
-    Registering { method: AuthMethod },
-    /// Waiting for the redirect back.
-    Authorizing {
-        pkce: Pkce,
-        state: String,
-        scope: Option<String>,
-    },
-    /// A token request is out.
-    Exchanging { scope: Option<String> },
-    /// Over.
-    Over,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum AfterRefresh {
-    Discover,
-    Identify,
 }
 
 /// One authorization. See the [module docs](super).
@@ -893,7 +392,8 @@ impl Flow {
                     self.resource = advertised.clone();
                 }
                 // > "The responsibility for selecting which authorization server to use lies
-                // > with the MCP client" — MCP 2025-11-25: the first one listed.
+                // > with the MCP client" — MCP 2025-11-25, Authorization § Authorization Server
+                // > Location. This client takes the first one listed.
                 let issuer = md.authorization_servers[0].clone();
                 return self.server_metadata(issuer, md.scopes_supported, false);
             }
@@ -1205,7 +705,7 @@ impl Flow {
                     issued_at: unix(now),
                     expires_at: t.expires_in.map(|s| unix(now).saturating_add(s)),
                     // > "The authorization server MAY issue a new refresh token" — OAuth 2.1
-                    // > § 4.3.3: the old one is kept when none came.
+                    // > (draft-ietf-oauth-v2-1) § 4.3.3. The old one is kept when none came.
                     refresh_token: t.refresh_token.or(old.tokens.refresh_token.clone()),
                     scope: t.scope.or(old.tokens.scope.clone()),
                     requested_scope: old.tokens.requested_scope.clone(),
@@ -1681,96 +1181,6 @@ fn scrubbed(mut c: Credentials) -> Credentials {
     c
 }
 
-/// A form POST to a token endpoint, with the client's authentication (`secret`, when it has
-/// one).
-///
-/// > "The client identifier is encoded using the "application/x-www-form-urlencoded" encoding
-/// > algorithm …, and the encoded value is used as the username; the client password is encoded
-/// > using the same algorithm and used as the password." — RFC 6749 § 2.3.1
-fn token_request(
-    endpoint: &str,
-    client: &Client,
-    secret: Option<&Secret>,
-    params: &[(&str, &str)],
-    assertion: Option<&str>,
-) -> HttpRequest {
-    use base64::Engine;
-    let mut pairs: Vec<(&str, &str)> = params.to_vec();
-    let mut headers = vec![
-        (
-            "Content-Type".to_owned(),
-            "application/x-www-form-urlencoded".to_owned(),
-        ),
-        ("Accept".to_owned(), "application/json".to_owned()),
-    ];
-    match (client.auth_method, secret.map(Secret::expose)) {
-        (AuthMethod::ClientSecretBasic, Some(secret)) => {
-            let enc =
-                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-            let user_pass = format!("{}:{}", enc(&client.client_id), enc(secret));
-            let basic = base64::engine::general_purpose::STANDARD.encode(user_pass);
-            headers.push(("Authorization".to_owned(), format!("Basic {basic}")));
-        }
-        (AuthMethod::ClientSecretPost, Some(secret)) => {
-            pairs.push(("client_id", &client.client_id));
-            pairs.push(("client_secret", secret));
-        }
-        _ => pairs.push(("client_id", &client.client_id)),
-    }
-    // > "client_assertion_type … MUST be "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-    // > … client_assertion … MUST contain a single JWT" — RFC 7523 § 2.2
-    if let Some(assertion) = assertion {
-        pairs.push((
-            "client_assertion_type",
-            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
-        ));
-        pairs.push(("client_assertion", assertion));
-    }
-    HttpRequest {
-        method: Method::Post,
-        url: endpoint.to_owned(),
-        headers,
-        body: Some(form(&pairs)),
-    }
-}
-
-/// An ES256 client assertion (RFC 7523 § 3): `iss` and `sub` the client id, `aud` the
-/// authorization server's issuer, valid for 5 minutes from `now`. The key is a P-256 private key
-/// in PEM (PKCS#8 or SEC1); an unreadable one is an error that shows nothing of it.
-fn client_assertion(
-    client_id: &str,
-    audience: &str,
-    key_pem: &str,
-    now: u64,
-    jti: &str,
-) -> Result<String, String> {
-    use base64::Engine;
-    use p256::ecdsa::signature::Signer;
-    use p256::ecdsa::{Signature, SigningKey};
-    use p256::pkcs8::DecodePrivateKey;
-    let key = SigningKey::from_pkcs8_pem(key_pem)
-        .ok()
-        .or_else(|| {
-            p256::SecretKey::from_sec1_pem(key_pem)
-                .ok()
-                .map(SigningKey::from)
-        })
-        .ok_or("the private key for private_key_jwt is not a P-256 key in PEM")?;
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let header = b64.encode(br#"{"alg":"ES256","typ":"JWT"}"#);
-    let claims = serde_json::json!({
-        "iss": client_id,
-        "sub": client_id,
-        "aud": audience,
-        "iat": now,
-        "exp": now + 300,
-        "jti": jti,
-    });
-    let input = format!("{header}.{}", b64.encode(claims.to_string()));
-    let signature: Signature = key.sign(input.as_bytes());
-    Ok(format!("{input}.{}", b64.encode(signature.to_bytes())))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1855,54 +1265,5 @@ mod tests {
     fn scopes_unite_in_order_once_each() {
         assert_eq!(scope_union(["a b", "b c", ""]).as_deref(), Some("a b c"));
         assert_eq!(scope_union(["  "]), None);
-    }
-
-    #[test]
-    fn basic_authentication_encodes_as_rfc_6749_says() {
-        use base64::Engine;
-        let client = Client {
-            client_id: "id:with space".into(),
-            client_secret: Some(Secret::new("p@ss")),
-            auth_method: AuthMethod::ClientSecretBasic,
-            kind: ClientKind::PreRegistered,
-            secret_expires_at: None,
-        };
-        let secret = client.client_secret.clone();
-        let r = token_request(
-            "https://as/token",
-            &client,
-            secret.as_ref(),
-            &[("grant_type", "x")],
-            None,
-        );
-        let auth = r
-            .headers
-            .iter()
-            .find(|(k, _)| k == "Authorization")
-            .unwrap();
-        let raw = base64::engine::general_purpose::STANDARD
-            .decode(auth.1.strip_prefix("Basic ").unwrap())
-            .unwrap();
-        assert_eq!(String::from_utf8(raw).unwrap(), "id%3Awith+space:p%40ss");
-        assert_eq!(r.body.unwrap(), b"grant_type=x");
-    }
-
-    #[test]
-    fn freshness_keeps_a_margin() {
-        let t = |issued, expires| Tokens {
-            access_token: Secret::new("t"),
-            issued_at: issued,
-            expires_at: expires,
-            refresh_token: None,
-            scope: None,
-            requested_scope: None,
-        };
-        assert!(t(0, None).is_fresh(u64::MAX));
-        // An hour's token: stale 30 s before the end.
-        assert!(t(0, Some(3600)).is_fresh(3569));
-        assert!(!t(0, Some(3600)).is_fresh(3570));
-        // A 4 s token: stale after 3 s.
-        assert!(t(100, Some(104)).is_fresh(102));
-        assert!(!t(100, Some(104)).is_fresh(103));
     }
 }

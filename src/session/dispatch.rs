@@ -22,16 +22,17 @@ pub const MAX_ECHOED_METHOD: usize = 128;
 
 impl Core {
     pub(super) fn handle_frame(&mut self, frame: Frame<'_>, now: Instant) {
-        self.last_received = Some(now);
         match frame {
-            Frame::Line(line) => self.handle_message(line, None),
-            Frame::Oversized { len, id_hint } => self.handle_oversized(len, id_hint.as_deref()),
+            Frame::Line(line) => self.handle_message(line, None, now),
+            Frame::Oversized { len, id_hint } => {
+                self.handle_oversized(len, id_hint.as_deref(), now)
+            }
         }
     }
 
     /// A line over the limit was discarded. Fail the request it answers when that can be told:
     /// its id was readable, or only one request is pending.
-    pub(super) fn handle_oversized(&mut self, len: u64, id_hint: Option<&str>) {
+    pub(super) fn handle_oversized(&mut self, len: u64, id_hint: Option<&str>, now: Instant) {
         let target = match id_hint {
             // An id that is not one of ours: a server request, or a stray answer.
             Some(id) => id
@@ -40,18 +41,24 @@ impl Core {
                 .and_then(|wire| self.pending.by_wire(wire)),
             None => self.only_pending(),
         };
-        self.oversized(len, self.config.frame_limit, target);
+        self.oversized(len, self.config.frame_limit, target, now);
     }
 
     /// The rule for every message over a limit, wherever it was found (a stdio line, an HTTP body,
     /// an SSE event): it is counted and reported, and `target`, the request it answers when that
     /// is known, fails with [`RequestError::TooLarge`] at once rather than at its timeout.
-    pub(super) fn oversized(&mut self, len: u64, limit: usize, target: Option<RequestId>) {
+    pub(super) fn oversized(
+        &mut self,
+        len: u64,
+        limit: usize,
+        target: Option<RequestId>,
+        now: Instant,
+    ) {
         self.stats.messages_ignored += 1;
         self.events
             .push_back(Event::Warning(Warning::Oversized { len, limit }));
         if let Some(id) = target {
-            self.complete(id, Err(RequestError::TooLarge { len, limit }));
+            self.complete(id, Err(RequestError::TooLarge { len, limit }), now);
         }
     }
 
@@ -65,10 +72,10 @@ impl Core {
 
     /// One whole message; `exchange`: the wire id of the request whose response carried it (an
     /// HTTP body or event), when a transport knows it.
-    pub(super) fn handle_message(&mut self, message: &[u8], exchange: Option<u64>) {
+    pub(super) fn handle_message(&mut self, message: &[u8], exchange: Option<u64>, now: Instant) {
         // A BOM or surrounding whitespace around a whole message is tolerated.
         let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
-        self.mending(message, exchange, Self::read_message);
+        self.mending(message, exchange, now, Self::read_message);
     }
 
     /// Reads `message` with `read`; when it is not JSON, mends its text (invalid UTF-8, lone
@@ -81,9 +88,10 @@ impl Core {
         &mut self,
         message: &[u8],
         exchange: Option<u64>,
-        read: impl Fn(&mut Self, &[u8], Option<u64>) -> serde_json::Result<()>,
+        now: Instant,
+        read: impl Fn(&mut Self, &[u8], Option<u64>, Instant) -> serde_json::Result<()>,
     ) {
-        let Err(error) = read(self, message, exchange) else {
+        let Err(error) = read(self, message, exchange, now) else {
             return;
         };
         let Some((mended, what)) = text::repair(message) else {
@@ -91,7 +99,7 @@ impl Core {
         };
         // The warning goes before what reading the message caused (its request's answer).
         let at = self.events.len();
-        match read(self, mended.as_bytes(), exchange) {
+        match read(self, mended.as_bytes(), exchange, now) {
             Ok(()) => {
                 self.stats.repaired += 1;
                 let warning = Warning::Repaired {
@@ -106,10 +114,15 @@ impl Core {
 
     /// Reads one message or batch; returns the parse error, having done nothing, when it is not
     /// JSON.
-    fn read_message(&mut self, message: &[u8], exchange: Option<u64>) -> serde_json::Result<()> {
+    fn read_message(
+        &mut self,
+        message: &[u8],
+        exchange: Option<u64>,
+        now: Instant,
+    ) -> serde_json::Result<()> {
         let trimmed = message.trim_ascii_start();
         if trimmed.first() != Some(&b'[') {
-            return self.handle_one(message, exchange);
+            return self.handle_one(message, exchange, now);
         }
         // > "MCP implementations MAY support sending JSON-RPC batches, but MUST support
         // > receiving JSON-RPC batches." — MCP 2025-03-26, Transports
@@ -119,7 +132,7 @@ impl Core {
         }
         for item in items {
             // Each is valid UTF-8 JSON, but may hold a lone surrogate escape.
-            self.mending(item.get().as_bytes(), exchange, Self::handle_one);
+            self.mending(item.get().as_bytes(), exchange, now, Self::handle_one);
         }
         Ok(())
     }
@@ -129,8 +142,9 @@ impl Core {
         &mut self,
         message: &[u8],
         exchange: Option<u64>,
+        now: Instant,
     ) -> serde_json::Result<()> {
-        if self.fast_response(message) {
+        if self.fast_response(message, now) {
             return Ok(());
         }
         let raw = match serde_json::from_slice::<RawMessage<'_>>(message) {
@@ -141,12 +155,12 @@ impl Core {
             }
             Err(e) => return Err(e),
         };
-        match raw.classify() {
+        match ServerMessage::classify(raw) {
             ServerMessage::Request { id, method, params } => {
                 self.handle_server_request(id, method, params)
             }
             ServerMessage::Notification { method, params } => {
-                self.server_notification(method, params)
+                self.server_notification(method, params, now)
             }
             ServerMessage::Result { id, result } => {
                 let Some(own) = self.own_pending(id) else {
@@ -154,33 +168,33 @@ impl Core {
                 };
                 // The era seam: a modern result says what it is before it is decoded.
                 let outcome = if self.modern_for(own) {
-                    match self.modern_result(own, result) {
+                    match self.modern_result(own, result, now) {
                         Some(outcome) => outcome,
                         None => return Ok(()),
                     }
                 } else {
                     self.decode(own, result)
                 };
-                self.complete(own, outcome);
+                self.complete(own, outcome, now);
             }
             ServerMessage::Error {
                 id: Some(id),
                 error,
             } => {
                 if let Some(own) = self.own_pending(id) {
-                    self.error_answer(own, error);
+                    self.error_answer(own, error, now);
                 }
             }
-            ServerMessage::Error { id: None, error } => self.error_without_id(error, exchange),
+            ServerMessage::Error { id: None, error } => self.error_without_id(error, exchange, now),
             ServerMessage::Invalid(reason) => self.ignore(Warning::NotJsonRpc(reason.into())),
         }
         Ok(())
     }
 
     /// Request `own` was answered with a JSON-RPC error.
-    fn error_answer(&mut self, own: RequestId, error: RpcError) {
+    fn error_answer(&mut self, own: RequestId, error: RpcError, now: Instant) {
         // The opening's probe reads the error itself (a modern error or the legacy era).
-        let error = if self.modern_for(own) && self.probe_id != Some(own) {
+        let error = if self.modern_for(own) && self.opening.probe_request() != Some(own) {
             match self.modern_error_outcome(own, error) {
                 Some(error) => error,
                 None => return,
@@ -188,7 +202,7 @@ impl Core {
         } else {
             RequestError::Rpc(error)
         };
-        self.complete(own, Err(error));
+        self.complete(own, Err(error), now);
     }
 
     /// An error without an id: the server could not read a request of ours well enough to find
@@ -207,7 +221,7 @@ impl Core {
     /// by the same rules as an error with its id (the opening's included: the era probe's error
     /// means the legacy era). With none or several out it cannot be told: it is reported
     /// ([`Warning::ErrorWithoutId`]) and they keep waiting.
-    fn error_without_id(&mut self, error: RpcError, exchange: Option<u64>) {
+    fn error_without_id(&mut self, error: RpcError, exchange: Option<u64>, now: Instant) {
         let target = match exchange {
             Some(wire) => match self.pending.by_wire(wire) {
                 Some(own) => Some(own),
@@ -220,7 +234,7 @@ impl Core {
             None => self.pending.only_outstanding(),
         };
         match target {
-            Some(own) => self.error_answer(own, error),
+            Some(own) => self.error_answer(own, error, now),
             None => self.ignore(Warning::ErrorWithoutId(error)),
         }
     }
@@ -231,7 +245,8 @@ impl Core {
         let wire = jsonrpc::parse_own_id(id);
         match wire.and_then(|wire| self.pending.by_wire(wire.0)) {
             Some(own) => Some(own),
-            // > "receivers … MAY ignore the response" to a cancelled request — 2025-11-25
+            // > "The sender of the cancellation notification **SHOULD** ignore any response to
+            // > the request that arrives afterward" — MCP 2025-11-25, Utilities § Cancellation
             None if wire.is_some_and(|wire| wire.0 < self.next_id) => {
                 self.stats.late_responses += 1;
                 None
@@ -296,14 +311,14 @@ impl Core {
         id: &ServerRequestId,
         outcome: Result<serde_json::Value, RpcError>,
     ) {
-        if self.state == State::Closed {
+        if self.state() == State::Closed {
             return;
         }
         self.transmits.push_back(Transmit {
             payload: jsonrpc::encode_response(id.raw(), outcome),
             kind: TransmitKind::Response,
             headers: Vec::new(),
-            modern: self.era == Some(super::Era::Modern),
+            modern: self.era() == Some(super::Era::Modern),
         });
     }
 

@@ -3,20 +3,26 @@
 //! This file keeps the public loop (inputs, commands, outputs) and the pending-request table; the
 //! rules live one concern a file:
 //! - [`request`]: what a request is, how it is built, and how its answer is decoded;
+//! - `transmit`: what goes out ([`Transmit`], [`TransmitKind`]), a leaf the HTTP rules read
+//!   without depending on the session;
 //! - `dispatch`: what the server sent, classified and handed to the right place (answers, server
 //!   requests, notifications, junk);
-//! - `legacy`: the `initialize` handshake of the legacy era (2024-11-05 … 2025-11-25) and its
-//!   renewal;
+//! - `opening`: where the opening is (one enum), and every transition of it: the legacy
+//!   handshake, the modern era's `server/discover`, the probe that finds out which era a server
+//!   speaks and its race with `initialize` (drawn as a table there), the renewal, the close;
+//! - `legacy`: the legacy era's (2024-11-05 … 2025-11-25) `initialize`: its params, reading its
+//!   answer, and what goes out once a renewed session is ready;
 //! - `modern`: the stateless era (2026-07-28): `server/discover`, the per-request `_meta`,
-//!   `resultType`, version retries and input-required rounds, and the probe that finds out
-//!   which era a server speaks ([`EraChoice::Auto`]).
+//!   `resultType`, version retries and input-required rounds.
 
 mod dispatch;
 mod legacy;
 mod modern;
+mod opening;
 mod pending;
 pub mod request;
 mod server;
+pub(crate) mod transmit;
 
 pub use dispatch::{MAX_ECHOED_ID, MAX_ECHOED_METHOD};
 pub use modern::MAX_REMEMBERED_TOOLS;
@@ -27,6 +33,7 @@ pub use request::{CallTool, Discover, ListTools, Method, Reply, Request};
 pub use server::{
     AskId, ListKind, LogMessage, Progress, ServerRequest, MAX_ASKS, MAX_INPUT_REQUESTS,
 };
+pub use transmit::{Transmit, TransmitKind};
 
 use crate::error::{RequestError, SessionError, UsageError, Warning};
 use crate::framing::{LineFramer, DEFAULT_FRAME_LIMIT};
@@ -221,60 +228,6 @@ pub enum Event {
     Closed,
 }
 
-/// What one outbound message is, so that a transport can treat it right (HTTP expects an answer
-/// to a request, and 202 to anything else).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TransmitKind {
-    /// A request; its answer comes back as an [`Event::Response`] (or [`Event::Ready`]).
-    Request {
-        /// Its handle: the id its command returned. A request sent again (an input-required
-        /// round, a version retry, a renewed session) keeps it.
-        id: RequestId,
-        /// The JSON-RPC id it carries on the wire this time (equal to `id` the first time).
-        wire: RequestId,
-        /// Its method.
-        method: String,
-    },
-    /// A notification.
-    Notification {
-        /// Its method.
-        method: String,
-    },
-    /// `notifications/cancelled` for request `id`: a transport may also abort that request's
-    /// exchange (over HTTP, its response stream).
-    Cancellation {
-        /// The request given up on.
-        id: RequestId,
-    },
-    /// An answer to a server request (a ping reply, a -32601 rejection).
-    Response,
-    /// Give up on request `id` by ending its exchange, with nothing to send (the payload is
-    /// empty): over HTTP in the modern era, closing the response stream is the cancellation.
-    ///
-    /// > "on Streamable HTTP, closing the SSE response stream is itself the cancellation signal
-    /// > and no `notifications/cancelled` message is expected" — MCP 2026-07-28, Streamable HTTP
-    Abort {
-        /// The request given up on.
-        id: RequestId,
-    },
-}
-
-/// One outbound message: compact JSON, without a line end.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Transmit {
-    /// The serialized JSON-RPC message. It contains no newline; over stdio, write it and then `\n`.
-    pub payload: Vec<u8>,
-    /// What it is.
-    pub kind: TransmitKind,
-    /// HTTP headers that mirror the message (modern era over HTTP: `MCP-Protocol-Version`,
-    /// `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`); empty otherwise.
-    pub headers: Vec<(String, String)>,
-    /// Whether it is a modern-era message (2026-07-28): over HTTP its response stream cannot
-    /// be resumed, and no session id goes with it.
-    pub modern: bool,
-}
-
 /// Whom a transport failure hits, as the session decided it ([`Session::handle_undeliverable`],
 /// [`Session::handle_expired`]): the driver hands its own error (an HTTP status, an I/O error) to
 /// these.
@@ -339,20 +292,49 @@ pub struct Stats {
 /// // Then wait for bytes (handle_bytes), end of stream (handle_eof) or the timer, and repeat.
 /// ```
 ///
+/// **After every input or command, drain [`poll_transmit`](Self::poll_transmit) and
+/// [`poll_event`](Self::poll_event) until they return `None`, then re-arm the one timer from
+/// [`poll_timeout`](Self::poll_timeout), before the next input.** Every mutating call takes
+/// `now`: the session has no clock, and keeps no time of its own between calls.
+///
 /// # Method kinds
-/// - getters: [`state`](Self::state), [`server_info`](Self::server_info), [`stats`](Self::stats), …
-/// - inputs: [`handle_bytes`](Self::handle_bytes) (a newline-delimited stream, as over stdio),
-///   [`handle_message`](Self::handle_message) (one whole message, as an HTTP body or an SSE event's
-///   data), [`handle_eof`](Self::handle_eof), [`handle_timeout`](Self::handle_timeout),
+/// Every public method, by kind (quinn's four):
+/// - getters (no effect): [`state`](Self::state), [`is_ready`](Self::is_ready),
+///   [`era`](Self::era), [`initialize_result`](Self::initialize_result),
+///   [`discover_result`](Self::discover_result), [`server_info`](Self::server_info),
+///   [`server_capabilities`](Self::server_capabilities),
+///   [`instructions`](Self::instructions), [`protocol_version`](Self::protocol_version),
+///   [`pending_requests`](Self::pending_requests), [`is_pending`](Self::is_pending),
+///   [`deadline`](Self::deadline), [`wake_at`](Self::wake_at),
+///   [`buffered_len`](Self::buffered_len), [`open_asks`](Self::open_asks),
+///   [`ask_is_open`](Self::ask_is_open), [`stats`](Self::stats), [`config`](Self::config),
+///   [`retries_on_header_mismatch`](Self::retries_on_header_mismatch),
+///   [`needs_listing_for`](Self::needs_listing_for)
+/// - inputs, what the transport saw: [`handle_bytes`](Self::handle_bytes) (a newline-delimited
+///   stream, as over stdio), [`handle_message`](Self::handle_message) and
+///   [`handle_message_for`](Self::handle_message_for) (one whole message, as an HTTP body or an
+///   SSE event's data), [`handle_oversized`](Self::handle_oversized) (a message the transport
+///   discarded), [`handle_eof`](Self::handle_eof), [`handle_timeout`](Self::handle_timeout),
 ///   [`handle_authorizing`](Self::handle_authorizing) and
 ///   [`handle_authorized`](Self::handle_authorized) (the transport's authorization suspends a
-///   request's timers)
-/// - commands: [`initialize`](Self::initialize), [`send`](Self::send) (with
-///   [`list_tools`](Self::list_tools) and [`call_tool`](Self::call_tool) as shorthands),
-///   [`cancel`](Self::cancel), [`close`](Self::close); each returns at once, a request's id
-///   identifies its later [`Event::Response`]
-/// - outputs: [`poll_transmit`](Self::poll_transmit), [`poll_event`](Self::poll_event),
-///   [`poll_timeout`](Self::poll_timeout)
+///   request's timers), [`handle_undeliverable`](Self::handle_undeliverable),
+///   [`handle_unreachable`](Self::handle_unreachable) and
+///   [`handle_expired`](Self::handle_expired) (a request the transport could not deliver, a
+///   server it cannot reach, a transport session that expired)
+/// - commands, what the application wants: [`initialize`](Self::initialize),
+///   [`send`](Self::send) (with [`list_tools`](Self::list_tools) and
+///   [`call_tool`](Self::call_tool) as shorthands), [`respond`](Self::respond) (the answer to a
+///   server request), [`cancel`](Self::cancel), [`abort`](Self::abort),
+///   [`restart`](Self::restart), [`notify_roots_changed`](Self::notify_roots_changed),
+///   [`close`](Self::close); each returns at once, a request's id identifies its later
+///   [`Event::Response`]
+/// - outputs, drained in this order: [`poll_transmit`](Self::poll_transmit),
+///   [`poll_event`](Self::poll_event), then [`poll_timeout`](Self::poll_timeout) (or
+///   [`poll_timer`](Self::poll_timer), which also says what the timer is for)
+///
+/// `respond`, `notify_roots_changed`, `open_asks` and `ask_is_open` are written in `server.rs`
+/// beside the server requests they are about; the opening's transitions behind `initialize`,
+/// `restart` and the inputs are in `opening.rs`.
 #[derive(Debug)]
 pub struct Session {
     framer: LineFramer,
@@ -363,33 +345,17 @@ pub struct Session {
 #[derive(Debug)]
 struct Core {
     config: Config,
-    /// The era, once known (from the start when forced; after the probe with `Auto`).
-    era: Option<Era>,
-    state: State,
+    /// Where the opening is, with the era and what the server said of itself (see `opening.rs`).
+    opening: opening::Opening,
     next_id: u64,
-    /// The legacy `initialize` request of the handshake under way.
-    init_id: Option<RequestId>,
-    /// The `server/discover` request of the opening under way (the modern era's, or the probe).
-    probe_id: Option<RequestId>,
-    /// With the probe racing `initialize`: why `initialize` failed, while the probe may still
-    /// show a modern server.
-    init_failed: Option<SessionError>,
     /// The legacy version `initialize` offers, once a -32022 named one (else the latest).
     legacy_offer: Option<&'static str>,
-    /// What the server said of itself at the opening (in the modern era, assembled from the
-    /// `server/discover` result).
-    init: Option<InitializeResult>,
     modern: modern::Modern,
     asks: server::Asks,
     pending: PendingTable,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
     stats: Stats,
-    /// When the last message from the server arrived.
-    last_received: Option<Instant>,
-    /// The latest time any input or command was given (the session has no clock of its own):
-    /// for what the session starts on its own (a fallback `initialize`, the next round).
-    now: Option<Instant>,
 }
 
 impl Session {
@@ -400,25 +366,14 @@ impl Session {
             core: Core {
                 modern: modern::Modern::new(&config.client_info, &config.capabilities),
                 asks: server::Asks::default(),
-                era: match config.era {
-                    EraChoice::Legacy => Some(Era::Legacy),
-                    EraChoice::Modern => Some(Era::Modern),
-                    _ => None,
-                },
                 config,
-                state: State::New,
+                opening: opening::Opening::New,
                 next_id: 0,
-                init_id: None,
-                probe_id: None,
-                init_failed: None,
                 legacy_offer: None,
-                init: None,
                 pending: PendingTable::default(),
                 transmits: VecDeque::new(),
                 events: VecDeque::new(),
                 stats: Stats::default(),
-                last_received: None,
-                now: None,
             },
         }
     }
@@ -427,18 +382,18 @@ impl Session {
 
     /// Where the session is in its life.
     pub fn state(&self) -> State {
-        self.core.state
+        self.core.opening.state()
     }
 
     /// Whether the handshake completed and the session is open.
     pub fn is_ready(&self) -> bool {
-        self.core.state == State::Ready
+        self.state() == State::Ready
     }
 
     /// The protocol era, once known: from the start when [`Config::era`] forces one, else once
     /// the probe settled it.
     pub fn era(&self) -> Option<Era> {
-        self.core.era
+        self.core.era()
     }
 
     /// Whether a failed `request` with [`RequestError::HeaderMismatch`] (-32020) is to be
@@ -450,7 +405,7 @@ impl Session {
     /// > tools/list to check for changes to the tool's inputSchema, then retry the original
     /// > request with the appropriate headers." — MCP 2026-07-28, Streamable HTTP
     pub fn retries_on_header_mismatch(&self, request: &Request) -> bool {
-        self.core.era == Some(Era::Modern)
+        self.core.era() == Some(Era::Modern)
             && self.core.config.transport == TransportKind::Http
             && request.method() == crate::CallTool::NAME
     }
@@ -468,7 +423,7 @@ impl Session {
     /// > clients MUST mirror the designated parameter values into HTTP headers." — MCP
     /// > 2026-07-28, Streamable HTTP § Custom Headers from Tool Parameters
     pub fn needs_listing_for(&self, tool: &str) -> bool {
-        self.core.era == Some(Era::Modern)
+        self.core.era() == Some(Era::Modern)
             && self.core.config.transport == TransportKind::Http
             && !self.core.knows_tool(tool)
     }
@@ -477,7 +432,7 @@ impl Session {
     /// (legacy era), or the same fields from its `server/discover` answer with the version chosen
     /// (modern era).
     pub fn initialize_result(&self) -> Option<&InitializeResult> {
-        self.core.init.as_ref()
+        self.core.opening.server()
     }
 
     /// The server's `server/discover` answer (modern era), once the opening completed.
@@ -487,22 +442,25 @@ impl Session {
 
     /// The server's identity (`serverInfo`), once the handshake completed.
     pub fn server_info(&self) -> Option<&Implementation> {
-        self.core.init.as_ref().map(|i| &i.server_info)
+        self.core.opening.server().map(|i| &i.server_info)
     }
 
     /// The server's capabilities, once the handshake completed.
     pub fn server_capabilities(&self) -> Option<&Value> {
-        self.core.init.as_ref().map(|i| &i.capabilities)
+        self.core.opening.server().map(|i| &i.capabilities)
     }
 
     /// The server's instructions for the model, when it gave any.
     pub fn instructions(&self) -> Option<&str> {
-        self.core.init.as_ref()?.instructions.as_deref()
+        self.core.opening.server()?.instructions.as_deref()
     }
 
     /// The negotiated protocol revision, once the handshake completed.
     pub fn protocol_version(&self) -> Option<&str> {
-        self.core.init.as_ref().map(|i| i.protocol_version.as_str())
+        self.core
+            .opening
+            .server()
+            .map(|i| i.protocol_version.as_str())
     }
 
     /// The number of requests awaiting an answer.
@@ -534,12 +492,6 @@ impl Session {
         self.framer.buffered_len()
     }
 
-    /// When the last message from the server arrived (as given to the `handle_*` inputs): for a
-    /// driver's keep-alive or idle decisions.
-    pub fn last_received(&self) -> Option<Instant> {
-        self.core.last_received
-    }
-
     /// Counters of what the session handled on its own.
     pub fn stats(&self) -> Stats {
         self.core.stats
@@ -554,7 +506,6 @@ impl Session {
 
     /// Feeds bytes of a newline-delimited stream (stdio), in chunks of any size.
     pub fn handle_bytes(&mut self, bytes: &[u8], now: Instant) {
-        self.core.now = Some(now);
         let core = &mut self.core;
         self.framer
             .feed(bytes, |frame| core.handle_frame(frame, now));
@@ -576,17 +527,17 @@ impl Session {
     }
 
     fn read_whole(&mut self, message: &[u8], exchange: Option<u64>, now: Instant) {
-        self.core.now = Some(now);
-        self.core.last_received = Some(now);
         if message.len() > self.framer.limit() {
             let len = message.len() as u64;
             let target = match exchange {
                 Some(wire) => self.core.pending.by_wire(wire),
                 None => self.core.only_pending(),
             };
-            return self.core.oversized(len, self.config().frame_limit, target);
+            return self
+                .core
+                .oversized(len, self.config().frame_limit, target, now);
         }
-        self.core.handle_message(message, exchange);
+        self.core.handle_message(message, exchange, now);
     }
 
     /// A transport discarded a message over its own limit (an HTTP body, an SSE event), found on
@@ -600,12 +551,11 @@ impl Session {
         request: Option<RequestId>,
         now: Instant,
     ) {
-        self.core.last_received = Some(now);
         let target = match request {
             Some(id) => Some(id).filter(|id| self.core.pending.contains_key(id)),
             None => self.core.only_pending(),
         };
-        self.core.oversized(len, limit, target);
+        self.core.oversized(len, limit, target, now);
     }
 
     /// Request `id` waits while its transport authorizes (over HTTP, the OAuth flow that its
@@ -622,7 +572,7 @@ impl Session {
     /// A person logging in is no hung connection: the timeout is the server's, and it starts
     /// again when the request can go out.
     pub fn handle_authorizing(&mut self, id: RequestId, now: Instant) {
-        self.core.now = Some(now);
+        let _ = now; // The suspension is undone at the time given to `handle_authorized`.
         self.core.pending.suspend(id);
     }
 
@@ -631,7 +581,6 @@ impl Session {
     /// again from `now` (the probe's fallback after [`Config::probe_timeout`]). Does nothing when
     /// it was not waiting ([`handle_authorizing`](Self::handle_authorizing)).
     pub fn handle_authorized(&mut self, id: RequestId, now: Instant) {
-        self.core.now = Some(now);
         let Some(wake) = self.core.pending.resume(id, now) else {
             return;
         };
@@ -657,14 +606,14 @@ impl Session {
     /// ([`RequestError::Timeout`]), and queues `notifications/cancelled` for each; then does what
     /// is due before a deadline (the probe's fallback, the next input-required round).
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.core.now = Some(now);
         for id in self.core.pending.due(now) {
             let Some(p) = self.core.pending.get(&id) else {
                 continue;
             };
             let after = p.timeout.unwrap_or_default();
             let reason = format!("timed out after {}", fmt_duration(after));
-            self.core.abandon(id, reason, RequestError::Timeout(after));
+            self.core
+                .abandon(id, reason, RequestError::Timeout(after), now);
         }
         for (id, why) in self.core.pending.due_wakes(now) {
             self.core.pending.set_wake(id, None);
@@ -677,13 +626,43 @@ impl Session {
 
     // ---- commands ------------------------------------------------------------------------------
 
+    /// Starts the handshake: queues `initialize` offering the latest legacy revision.
+    ///
+    /// > "The initialization phase MUST be the first interaction between client and server."
+    /// > — MCP 2025-11-25, Lifecycle § Initialization
+    ///
+    /// This is the opening in every era ([`Config::era`]): the legacy
+    /// handshake, `server/discover` in the modern era, or the probe that finds out. The returned
+    /// id is the opening's first request; its outcome is [`Event::Ready`] or
+    /// [`Event::Failed`], not a response.
+    pub fn initialize(&mut self, now: Instant) -> Result<RequestId, UsageError> {
+        self.core.open(now)
+    }
+
+    /// The transport's session is gone (over HTTP: a 404 to a message that carried a session id),
+    /// so start a new one: a fresh `initialize` is queued. `expired` is the request that met the
+    /// expired session (`None` when a notification or response did): it is marked to be sent
+    /// again, with its id, deadline and waiter unchanged, once the new session is ready. Other
+    /// pending requests are not resent: they were accepted and are being answered on their own
+    /// (over HTTP, on their own response streams), and sending them again would run them twice.
+    /// Requests sent during the renewal wait for it (see [`send`](Self::send)).
+    ///
+    /// > "When a client receives HTTP 404 in response to a request containing an `Mcp-Session-Id`,
+    /// > it MUST start a new session by sending a new `InitializeRequest` without a session ID
+    /// > attached." — MCP 2025-11-25, Transports § Session Management
+    ///
+    /// Calling it while a restart is already under way starts nothing new, but still marks
+    /// `expired` for resending.
+    pub fn restart(&mut self, expired: Option<RequestId>, now: Instant) -> Result<(), UsageError> {
+        self.core.renew(expired, now)
+    }
+
     /// Sends a request. Fails with [`UsageError::NotReady`] before the handshake completed.
     ///
     /// While the session is being renewed ([`restart`](Self::restart)), the request is accepted
     /// and waits, pending but not transmitted (its timeout runs), until the new session is ready.
     pub fn send(&mut self, request: Request, now: Instant) -> Result<RequestId, UsageError> {
-        self.core.now = Some(now);
-        match self.core.state {
+        match self.state() {
             State::Ready => {
                 if let Err(e) = self.core.check_modern_call(&request) {
                     // Refused before anything is sent: its outcome is its only event.
@@ -695,7 +674,8 @@ impl Session {
                 }
                 Ok(self.core.enqueue(request, now, true))
             }
-            State::Initializing if self.core.init.is_some() => {
+            // Renewing: the request waits for the new session.
+            State::Initializing if self.core.opening.server().is_some() => {
                 Ok(self.core.enqueue(request, now, false))
             }
             State::Closed => Err(UsageError::Closed),
@@ -727,8 +707,8 @@ impl Session {
     ///
     /// > "When a party wants to cancel an in-progress request, it sends a `notifications/cancelled`
     /// > notification" — MCP 2025-11-25, Utilities § Cancellation
-    pub fn cancel(&mut self, id: RequestId, reason: &str) -> Result<(), UsageError> {
-        if self.core.init_id == Some(id) && self.core.state == State::Initializing {
+    pub fn cancel(&mut self, id: RequestId, reason: &str, now: Instant) -> Result<(), UsageError> {
+        if self.core.opening.init_request() == Some(id) {
             return Err(UsageError::CannotCancelInitialize);
         }
         if !self.core.pending.contains_key(&id) {
@@ -738,6 +718,7 @@ impl Session {
             id,
             reason.to_owned(),
             RequestError::Cancelled(reason.to_owned()),
+            now,
         );
         Ok(())
     }
@@ -745,11 +726,11 @@ impl Session {
     /// The transport could not deliver request `id` (an HTTP error status, a refused connection):
     /// stop waiting for it without telling the server, which never saw it. It ends with
     /// [`RequestError::Closed`] (for `initialize`, the session fails). Returns whether it was pending.
-    pub fn abort(&mut self, id: RequestId) -> bool {
+    pub fn abort(&mut self, id: RequestId, now: Instant) -> bool {
         if !self.core.pending.contains_key(&id) {
             return false;
         }
-        self.core.complete(id, Err(RequestError::Closed));
+        self.core.complete(id, Err(RequestError::Closed), now);
         true
     }
 
@@ -759,51 +740,21 @@ impl Session {
     /// its waiter the transport's own error. When `id` is the `initialize` of a handshake (first
     /// or renewal), the session fails ([`Event::Failed`]) and what is pending ends with
     /// [`RequestError::Closed`] events, which the driver reports with the same error.
-    pub fn handle_undeliverable(&mut self, id: RequestId) -> Casualties {
+    pub fn handle_undeliverable(&mut self, id: RequestId, now: Instant) -> Casualties {
         if self.core.pending.remove(&id).is_none() {
             return Casualties::default();
         }
-        let opening = self.core.state == State::Initializing;
-        if opening && self.core.probe_id == Some(id) {
-            // The probe was refused or lost: with `Auto`, that is the legacy era's answer (a
-            // legacy HTTP server refuses a request outside a session); `initialize` follows,
-            // and if the server cannot be reached at all, it fails with the same error.
-            return self.core.probe_refused(id);
-        }
-        let session = opening && self.core.init_id == Some(id);
-        if session && self.core.probe_id.is_some() {
-            // Racing the probe: the probe may still show a modern server.
-            self.core.init_id = None;
-            self.core.init_failed = Some(SessionError::Initialize(RequestError::Closed));
-            return Casualties {
-                request: Some(id),
-                session: false,
-            };
-        }
-        if session {
-            self.core
-                .fail(SessionError::Initialize(RequestError::Closed));
-        }
-        Casualties {
-            request: Some(id),
-            session,
-        }
+        self.core.undeliverable(id, now)
     }
 
     /// Like [`handle_undeliverable`](Self::handle_undeliverable), for a failure that no other
     /// request would escape (the server's authorization was refused or could not be obtained):
     /// a probe that meets it is no sign of a legacy server, so the opening fails instead of
     /// sending `initialize` into the same refusal.
-    pub fn handle_unreachable(&mut self, id: RequestId) -> Casualties {
-        let probe = self.core.state == State::Initializing && self.core.probe_id == Some(id);
-        if !probe || self.core.pending.remove(&id).is_none() {
-            return self.handle_undeliverable(id);
-        }
-        self.core.probe_id = None;
-        self.core.fail(SessionError::Discover(RequestError::Closed));
-        Casualties {
-            request: Some(id),
-            session: true,
+    pub fn handle_unreachable(&mut self, id: RequestId, now: Instant) -> Casualties {
+        match self.core.probe_unreachable(id) {
+            Some(hit) => hit,
+            None => self.handle_undeliverable(id, now),
         }
     }
 
@@ -822,7 +773,7 @@ impl Session {
                 session: false,
             },
             None => {
-                self.close();
+                self.close(now);
                 Casualties {
                     request: None,
                     session: true,
@@ -834,29 +785,34 @@ impl Session {
     /// Closes the session: pending requests fail with [`RequestError::Closed`], nothing more is
     /// sent, and [`Event::Closed`] follows. Messages already queued stay queued for the driver to
     /// flush. Closing twice does nothing.
-    pub fn close(&mut self) {
+    pub fn close(&mut self, now: Instant) {
+        let _ = now; // Nothing of closing depends on the time (yet): the session has no linger.
         self.core.shut(None);
     }
 
     // ---- outputs -------------------------------------------------------------------------------
 
     /// The next message to send, in order.
+    #[must_use]
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
         self.core.transmits.pop_front()
     }
 
     /// The next event, in order.
+    #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
         self.core.events.pop_front()
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) should next be called: the earliest deadline of a
     /// pending request.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.poll_timer().map(|(at, _)| at)
     }
 
     /// The next timer and what it is for (see [`poll_timeout`](Self::poll_timeout)).
+    #[must_use]
     pub fn poll_timer(&self) -> Option<(Instant, TimerFor)> {
         self.core.pending.next_timer()
     }
@@ -874,14 +830,14 @@ impl Core {
     /// Whether requests go out in the modern era's form: once it is chosen, and for the
     /// `server/discover` of the opening.
     fn modern_for(&self, id: RequestId) -> bool {
-        self.era == Some(Era::Modern) || self.probe_id == Some(id)
+        self.era() == Some(Era::Modern) || self.opening.probe_request() == Some(id)
     }
 
     /// Adds a pending request; `transmit`: queue it for sending now (else it waits, unsent, for
     /// the renewed session).
     fn enqueue(&mut self, request: Request, now: Instant, transmit: bool) -> RequestId {
         let id = RequestId(self.fresh_id());
-        let modern = self.era == Some(Era::Modern);
+        let modern = self.era() == Some(Era::Modern);
         self.enqueue_as(id, request, now, transmit, modern)
     }
 
@@ -949,38 +905,27 @@ impl Core {
                 method: method.to_owned(),
             },
             headers: Vec::new(),
-            modern: self.era == Some(Era::Modern),
+            modern: self.era() == Some(Era::Modern),
         });
     }
 
     /// Stops waiting for `id`: fails it with `error` and, unless it is `initialize`, tells the server.
-    fn abandon(&mut self, id: RequestId, reason: String, error: RequestError) {
-        if self.init_id == Some(id) && self.state == State::Initializing {
-            // "The client MUST NOT attempt to cancel its initialize request." — 2025-11-25
-            self.pending.remove(&id);
-            self.init_id = None;
-            if self.probe_id.is_some() {
-                // The probe may still show a modern server; `initialize` is out of the race.
-                self.init_failed = Some(SessionError::Initialize(error));
-                return;
-            }
-            self.fail(SessionError::Initialize(error));
+    fn abandon(&mut self, id: RequestId, reason: String, error: RequestError, now: Instant) {
+        let Some(error) = self.opening_gave_up(id, error, now) else {
             return;
-        }
-        if self.probe_id == Some(id) && self.state == State::Initializing {
-            // The opening's `server/discover` timed out: the probe's rules decide.
-            return self.complete(id, Err(error));
-        }
+        };
         let Some(pending) = self.pending.remove(&id) else {
             return;
         };
         self.drop_asks_of(id);
         // A request the server has not seen (waiting for a renewed session, or between two
         // input-required rounds) needs no cancelling.
-        if let (false, false, Some(wire)) =
-            (self.state == State::Closed, pending.unsent, pending.wire())
-        {
-            if self.era == Some(Era::Modern) && self.config.transport == TransportKind::Http {
+        if let (false, false, Some(wire)) = (
+            self.state() == State::Closed,
+            pending.unsent,
+            pending.wire(),
+        ) {
+            if self.era() == Some(Era::Modern) && self.config.transport == TransportKind::Http {
                 // Closing the request's response stream is the cancellation (2026-07-28).
                 self.transmits.push_back(Transmit {
                     payload: Vec::new(),
@@ -995,7 +940,7 @@ impl Core {
                     payload: jsonrpc::encode_notification("notifications/cancelled", Some(&params)),
                     kind: TransmitKind::Cancellation { id },
                     headers: Vec::new(),
-                    modern: self.era == Some(Era::Modern),
+                    modern: self.era() == Some(Era::Modern),
                 });
             }
         }
@@ -1005,85 +950,30 @@ impl Core {
         });
     }
 
-    /// Ends the session; `error` applies only if the handshake had not completed.
-    fn shut(&mut self, error: Option<SessionError>) {
-        match self.state {
-            State::Closed => return,
-            State::Initializing => {
-                if let Some(e) = error {
-                    // A server that ended with the era probe unanswered is a legacy server
-                    // that exits on unknown requests (or one that died at start): say so, so
-                    // that the driver can start it again in the legacy era.
-                    let probed = self.config.era == EraChoice::Auto
-                        && self
-                            .probe_id
-                            .is_some_and(|id| self.pending.contains_key(&id));
-                    let e = match e {
-                        SessionError::Closed if probed => SessionError::EndedOnProbe,
-                        e => e,
-                    };
-                    self.fail(e);
-                    return;
-                }
-            }
-            State::New | State::Ready => {}
-        }
-        self.state = State::Closed;
-        self.drop_all_asks();
-        for (id, _) in self.pending.take_all() {
-            if self.is_caller_request(id) {
-                self.events.push_back(Event::Response {
-                    id,
-                    result: Err(RequestError::Closed),
-                });
-            }
-        }
-        self.events.push_back(Event::Closed);
-    }
-
-    /// Whether `id` is a caller's request (not the opening's own `initialize` or
-    /// `server/discover`, whose outcome is the opening's).
-    fn is_caller_request(&self, id: RequestId) -> bool {
-        (Some(id) != self.init_id && Some(id) != self.probe_id) || self.init.is_some()
-    }
-
-    /// The handshake failed: the session closes with `error`.
-    fn fail(&mut self, error: SessionError) {
-        self.state = State::Closed;
-        self.drop_all_asks();
-        self.events.push_back(Event::Failed(error));
-        // Requests kept across a restart end with the session.
-        for (id, _) in self.pending.take_all() {
-            if Some(id) != self.init_id && Some(id) != self.probe_id {
-                self.events.push_back(Event::Response {
-                    id,
-                    result: Err(RequestError::Closed),
-                });
-            }
-        }
-        self.init_id = None;
-        self.probe_id = None;
+    /// Where the session is in its life.
+    fn state(&self) -> State {
+        self.opening.state()
     }
 
     /// Request `id` got its outcome.
-    fn complete(&mut self, id: RequestId, mut outcome: Result<Reply, RequestError>) {
+    fn complete(&mut self, id: RequestId, mut outcome: Result<Reply, RequestError>, now: Instant) {
         if !self.pending.contains_key(&id) {
             return;
         }
         self.report_ignored_hints(id, &outcome);
         if let (Some(Era::Modern), TransportKind::Http, Ok(Reply::Tools(page))) =
-            (self.era, self.config.transport, &mut outcome)
+            (self.era(), self.config.transport, &mut outcome)
         {
             let first = self.is_first_tools_page(id);
             self.screen_tools(first, page);
         }
         self.pending.remove(&id);
         self.drop_asks_of(id);
-        if self.init_id == Some(id) {
-            return self.complete_initialize(outcome);
+        if self.opening.init_request() == Some(id) {
+            return self.initialize_answered(outcome, now);
         }
-        if self.probe_id == Some(id) {
-            return self.complete_discover(outcome);
+        if self.opening.probe_request() == Some(id) {
+            return self.discover_answered(outcome, now);
         }
         self.events.push_back(Event::Response {
             id,

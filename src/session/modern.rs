@@ -7,13 +7,13 @@
 //! > server accepts or rejects each request independently" — MCP 2026-07-28, Versioning
 
 use super::pending::Wake;
-use super::{Core, Era, Event, Reply, Request, State, Transmit, TransmitKind, TransportKind};
+use super::{Core, Era, Event, Reply, Request, Transmit, TransmitKind, TransportKind};
 use crate::error::{RequestError, SessionError, Warning};
 use crate::headers::{self, ParamHeaders};
 use crate::jsonrpc::{RequestId, RpcError};
 use crate::types::{
-    DiscoverResult, Implementation, InitializeResult, InputRequiredResult, ResultType,
-    MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS,
+    DiscoverResult, Implementation, InputRequiredResult, ResultType, MODERN_PROTOCOL_VERSIONS,
+    SUPPORTED_PROTOCOL_VERSIONS,
 };
 use serde::ser::SerializeMap;
 use serde::Serialize;
@@ -53,7 +53,7 @@ fn backoff(round: u32) -> Duration {
 /// `server/discover` said, and the mirrored headers of each listed tool (HTTP).
 #[derive(Debug)]
 pub(super) struct Modern {
-    version: &'static str,
+    pub(super) version: &'static str,
     client_info: Value,
     /// The declared capabilities, as sent in every request.
     capabilities: Value,
@@ -63,7 +63,7 @@ pub(super) struct Modern {
     meta_map: Map<String, Value>,
     pub(super) discover: Option<DiscoverResult>,
     /// The opening's `server/discover` was already retried after -32022.
-    discover_retried: bool,
+    pub(super) discover_retried: bool,
     /// `server/discover` was sent again after `initialize` met a -32022 naming a modern version.
     reprobed: bool,
     /// Per tool name, the `x-mcp-header` parameters to mirror (HTTP), from the listings read.
@@ -305,7 +305,7 @@ pub(super) fn result_type(result: &RawValue) -> Result<ResultType, serde_json::E
 }
 
 /// What a -32022 error says the server supports (`data.supported`), when it says.
-fn supported_versions(error: &RpcError) -> Option<Vec<String>> {
+pub(super) fn supported_versions(error: &RpcError) -> Option<Vec<String>> {
     let supported = error.data.as_ref()?.get("supported")?.as_array()?;
     Some(
         supported
@@ -343,7 +343,7 @@ pub(super) fn common_legacy_version(theirs: &[String]) -> Option<&'static str> {
 }
 
 /// Whether the server lists a legacy version this client speaks.
-fn common_legacy(theirs: &[String]) -> bool {
+pub(super) fn common_legacy(theirs: &[String]) -> bool {
     common_legacy_version(theirs).is_some()
 }
 
@@ -397,152 +397,17 @@ pub(super) fn is_modern_error(error: &RpcError) -> bool {
 }
 
 impl Core {
-    /// Sends the opening's `server/discover` (the modern era's, or the probe); `fallback_at`:
-    /// when the probe also sends `initialize` if nothing answered it by then.
+    /// Sends the opening's `server/discover` (the modern era's, or the probe); where the opening
+    /// goes with it is `opening.rs`'s.
     ///
     /// > "A client that supports both modern … and a legacy version … **SHOULD** probe with
     /// > `server/discover` before sending any other request, setting its preferred modern version
     /// > in `_meta`." — MCP 2026-07-28, stdio § Backward Compatibility
-    pub(super) fn discover(&mut self, now: Instant, fallback_at: Option<Instant>) -> RequestId {
+    pub(super) fn send_discover(&mut self, now: Instant) -> RequestId {
         let id = RequestId(self.fresh_id());
         let request = Request::of::<crate::session::request::Discover>(None);
-        self.probe_id = Some(id);
         self.enqueue_as(id, request, now, true, true);
-        if let Some(at) = fallback_at {
-            self.pending.set_wake(id, Some((at, Wake::Fallback)));
-        }
-        self.state = State::Initializing;
         id
-    }
-
-    /// The probe waited long enough: send `initialize` as well, and let whichever answer settles
-    /// the era first win.
-    pub(super) fn probe_fallback(&mut self, id: RequestId, now: Instant) {
-        if self.probe_id == Some(id) && self.init_id.is_none() && self.state == State::Initializing
-        {
-            self.initialize_inner(now);
-        }
-    }
-
-    /// The probe got no usable answer (an HTTP refusal, a lost request): with `Auto`, the server
-    /// is legacy; in the modern era only, the opening fails.
-    pub(super) fn probe_refused(&mut self, id: RequestId) -> super::Casualties {
-        self.probe_id = None;
-        if self.config.era == super::EraChoice::Modern {
-            self.fail(SessionError::Discover(RequestError::Closed));
-            return super::Casualties {
-                request: Some(id),
-                session: true,
-            };
-        }
-        self.legacy_fallback();
-        super::Casualties::default()
-    }
-
-    /// The server is not modern (or speaks no modern version of ours): the legacy handshake, on
-    /// the same connection — unless `initialize` is already out (racing the probe), or already
-    /// failed, in which case its failure is the session's.
-    fn legacy_fallback(&mut self) {
-        self.probe_id = None;
-        match self.init_failed.take() {
-            // `initialize` was refused already: what it said decides (a -32022 naming a legacy
-            // version both speak is answered with it; the probe said the server is not modern).
-            Some(SessionError::Initialize(e)) => return self.initialize_refused(e, false),
-            Some(e) => return self.fail(e),
-            None => {}
-        }
-        if self.init_id.is_none() {
-            let Some(now) = self.now else {
-                return self.fail(SessionError::Closed);
-            };
-            self.initialize_inner(now);
-        }
-    }
-
-    /// The opening's `server/discover` ended.
-    pub(super) fn complete_discover(&mut self, outcome: Result<Reply, RequestError>) {
-        let auto = self.config.era != super::EraChoice::Modern;
-        match outcome {
-            Ok(Reply::Discover(d)) => {
-                if let Some(v) = common_modern(&d.supported_versions) {
-                    return self.become_modern(v, *d);
-                }
-                if auto && common_legacy(&d.supported_versions) {
-                    // A dual-era server whose modern versions are not ours.
-                    return self.legacy_fallback();
-                }
-                // No modern version in common, and (forced modern) the legacy ones do not count.
-                let theirs = d.supported_versions;
-                self.probe_id = None;
-                let ours = self.ours();
-                self.fail(SessionError::NoCommonVersion { theirs, ours })
-            }
-            Err(RequestError::Rpc(e)) if is_modern_error(&e) => {
-                // A modern server. -32022 names the versions it speaks.
-                if let Some(theirs) = supported_versions(&e) {
-                    // Retried once, even with the version just sent: a server may refuse a
-                    // request it could serve (the conformance suite's `request-metadata` does),
-                    // and the list it sends is what counts.
-                    let retry = !std::mem::replace(&mut self.modern.discover_retried, true);
-                    if let Some(v) = common_modern(&theirs).filter(|_| retry) {
-                        self.modern.set_version(v);
-                        self.stats.version_retries += 1;
-                        match self.now {
-                            Some(now) => self.discover(now, None),
-                            None => return self.fail(SessionError::Closed),
-                        };
-                        return;
-                    }
-                    if auto && common_legacy(&theirs) {
-                        return self.legacy_fallback();
-                    }
-                    self.probe_id = None;
-                    let failure = self.version_failure(theirs, self.modern.version, &e.message);
-                    return self.fail(failure);
-                }
-                self.probe_id = None;
-                self.fail(SessionError::Discover(modern_error(e)))
-            }
-            // Anything else from the probe: not a modern server.
-            //
-            // > "The server returns any other error, or does not respond within a reasonable
-            // > timeout: the server is legacy." — MCP 2026-07-28, stdio § Backward Compatibility
-            Err(_) | Ok(_) if auto => self.legacy_fallback(),
-            Err(e) => {
-                self.probe_id = None;
-                self.fail(SessionError::Discover(e))
-            }
-            Ok(other) => {
-                self.probe_id = None;
-                self.fail(SessionError::Discover(RequestError::InvalidResult {
-                    method: "server/discover".into(),
-                    reason: format!("decoded as {other:?}"),
-                }))
-            }
-        }
-    }
-
-    /// The server is modern and speaks `version`: the session is ready.
-    fn become_modern(&mut self, version: &'static str, discover: DiscoverResult) {
-        self.probe_id = None;
-        self.init_failed = None;
-        if let Some(init) = self.init_id.take() {
-            // `initialize` raced the probe and lost: its answer is late now.
-            self.pending.remove(&init);
-        }
-        self.modern.set_version(version);
-        self.era = Some(Era::Modern);
-        self.init = Some(InitializeResult {
-            protocol_version: version.to_owned(),
-            capabilities: discover.capabilities.clone(),
-            server_info: discover
-                .server_info()
-                .unwrap_or_else(|| Implementation::new("", "")),
-            instructions: discover.instructions.clone(),
-        });
-        self.modern.discover = Some(discover);
-        self.state = State::Ready;
-        self.events.push_back(Event::Ready);
     }
 
     /// A modern request's result arrived as text: its `resultType` decides. Returns the outcome
@@ -551,6 +416,7 @@ impl Core {
         &mut self,
         id: RequestId,
         result: &RawValue,
+        now: Instant,
     ) -> Option<Result<Reply, RequestError>> {
         let method = || {
             self.pending
@@ -560,7 +426,7 @@ impl Core {
         };
         match result_type(result) {
             Ok(ResultType::Complete) => Some(self.decode(id, result)),
-            Ok(ResultType::InputRequired) => self.input_required(id, result),
+            Ok(ResultType::InputRequired) => self.input_required(id, result, now),
             Ok(ResultType::Other(kind)) => Some(Err(RequestError::InvalidResult {
                 method: method(),
                 reason: format!("unknown resultType {kind:?}"),
@@ -583,6 +449,7 @@ impl Core {
         &mut self,
         id: RequestId,
         result: &RawValue,
+        now: Instant,
     ) -> Option<Result<Reply, RequestError>> {
         let limit = self.config.max_input_rounds;
         let p = self.pending.get(&id)?;
@@ -630,7 +497,6 @@ impl Core {
         }
         // Only the server's state: it is not done yet. Send the request again after a backoff;
         // meanwhile no copy of it is out.
-        let now = self.now?;
         let round = rounds + 1;
         self.pending.set_wire(id, None);
         if let Some(p) = self.pending.get_mut(&id) {
@@ -646,7 +512,13 @@ impl Core {
     /// Sends request `id` again with a new wire id: the next input-required round (with its
     /// `requestState`), or the retry after a version change.
     pub(super) fn resend(&mut self, id: RequestId) {
-        if self.state != State::Ready || self.era != Some(Era::Modern) {
+        if !matches!(
+            self.opening,
+            super::opening::Opening::Open {
+                era: Era::Modern,
+                ..
+            }
+        ) {
             return;
         }
         let wire = self.fresh_id();
@@ -701,7 +573,7 @@ impl Core {
     ) -> Option<RequestError> {
         if error.code == UNSUPPORTED_PROTOCOL_VERSION {
             if let Some(theirs) = supported_versions(&error) {
-                // Once per request, even with the version just sent (see `complete_discover`).
+                // Once per request, even with the version just sent (see `discover_answered`).
                 let retried = self.pending.get(&id).is_none_or(|p| p.version_retried);
                 if let (false, Some(v)) = (retried, common_modern(&theirs)) {
                     // > "The client SHOULD select a mutually supported version from the
@@ -788,7 +660,7 @@ impl Core {
     /// Refuses a `tools/call` whose mirrored arguments do not fit their declared types (modern
     /// era over HTTP), before anything is sent.
     pub(super) fn check_modern_call(&self, request: &Request) -> Result<(), RequestError> {
-        if self.era != Some(Era::Modern)
+        if self.era() != Some(Era::Modern)
             || self.config.transport != TransportKind::Http
             || request.method != "tools/call"
         {
@@ -801,7 +673,7 @@ impl Core {
 }
 
 /// A modern error code as its typed error.
-fn modern_error(error: RpcError) -> RequestError {
+pub(super) fn modern_error(error: RpcError) -> RequestError {
     match error.code {
         HEADER_MISMATCH => RequestError::HeaderMismatch(error),
         MISSING_REQUIRED_CLIENT_CAPABILITY => RequestError::MissingCapability {

@@ -8,7 +8,7 @@ use crate::types::{CallToolResult, DiscoverResult, ListToolsResult, Outcome, Res
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A request to send: a method, its params, how its answer decodes, and its own timeout.
 #[derive(Debug, Clone)]
@@ -255,7 +255,7 @@ impl Core {
     /// message's start or end is parsed once, straight into its result type, instead of once as an
     /// envelope and again as a result. Anything else (and any doubt) takes the general path, which
     /// gives the same outcome for what the fast path accepts.
-    pub(super) fn fast_response(&mut self, message: &[u8]) -> bool {
+    pub(super) fn fast_response(&mut self, message: &[u8], now: Instant) -> bool {
         let Some(wire) = crate::framing::peek_id(message).and_then(|id| id.parse::<u64>().ok())
         else {
             return false;
@@ -279,7 +279,7 @@ impl Core {
                 false
             }
             Some(reply) => {
-                self.complete(id, Ok(reply));
+                self.complete(id, Ok(reply), now);
                 true
             }
             None => false,

@@ -161,7 +161,6 @@ impl Session {
         outcome: Result<Value, RpcError>,
         now: Instant,
     ) -> Result<(), UsageError> {
-        self.core.now = Some(now);
         let Some(open) = self.core.asks.open.remove(&ask) else {
             return Err(UsageError::UnknownAsk(ask.0));
         };
@@ -184,7 +183,8 @@ impl Session {
         match open.origin {
             Origin::Wire(id) => self.core.answer(&id, outcome),
             Origin::Input { call, key } => {
-                self.core.input_answered(call, key, &open.request, outcome)
+                self.core
+                    .input_answered(call, key, &open.request, outcome, now)
             }
         }
         refused.map_or(Ok(()), Err)
@@ -196,9 +196,10 @@ impl Session {
     ///
     /// > "When roots change, clients that support `listChanged` **MUST** send a notification" —
     /// > MCP 2025-11-25, Client § Roots
-    pub fn notify_roots_changed(&mut self) -> bool {
+    pub fn notify_roots_changed(&mut self, now: Instant) -> bool {
+        let _ = now; // Nothing of it depends on the time.
         let declared = self.core.config.capabilities.roots == Some(true);
-        if !declared || self.core.state != State::Ready || self.core.era != Some(Era::Legacy) {
+        if !declared || self.state() != State::Ready || self.era() != Some(Era::Legacy) {
             return false;
         }
         self.core.notify("notifications/roots/list_changed", None);
@@ -409,6 +410,7 @@ impl Core {
         key: String,
         request: &ServerRequest,
         outcome: Result<Value, RpcError>,
+        now: Instant,
     ) {
         let value = match outcome {
             Ok(v) => v,
@@ -419,6 +421,7 @@ impl Core {
                         method: request.method().to_owned(),
                         reason: e.message,
                     }),
+                    now,
                 )
             }
         };
@@ -438,6 +441,7 @@ impl Core {
         &mut self,
         method: ServerNotificationMethod,
         params: Option<&RawValue>,
+        now: Instant,
     ) {
         let kind = match method {
             ServerNotificationMethod::ToolsListChanged => Some(ListKind::Tools),
@@ -449,7 +453,7 @@ impl Core {
             return self.events.push_back(Event::ListChanged(kind));
         }
         match method {
-            ServerNotificationMethod::Progress => self.progress(params),
+            ServerNotificationMethod::Progress => self.progress(params, now),
             ServerNotificationMethod::Message => self.log(params),
             ServerNotificationMethod::Cancelled => self.server_cancelled(params),
             ServerNotificationMethod::ResourceUpdated => {
@@ -476,7 +480,7 @@ impl Core {
     ///
     /// > "Progress notifications **MUST** only reference tokens that … are associated with an
     /// > in-progress operation." — MCP 2025-11-25, Utilities § Progress
-    fn progress(&mut self, params: Option<&RawValue>) {
+    fn progress(&mut self, params: Option<&RawValue>, now: Instant) {
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct P {
@@ -505,9 +509,7 @@ impl Core {
             self.stats.notifications_dropped += 1;
             return;
         };
-        if let Some(now) = self.now {
-            self.pending.extend_deadline(id, now);
-        }
+        self.pending.extend_deadline(id, now);
         self.stats.progress_notifications += 1;
         self.events.push_back(Event::Progress {
             id,
