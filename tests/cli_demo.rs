@@ -55,3 +55,56 @@ fn the_examples_serve_mode_is_the_well_behaved_server_in_each_era() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(out.stderr.contains("--serve [--era"), "{}", out.stderr);
 }
+
+#[test]
+fn the_examples_usage_and_help_name_the_demo_and_the_installed_commands_do_not() {
+    let example = cli(&["--help"]);
+    assert!(example.status.success(), "{example:?}");
+    assert!(
+        example.stdout.contains("mcp-client --serve [--era E]"),
+        "{}",
+        example.stdout
+    );
+    let example = cli(&["--bogus"]);
+    assert_eq!(example.status.code(), Some(1), "{example:?}");
+    assert!(
+        example
+            .stderr
+            .contains("usage: mcp-client [--serve] [--info"),
+        "{}",
+        example.stderr
+    );
+    let installed = |args: &[&str]| {
+        run_within(
+            Command::new(mcp_testkit::cli_bin()).args(args),
+            Duration::from_secs(60),
+        )
+    };
+    let help = installed(&["--help"]);
+    assert!(help.status.success(), "{help:?}");
+    for demo in ["--serve [", "offline demo"] {
+        assert!(!help.stdout.contains(demo), "{demo}: {}", help.stdout);
+    }
+    // The rest of the help is the example's, after its demo lines.
+    assert!(example_help_ends_with(&help.stdout), "{}", help.stdout);
+    let usage = installed(&["--bogus"]);
+    assert_eq!(usage.status.code(), Some(1), "{usage:?}");
+    assert!(
+        usage.stderr.contains("usage: mcp-client [--info"),
+        "{}",
+        usage.stderr
+    );
+    // Neither the demo (no arguments) nor `--serve` is the installed command's.
+    for args in [&[][..], &["--serve"]] {
+        let out = installed(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: {out:?}");
+    }
+}
+
+/// Whether the example's `--help` is its two demo lines, then `installed_help`.
+fn example_help_ends_with(installed_help: &str) -> bool {
+    let example = cli(&["--help"]).stdout;
+    example.lines().count() == installed_help.lines().count() + 2
+        && example.ends_with(installed_help)
+}
