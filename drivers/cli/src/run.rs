@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The OAuth settings the auth options say.
-pub(crate) fn oauth_config(a: &AuthFlags) -> OAuthConfig {
+fn oauth_config(a: &AuthFlags) -> OAuthConfig {
     if a.off {
         // Refused once the authorization server is known, so the message can name it.
         return OAuthConfig::new(Authorize::Refuse);
