@@ -13,8 +13,8 @@
 //! the tests use are its own binary's, `mcp-testkit-serve --behave …`. The installed command
 //! (`cargo install --path drivers/cli`) has neither the demo nor `--serve`.
 
-use mcp_client::proto::terminal;
-use mcp_client::{Client, StdioConfig, StdioTransport};
+use mcp_connect::proto::terminal;
+use mcp_connect::{Client, StdioConfig, StdioTransport};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -80,10 +80,10 @@ fn demo() -> ExitCode {
             "connected to {} {} (protocol {})",
             init.server_info.name, init.server_info.version, init.protocol_version
         );
-        let tools = mcp_client::as_tools(&client).await.map_err(describe)?;
+        let tools = mcp_connect::as_tools(&client).await.map_err(describe)?;
         println!("{} tools:", tools.len());
         for tool in &tools {
-            use mcp_client::AgentTool;
+            use mcp_connect::AgentTool;
             println!(
                 "  {}\t{}\n    schema: {}",
                 tool.name(),
@@ -104,9 +104,9 @@ fn demo() -> ExitCode {
                 .iter()
                 .find(|t| t.definition().name == name)
                 .expect("the demo server has it");
-            match mcp_client::AgentTool::call(tool, args.clone()).await {
+            match mcp_connect::AgentTool::call(tool, args.clone()).await {
                 Ok(text) => println!("call {name} {args} -> {text}"),
-                Err(mcp_client::ToolError::Retry(msg)) => {
+                Err(mcp_connect::ToolError::Retry(msg)) => {
                     println!("call {name} {args} -> correctable error: {msg}")
                 }
                 Err(e) => return Err(describe(e)),

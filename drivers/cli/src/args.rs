@@ -1,7 +1,7 @@
 //! The command line: [`Options`], read and checked by [`parse`] before anything is started.
 
-use mcp_client::proto::oauth::Secret;
-use mcp_client::proto::EraChoice;
+use mcp_connect::proto::oauth::Secret;
+use mcp_connect::proto::EraChoice;
 use serde_json::Value;
 use std::ffi::OsString;
 use std::time::Duration;
@@ -56,7 +56,7 @@ pub(crate) struct AuthFlags {
 /// Where the credentials are kept.
 #[derive(Debug, Default)]
 pub(crate) enum StoreChoice {
-    /// [`mcp_client::FileStore::default_path`] (in memory where there is none: no home directory).
+    /// [`mcp_connect::FileStore::default_path`] (in memory where there is none: no home directory).
     #[default]
     Default,
     File(std::path::PathBuf),

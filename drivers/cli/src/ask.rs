@@ -2,7 +2,7 @@
 //! stdin, and the browser flow's message. Everything a server sent is shown through [`term`].
 
 use crate::term;
-use mcp_client::{ElicitAnswer, Elicitation, HandlerError};
+use mcp_connect::{ElicitAnswer, Elicitation, HandlerError};
 use serde_json::Value;
 
 /// Whether a person can be asked: the questions go to stderr and the answers come from stdin,
@@ -132,7 +132,7 @@ fn url_to_show(url: &str) -> Option<(String, String)> {
 /// The browser flow's message, in the CLI's words: the authorization server's name and URL as
 /// [`term`] shows them.
 pub(crate) fn show_authorization_url(
-    request: &mcp_client::proto::oauth::AuthorizationRequest,
+    request: &mcp_connect::proto::oauth::AuthorizationRequest,
     opened: bool,
 ) {
     let how = if opened {

@@ -5,12 +5,12 @@
 use crate::args::Options;
 use crate::run::Rate;
 use crate::term;
-use mcp_client::proto::oauth::AuthError;
-use mcp_client::proto::{Era, InitializeResult, Progress};
-use mcp_client::{AgentTool, CallToolResult, Error, SetTool, Tool};
+use mcp_connect::proto::oauth::AuthError;
+use mcp_connect::proto::{Era, InitializeResult, Progress};
+use mcp_connect::{AgentTool, CallToolResult, Error, SetTool, Tool};
 use std::io::Write;
 
-/// With `RUST_LOG` (its filter) or `--verbose` (`mcp_client=info`): the driver's spans and
+/// With `RUST_LOG` (its filter) or `--verbose` (`mcp_connect=info`): the driver's spans and
 /// events on stderr, each request's span when it closes (method, tool, server, outcome,
 /// duration). None of them holds a header, token or argument value (see the driver's `trace`).
 pub(crate) fn install_tracing(verbose: bool) {
@@ -23,14 +23,14 @@ pub(crate) fn install_tracing(verbose: bool) {
         Ok(directives) if !directives.trim().is_empty() => {
             EnvFilter::builder().parse_lossy(directives)
         }
-        _ if verbose => EnvFilter::new("mcp_client=info"),
+        _ if verbose => EnvFilter::new("mcp_connect=info"),
         _ => return,
     };
     // --verbose prints the server's log messages itself ("server log [...]"): not twice.
     let not_log_messages = tracing_subscriber::filter::filter_fn(move |meta| {
         !(verbose
             && meta.is_event()
-            && meta.target() == "mcp_client::trace"
+            && meta.target() == "mcp_connect::trace"
             && meta.fields().field("logger").is_some())
     });
     // Field values (a server's error message, a tool's name…) shown as `term` shows them; the
@@ -101,7 +101,7 @@ pub(crate) fn print_result(out: &mut impl Write, result: &CallToolResult, json: 
     // from the result itself, without the bridged copy: a 16 MiB text takes no more memory here.
     let bridged;
     let text = match &result.content[..] {
-        [mcp_client::proto::ContentBlock::Text { text }] => text,
+        [mcp_connect::proto::ContentBlock::Text { text }] => text,
         _ => {
             bridged = result.text();
             &bridged

@@ -6,9 +6,9 @@ use crate::args::{call_arguments, AuthFlags, Options, StoreChoice};
 use crate::ask::{can_ask, elicit_on_terminal, show_authorization_url};
 use crate::output::{describe, failure, print_info, print_result, print_tools, show_progress};
 use crate::term;
-use mcp_client::proto::oauth::PreRegistered;
-use mcp_client::proto::{CallToolResult, Config, Implementation, LogMessage};
-use mcp_client::{
+use mcp_connect::proto::oauth::PreRegistered;
+use mcp_connect::proto::{CallToolResult, Config, Implementation, LogMessage};
+use mcp_connect::{
     connect_http, connect_stdio, Authorize, Client, ClientConfig, FileStore, Handlers,
     HttpTransportConfig, LogCallback, MemoryStore, OAuthConfig, Request, Root, StderrMode,
     StdioConfig, TokenStore, Transport,

@@ -7,10 +7,10 @@ use crate::args::{call_arguments, Options};
 use crate::output::{describe, print_result, print_set_tools};
 use crate::run::{client_config, Outcome, Rate};
 use crate::term;
-use mcp_client::config::ExpandOptions;
-use mcp_client::config::ServersConfig;
-use mcp_client::proto::toolset::NameRules;
-use mcp_client::{Error, ServerSet, ServerSetConfig, ServerSpec, SetError};
+use mcp_connect::config::ExpandOptions;
+use mcp_connect::config::ServersConfig;
+use mcp_connect::proto::server_set::NameRules;
+use mcp_connect::{Error, ServerSet, ServerSetConfig, ServerSpec, SetError};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
@@ -27,8 +27,8 @@ pub(crate) async fn run(file: &Path, options: &Options) -> Result<ExitCode, Stri
         .inputs
         .iter()
         .fold(ExpandOptions::from_env(), |e, (id, v)| e.input(id, v));
-    let config = mcp_client::config::load_with(file, &expand).map_err(|e| match &e.kind {
-        mcp_client::config::ConfigErrorKind::MissingInput { id, .. } => {
+    let config = mcp_connect::config::load_with(file, &expand).map_err(|e| match &e.kind {
+        mcp_connect::config::ConfigErrorKind::MissingInput { id, .. } => {
             format!("{e}; here: --input {id}=VALUE")
         }
         _ => e.to_string(),
