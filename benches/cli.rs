@@ -19,11 +19,11 @@
 //!   counts are taken off), when `perf` can count syscalls here; else the column says why not.
 //!
 //! `MCP_CLI_BENCH_ONLY=one|two` runs one of the core rows only. `MCP_CLI_BENCH_VS=PATH` adds
-//! a legacy-era row for another build of the CLI (an older commit's
-//! `target/release/examples/mcp-client`), taking turns with the others: a before/after table from
-//! one run.
+//! a legacy-era row for another build of the CLI (an older commit's `target/release/mcp-client`,
+//! or `target/release/examples/mcp-client` from before the command had its own package,
+//! drivers/cli/), taking turns with the others: a before/after table from one run.
 
-use mcp_testkit::{example_bin, floor_bin, serve_bin, TempDir};
+use mcp_testkit::{cli_bin, floor_bin, serve_bin, TempDir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -70,7 +70,7 @@ fn main() {
             rounds: 1,
         }
     };
-    let (cli, floor, serve) = (example_bin("mcp-client"), floor_bin(), serve_bin());
+    let (cli, floor, serve) = (cli_bin(), floor_bin(), serve_bin());
     let pinning = Command::new("taskset").arg("-V").output().is_ok();
     let only = std::env::var("MCP_CLI_BENCH_ONLY").ok();
     let vs = std::env::var_os("MCP_CLI_BENCH_VS").map(PathBuf::from);

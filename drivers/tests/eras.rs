@@ -720,7 +720,7 @@ fn cli_http(
     args: &[&str],
 ) -> (mcp_testkit::Finished, Vec<mcp_testkit::http_server::Logged>) {
     let server = mcp_testkit::http_server::start(behaviour).expect("listen on 127.0.0.1");
-    let mut command = std::process::Command::new(mcp_testkit::example_bin("mcp-client"));
+    let mut command = std::process::Command::new(mcp_testkit::cli_bin());
     command.args(["--url", &server.url]).args(args);
     let out = mcp_testkit::run_within(&mut command, Duration::from_secs(60));
     (out, server.log())

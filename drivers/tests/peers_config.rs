@@ -15,8 +15,7 @@
 use mcp_connect::config::{load_with, ExpandOptions, ServerTransport, ServersConfig};
 use mcp_connect::{ClientConfig, ServerSet, ServerSetConfig, ServerSpec};
 use mcp_testkit::{
-    example_bin, group_alive, peer_bin, pid_alive, repo_root, run_within, wait_until, HttpPeer,
-    TempDir,
+    cli_bin, group_alive, peer_bin, pid_alive, repo_root, run_within, wait_until, HttpPeer, TempDir,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -377,7 +376,7 @@ fn the_cli_lists_and_calls_a_config_of_real_peers() {
     .unwrap();
     let cli = |args: &[&str]| {
         let out = run_within(
-            std::process::Command::new(example_bin("mcp-client"))
+            std::process::Command::new(cli_bin())
                 .arg("--config")
                 .arg(&file)
                 .args(args)

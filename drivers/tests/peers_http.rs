@@ -10,7 +10,7 @@
 
 use mcp_connect::proto::{Era, EraChoice};
 use mcp_connect::{Client, ClientConfig, HttpTransport, HttpTransportConfig};
-use mcp_testkit::{example_bin, peer_bin, run_within, HttpPeer};
+use mcp_testkit::{cli_bin, peer_bin, run_within, HttpPeer};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::Command;
@@ -263,7 +263,7 @@ fn mcp_client_cli_url_mode() {
     let Some(python) = peer_bin("python") else {
         return;
     };
-    let cli = example_bin("mcp-client");
+    let cli = cli_bin();
     let peer = HttpPeer::python(&python, &[]);
     let run = |args: &[&str]| {
         run_within(

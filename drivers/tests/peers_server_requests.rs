@@ -253,7 +253,7 @@ fn the_cli_shows_progress_declares_roots_declines_without_a_terminal_and_prints_
     let Some(bin) = peer_bin("everything") else {
         return;
     };
-    let cli = mcp_testkit::example_bin("mcp-client");
+    let cli = mcp_testkit::cli_bin();
     let run = |args: &[&str]| {
         mcp_testkit::run_within(
             std::process::Command::new(&cli).args(args).args([

@@ -1,5 +1,5 @@
-//! The binaries the tests and benchmarks run: the test kit's stdio server and the examples, built
-//! (or brought up to date) by a nested `cargo build` when needed.
+//! The binaries the tests and benchmarks run: the test kit's stdio server, the `mcp-client`
+//! command and the examples, built (or brought up to date) by a nested `cargo build` when needed.
 
 use mcp_connect::StdioConfig;
 use std::path::PathBuf;
@@ -8,13 +8,29 @@ use std::path::PathBuf;
 /// --workspace` builds it before it runs tests; a filtered run (`cargo test --test stdio`) or
 /// `cargo bench` does not, so it is built here when needed.
 pub fn serve_bin() -> PathBuf {
-    built(Target::Bin("mcp-testkit-serve"))
+    built(Target::Bin {
+        package: env!("CARGO_PKG_NAME"),
+        name: "mcp-testkit-serve",
+    })
 }
 
 /// The floor the benchmarks hold the CLI against, `mcp-testkit-floor`: a minimal hand-written
 /// blocking client (no library), taking the CLI's `--call NAME --args JSON --repeat N -- COMMAND`.
 pub fn floor_bin() -> PathBuf {
-    built(Target::Bin("mcp-testkit-floor"))
+    built(Target::Bin {
+        package: env!("CARGO_PKG_NAME"),
+        name: "mcp-testkit-floor",
+    })
+}
+
+/// The `mcp-client` command (package `mcp-client-cli`, `drivers/cli/`), as `cargo install` gives
+/// it: `target/<profile>/mcp-client`. Its own package's tests take `env!("CARGO_BIN_EXE_mcp-client")`;
+/// other packages' tests and the benchmarks take this.
+pub fn cli_bin() -> PathBuf {
+    built(Target::Bin {
+        package: "mcp-client-cli",
+        name: "mcp-client",
+    })
 }
 
 /// [`serve_bin`] in the legacy era (its default) with these behaviours (`--behave B,…`).
@@ -42,8 +58,8 @@ pub fn example_bin(name: &str) -> PathBuf {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Target<'a> {
-    /// A binary of this package.
-    Bin(&'a str),
+    /// A binary of a package of the workspace.
+    Bin { package: &'a str, name: &'a str },
     /// An example of the root package.
     Example(&'a str),
 }
@@ -51,8 +67,8 @@ enum Target<'a> {
 /// The binary of `target`, beside the running test or bench binary's `deps/`
 /// (`target/<profile>/`). `cargo build` (with `--release` under the release profile) runs once per
 /// process for each: a no-op when the binary is fresh, and it keeps a filtered run (`cargo test
-/// --test X`, which builds no examples) or `cargo bench` (which builds neither examples nor other
-/// packages' binaries) from using a stale one. Run by hand (not by cargo, which sets `CARGO` at run
+/// --test X`, which builds no examples nor other packages' binaries) or `cargo bench` (which
+/// builds neither) from using a stale one. Run by hand (not by cargo, which sets `CARGO` at run
 /// time: under `perf`, `strace`), an existing binary is used as it is and built only when missing.
 fn built(target: Target) -> PathBuf {
     static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
@@ -62,10 +78,10 @@ fn built(target: Target) -> PathBuf {
         .and_then(|d| d.parent())
         .expect("target/<profile>");
     let (key, bin, selection) = match target {
-        Target::Bin(name) => (
+        Target::Bin { package, name } => (
             format!("bin {name}"),
             profile_dir.join(name),
-            ["-p", env!("CARGO_PKG_NAME"), "--bin", name],
+            ["-p", package, "--bin", name],
         ),
         Target::Example(name) => (
             format!("example {name}"),

@@ -1,5 +1,6 @@
 //! The test kit: what the end-to-end tests, the benchmarks and the offline demos share, in one
-//! copy. Dev-only (`publish = false`); the root package has it as a dev-dependency.
+//! copy. Dev-only (`publish = false`); the root package and the `mcp-client` command's
+//! (drivers/cli/) have it as a dev-dependency.
 //!
 //! - [`stdio_server`]: a minimal MCP server over stdio (binary `mcp-testkit-serve`), in either era
 //!   or both, with misbehaviours on demand (`--behave`); [`serve_bin`], [`serve`] and [`serve_in`]
@@ -8,8 +9,8 @@
 //!   ([`http_server::Behaviour`]) and a log of every request it received.
 //! - [`tools`]: the demo tools both servers offer (`echo`, `add`, `fail`, `image`, `big`, `slow`).
 //! - Processes: [`GroupGuard`], [`run_within`], [`pid_alive`], [`group_alive`], [`wait_until`],
-//!   [`close_and_check`]; [`TempDir`], [`free_port`]; [`example_bin`] for the root package's
-//!   examples.
+//!   [`close_and_check`]; [`TempDir`], [`free_port`]; [`cli_bin`] for the `mcp-client` command
+//!   (drivers/cli/), [`example_bin`] for the root package's examples.
 //! - Real peers (`.ci/install-peers`): [`peer_bin`], [`peer_script`], [`required`], [`HttpPeer`].
 //! - Benchmarks: [`per_s`], [`median`], [`cpu::process_cpu`]; the floor the CLI is held against,
 //!   binary `mcp-testkit-floor` ([`floor_bin`]).
@@ -23,7 +24,7 @@ mod process;
 pub mod stdio_server;
 pub mod tools;
 
-pub use bins::{example_bin, floor_bin, serve, serve_bin, serve_in};
+pub use bins::{cli_bin, example_bin, floor_bin, serve, serve_bin, serve_in};
 pub use peers::{peer_bin, peer_script, required, HttpPeer, HTTP_START_LIMIT};
 pub use process::{
     close_and_check, free_port, group_alive, pid_alive, run_within, wait_until, Finished,

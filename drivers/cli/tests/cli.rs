@@ -1,19 +1,20 @@
-//! The `mcp-client` example as a user runs it: the offline demo, and the stdio options, output
-//! formats and exit codes of its usage text; with `--url`, its authorization (OAuth) against
-//! the conformance suite's authorization server, the browser played by a fake `xdg-open`.
-//! (`--url` itself is exercised in drivers/tests/peers_http.rs.)
+//! The `mcp-client` command as a user runs it (the binary `cargo install` gives): the stdio
+//! options, output formats and exit codes of its usage text; with `--url`, its authorization
+//! (OAuth) against the conformance suite's authorization server, the browser played by a fake
+//! `xdg-open`. (`--url` itself is exercised in drivers/tests/peers_http.rs; the root example's offline
+//! demo and `--serve` in tests/cli_demo.rs.)
 
-use mcp_testkit::{example_bin, peer_bin, run_within, serve_bin, Finished, HttpPeer, TempDir};
+use mcp_testkit::{peer_bin, run_within, serve_bin, Finished, HttpPeer, TempDir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+/// The `mcp-client` binary, built by cargo for this package's tests.
+const CLI: &str = env!("CARGO_BIN_EXE_mcp-client");
+
 fn cli(args: &[&str]) -> Finished {
-    run_within(
-        Command::new(example_bin("mcp-client")).args(args),
-        Duration::from_secs(60),
-    )
+    run_within(Command::new(CLI).args(args), Duration::from_secs(60))
 }
 
 /// `mcp-client [OPTIONS] -- mcp-testkit-serve`
@@ -22,30 +23,6 @@ fn against_serve(options: &[&str]) -> Finished {
     let mut args: Vec<&str> = options.to_vec();
     args.extend(["--", bin.to_str().unwrap()]);
     cli(&args)
-}
-
-#[test]
-fn the_offline_demo_lists_and_calls_its_tools() {
-    let out = cli(&[]);
-    assert!(out.status.success(), "{out:?}");
-    assert!(
-        out.stdout.starts_with("connected to mcp-client-serve"),
-        "{}",
-        out.stdout
-    );
-    assert!(out.stdout.contains("6 tools:"), "{}", out.stdout);
-    assert!(out.stdout.contains("-> 42"), "{}", out.stdout);
-    assert!(
-        out.stdout
-            .contains("correctable error: this tool always fails"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("[image: image/png, 70 bytes]"),
-        "{}",
-        out.stdout
-    );
 }
 
 #[test]
@@ -249,24 +226,6 @@ fn era_modern_against_a_legacy_server_fails_clearly_and_a_bad_era_is_refused() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
 }
 
-#[test]
-fn the_examples_serve_mode_is_the_well_behaved_server_in_each_era() {
-    let me = example_bin("mcp-client");
-    let me = me.to_str().unwrap();
-    for era in ["legacy", "modern", "dual"] {
-        let out = cli(&["--info", "--json", "--", me, "--serve", "--era", era]);
-        assert!(out.status.success(), "{era}: {out:?}");
-        let v: Value = serde_json::from_str(out.stdout.trim()).expect("one JSON object");
-        let found = if era == "legacy" { "legacy" } else { "modern" };
-        assert_eq!(v["era"], found, "{era}: {v}");
-        assert_eq!(v["serverInfo"]["name"], "mcp-client-serve", "{era}: {v}");
-    }
-    // The misbehaviours are the test kit's binary's, not the example's.
-    let out = cli(&["--call", "echo", "--", me, "--serve", "--behave", "hang"]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    assert!(out.stderr.contains("--serve [--era"), "{}", out.stderr);
-}
-
 // Authorization (OAuth) with --url.
 
 /// A scenario of the conformance suite (0.1.16) served with no client: `conformance client
@@ -344,7 +303,7 @@ impl Person {
         let path = std::env::var_os("PATH").unwrap_or_default();
         let mut dirs = vec![self.dir.path().join("bin")];
         dirs.extend(std::env::split_paths(&path));
-        let mut command = Command::new(example_bin("mcp-client"));
+        let mut command = Command::new(CLI);
         command
             .args(args)
             .env("PATH", std::env::join_paths(dirs).unwrap())
@@ -834,7 +793,7 @@ fn sh_quoted(arg: &str) -> String {
 /// terminal's CRLF line ends back to LF.
 fn on_a_terminal(args: &[&str], input: &str) -> Finished {
     use std::io::Write;
-    let mut line = sh_quoted(example_bin("mcp-client").to_str().unwrap());
+    let mut line = sh_quoted(CLI);
     for arg in args {
         line.push(' ');
         line.push_str(&sh_quoted(arg));
@@ -1111,7 +1070,7 @@ fn refusing_authorization_server() -> String {
 fn an_authorization_servers_error_description_is_shown_escaped() {
     let origin = refusing_authorization_server();
     let url = format!("{origin}/mcp");
-    let mut command = Command::new(example_bin("mcp-client"));
+    let mut command = Command::new(CLI);
     command
         .args([
             "--url",

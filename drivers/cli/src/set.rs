@@ -3,13 +3,15 @@
 //! (`server__tool`), a call routed to its server; a server that failed is reported on stderr
 //! and the exit code says so (3, when what was asked for still worked).
 
-use crate::{call_arguments, client_config, describe, listed, print_result, term};
-use crate::{Options, Outcome, Rate};
+use crate::args::{call_arguments, Options};
+use crate::output::{describe, print_result, print_set_tools};
+use crate::run::{client_config, Outcome, Rate};
+use crate::term;
 use mcp_connect::config::ExpandOptions;
 use mcp_connect::config::ServersConfig;
 use mcp_connect::proto::server_set::NameRules;
-use mcp_connect::{AgentTool, Error, ServerSet, ServerSetConfig, ServerSpec, SetError};
-use std::io::{IsTerminal, Write};
+use mcp_connect::{Error, ServerSet, ServerSetConfig, ServerSpec, SetError};
+use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -19,7 +21,7 @@ const SOME_FAILED: u8 = 3;
 
 /// Loads the config, starts its servers (all enabled ones, or those of `--server`), lists or
 /// calls, and closes them all.
-pub async fn run(file: &Path, options: &Options) -> Result<ExitCode, String> {
+pub(crate) async fn run(file: &Path, options: &Options) -> Result<ExitCode, String> {
     // FILE:LINE:COLUMN: server "NAME": what is wrong
     let expand = options
         .inputs
@@ -164,27 +166,7 @@ async fn session(
     };
     let mut out = std::io::stdout().lock();
     let Some(name) = &options.call else {
-        if options.json {
-            let objects: Vec<serde_json::Value> = tools
-                .iter()
-                .map(|t| {
-                    let d = t.definition();
-                    serde_json::json!({
-                        "name": d.name,
-                        "server": t.server(),
-                        "tool": t.server_tool_name(),
-                        "description": d.description,
-                        "inputSchema": d.input_schema,
-                    })
-                })
-                .collect();
-            let text = serde_json::Value::Array(objects).to_string();
-            let _ = writeln!(out, "{}", term::json(&text));
-        } else {
-            for tool in &tools {
-                let _ = writeln!(out, "{}", listed(tool.name(), tool.description()));
-            }
-        }
+        print_set_tools(&mut out, &tools, options.json);
         return Ok(Outcome {
             code: partial,
             rate: None,

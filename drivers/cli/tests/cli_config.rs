@@ -5,11 +5,14 @@
 //! start-up progress on a terminal, tracing without secrets, and no server process left behind.
 //! (The real peers through a config: drivers/tests/peers_config.rs.)
 
-use mcp_testkit::{example_bin, pid_alive, run_within, serve_bin, Finished, TempDir};
+use mcp_testkit::{pid_alive, run_within, serve_bin, Finished, TempDir};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
+
+/// The `mcp-client` binary, built by cargo for this package's tests.
+const CLI: &str = env!("CARGO_BIN_EXE_mcp-client");
 
 /// A temp dir holding the configs, and `serve`, a link to the test kit's server: every server
 /// started from these configs has the dir in its command line, so leftovers can be found.
@@ -93,7 +96,7 @@ enabled = false
     }
 
     fn cli_env(&self, args: &[&str], env: &[(&str, &str)]) -> Finished {
-        let mut command = Command::new(example_bin("mcp-client"));
+        let mut command = Command::new(CLI);
         command.args(args).env_remove("RUST_LOG");
         for (k, v) in env {
             command.env(k, v);
@@ -479,7 +482,7 @@ fn start_up_progress_is_shown_on_a_terminal() {
     }
     let s = Setup::new();
     let file = s.configs().remove(0);
-    let command = format!("{} --config {}", p(&example_bin("mcp-client")), p(&file));
+    let command = format!("{CLI} --config {}", p(&file));
     let out = s.cli_script(&command);
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     let text = out.stdout.replace('\r', "");

@@ -1,0 +1,86 @@
+//! The `mcp-client` command: a command-line MCP client that lists and calls the tools of a stdio
+//! server, a Streamable HTTP endpoint, or the servers of a config file at once.
+//!
+//! ```text
+#![doc = include_str!("help.txt")]
+//! ```
+//!
+//! This library target is the command's entry point, [`main_with`], which the `mcp-client`
+//! binary calls (and so does the workspace's `cargo run --example mcp-client`, which adds an
+//! offline demo); it is not a library API. To use MCP servers from Rust, depend on the driver
+//! crate, `mcp-client`, which this command is built on.
+//!
+//! The code reads in the order the command runs: `args` (the options, checked before anything
+//! starts), `run` (one server: connect, list or call, close) or `set` (a config's servers as one
+//! tool set), `output` (what is printed, plain or `--json`) with `term` (a server's text without
+//! its control characters), and `ask` (a server's questions on the terminal).
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+mod args;
+mod ask;
+mod output;
+mod run;
+mod set;
+mod term;
+
+/// What `--help` prints (on stdout, exit 0): every option (the crate's docs show the same text).
+const HELP: &str = include_str!("help.txt");
+
+/// Runs the `mcp-client` command with `args`, its arguments without the program's name (as
+/// `std::env::args_os().skip(1)` gives them), and returns its exit code: 0 success, 2 the tool
+/// reported `isError`, 3 (with `--config`) the list or the call worked but some servers failed,
+/// 1 any other failure, with a one-line cause on stderr.
+pub fn main_with(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    main_with_extra(args, &Extra::NONE)
+}
+
+/// What the usage line and `--help` say beyond the command's own forms: the root package's
+/// example names the offline demo and `--serve` it handles itself.
+#[doc(hidden)]
+pub struct Extra {
+    /// Put in the usage line after `usage: mcp-client ` (for example `"[--serve] "`).
+    pub usage: &'static str,
+    /// Lines printed before the help's own.
+    pub help: &'static str,
+}
+
+impl Extra {
+    /// Nothing beyond the command's own forms.
+    const NONE: Extra = Extra {
+        usage: "",
+        help: "",
+    };
+}
+
+/// [`main_with`], with `extra`'s forms named in the usage line and the help.
+#[doc(hidden)]
+pub fn main_with_extra(args: impl IntoIterator<Item = OsString>, extra: &Extra) -> ExitCode {
+    let usage = format!("usage: mcp-client {}{}", extra.usage, args::USAGE);
+    let options = match args::parse(args.into_iter(), &usage) {
+        Ok(o) if o.help => {
+            print!("{}{HELP}", extra.help);
+            return ExitCode::SUCCESS;
+        }
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("mcp-client: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    output::install_tracing(options.verbose);
+    let run = async {
+        match &options.config {
+            Some(file) => set::run(file, &options).await,
+            None => run::run(&options).await,
+        }
+    };
+    match smol::block_on(run) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("mcp-client: {}", term::line(&e));
+            ExitCode::from(1)
+        }
+    }
+}

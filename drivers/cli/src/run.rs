@@ -1,0 +1,287 @@
+//! Running: one server (`-- COMMAND` or `--url`) connected, initialized, listed or called, and
+//! closed; the client's settings and the OAuth settings the options say; what `--repeat` costs.
+//! The servers of a config file are run by [`crate::set`].
+
+use crate::args::{call_arguments, AuthFlags, Options, StoreChoice};
+use crate::ask::{can_ask, elicit_on_terminal, show_authorization_url};
+use crate::output::{describe, failure, print_info, print_result, print_tools, show_progress};
+use crate::term;
+use mcp_connect::proto::oauth::PreRegistered;
+use mcp_connect::proto::{CallToolResult, Config, Implementation, LogMessage};
+use mcp_connect::{
+    connect_http, connect_stdio, Authorize, Client, ClientConfig, FileStore, Handlers,
+    HttpTransportConfig, LogCallback, MemoryStore, OAuthConfig, Request, Root, StderrMode,
+    StdioConfig, TokenStore, Transport,
+};
+use serde_json::Value;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The OAuth settings the auth options say.
+fn oauth_config(a: &AuthFlags) -> OAuthConfig {
+    if a.off {
+        // Refused once the authorization server is known, so the message can name it.
+        return OAuthConfig::new(Authorize::Refuse);
+    }
+    let pre = a.client_id.clone().map(|client_id| PreRegistered {
+        client_id,
+        client_secret: a.client_secret.clone(),
+        private_key: None,
+        auth_method: None,
+        issuer: a.client_issuer.clone(),
+    });
+    let mut config = match pre {
+        Some(pre) if a.client_credentials => OAuthConfig::client_credentials(pre),
+        pre => {
+            let mut authorize = Authorize::browser();
+            if let Authorize::Browser { open, timeout, .. } = &mut authorize {
+                *open = !a.no_browser;
+                *timeout = a.timeout.unwrap_or(*timeout);
+            }
+            let mut config = OAuthConfig::new(authorize);
+            config.options.pre_registered = pre;
+            config
+        }
+    };
+    let path = match &a.store {
+        StoreChoice::Default => FileStore::default_path(),
+        StoreChoice::File(path) => Some(path.clone()),
+        StoreChoice::Memory => None,
+    };
+    config.store = match path {
+        Some(path) => Arc::new(FileStore::new(path)) as Arc<dyn TokenStore>,
+        None => Arc::new(MemoryStore::new()),
+    };
+    config
+}
+
+/// The client's settings; `server`: the configured server's name, which its log lines and its
+/// questions show.
+pub(crate) fn client_config(options: &Options, server: Option<&str>) -> ClientConfig {
+    let mut handlers = Handlers::new();
+    // > "Clients that support elicitation **MUST** declare the `elicitation` capability during
+    // > initialization" — MCP 2025-11-25, Elicitation § Capabilities
+    // Only with a person to ask: without a terminal the capability is not declared, and a server
+    // that respects it does not ask (one that asks anyway is refused by the core).
+    if can_ask() {
+        let asker = server.map(str::to_owned);
+        handlers = handlers.elicitation_modes(true, true, move |asked| {
+            elicit_on_terminal(asker.clone(), asked)
+        });
+    }
+    if !options.roots.is_empty() {
+        handlers = handlers.fixed_roots(options.roots.iter().map(Root::directory).collect());
+    }
+    let from = server
+        .map(|s| format!(" {}", term::line(s)))
+        .unwrap_or_default();
+    let on_log = options.verbose.then(|| {
+        LogCallback(Arc::new(move |m: &LogMessage| {
+            let logger = m
+                .logger
+                .as_deref()
+                .map(|l| format!(" {l}"))
+                .unwrap_or_default();
+            let data = match &m.data {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let line = format!("[{}{logger}]: {data}", m.level);
+            eprintln!("server log{from} {}", term::line(&line));
+        }))
+    });
+    ClientConfig {
+        session: Config {
+            client_info: Implementation::new("mcp-client", env!("CARGO_PKG_VERSION")),
+            default_timeout: options.timeout.unwrap_or(Some(Duration::from_secs(60))),
+            era: options.era,
+            ..Config::default()
+        },
+        handlers,
+        on_log,
+        ..ClientConfig::default()
+    }
+}
+
+/// What a session did: its exit code, and the calls' cost with `--repeat`.
+pub(crate) struct Outcome {
+    pub(crate) code: ExitCode,
+    pub(crate) rate: Option<Rate>,
+}
+
+/// What `--repeat N` calls cost, printed last on stderr: `calls/s: R (client CPU C µs/call)`.
+pub(crate) struct Rate {
+    pub(crate) calls: u64,
+    pub(crate) elapsed: Duration,
+    /// This process's CPU time over the calls, where the system tells it.
+    pub(crate) cpu: Option<Duration>,
+}
+
+impl Rate {
+    /// Times `calls` calls made by `f`, with this process's CPU time.
+    pub(crate) async fn measure<T>(
+        calls: u64,
+        f: impl std::future::Future<Output = T>,
+    ) -> (T, Option<Rate>) {
+        let (cpu0, started) = (process_cpu(), Instant::now());
+        let out = f.await;
+        let elapsed = started.elapsed();
+        let cpu = process_cpu().zip(cpu0).map(|(b, a)| b.saturating_sub(a));
+        (
+            out,
+            (calls > 1).then_some(Rate {
+                calls,
+                elapsed,
+                cpu,
+            }),
+        )
+    }
+}
+
+/// This process's CPU time: the time each of its live threads spent on a CPU, in nanoseconds
+/// (Linux's `/proc/self/task/*/schedstat`; the 10 ms ticks of `/proc/self/stat` are too coarse
+/// for a call). `None` where the system does not say.
+fn process_cpu() -> Option<Duration> {
+    let ns = std::fs::read_dir("/proc/self/task")
+        .ok()?
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Some(Duration::from_nanos(ns))
+}
+
+/// Connects to the one server the options name (`-- COMMAND` or `--url`), lists or calls, and
+/// closes.
+pub(crate) async fn run(options: &Options) -> Result<ExitCode, String> {
+    let config = client_config(options, None);
+    let outcome = if let Some(url) = &options.url {
+        let mut http = HttpTransportConfig::new(url.as_str());
+        for header in &options.headers {
+            let Some((name, value)) = header.split_once(':') else {
+                return Err(format!("--header {header:?} is not 'Name: value'"));
+            };
+            http = http.header(name.trim(), value.trim());
+        }
+        // Not used when an Authorization header is given (HttpRules::has_configured_authorization).
+        let mut oauth = oauth_config(&options.auth);
+        if let Authorize::Browser { show, .. } = &mut oauth.authorize {
+            *show = Arc::new(show_authorization_url);
+        }
+        http = http.oauth(oauth);
+        // Opens in the era the server speaks (the probe, unless --era says).
+        let client = connect_http(http, config)
+            .await
+            .map_err(|e| failure(e, options))?;
+        let outcome = session(&client, options).await;
+        close(&client, outcome).await?
+    } else {
+        let mut command = options.command.iter().cloned();
+        let program = command.next().expect("parse checked a command is given");
+        let stdio = StdioConfig::new(program)
+            .args(command)
+            .stderr(StderrMode::Callback(Arc::new(|line| {
+                // One write per line: not cut by the CLI's own output.
+                let mut line = term::line(line);
+                line.push('\n');
+                let _ = std::io::stderr().write_all(line.as_bytes());
+            })));
+        // Opens in the era the server speaks; a server that exits on the probe is started again
+        // in the legacy era.
+        let client = connect_stdio(stdio, config).await.map_err(describe)?;
+        let outcome = session(&client, options).await;
+        close(&client, outcome).await?
+    };
+    // Last, after the server's own stderr lines (forwarded) have stopped.
+    if let Some(rate) = outcome.rate {
+        eprintln!("{rate}");
+    }
+    Ok(outcome.code)
+}
+
+/// Closes the client whatever the session's outcome; the session's error comes first.
+async fn close<T: Transport>(
+    client: &Client<T>,
+    outcome: Result<Outcome, String>,
+) -> Result<Outcome, String> {
+    let closed = client.close().await.map_err(describe);
+    let outcome = outcome?;
+    closed?;
+    Ok(outcome)
+}
+
+/// Lists or calls, as the options say, on an open client.
+async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<Outcome, String> {
+    let arguments = call_arguments(options)?;
+    let fail = |e| failure(e, options);
+    let init = client.initialize().await.map_err(fail)?;
+    let mut out = std::io::stdout().lock();
+    if options.info {
+        let supported = client.discover_result().map(|d| d.supported_versions);
+        print_info(&mut out, &init, client.era(), supported, options.json);
+        return Ok(Outcome {
+            code: ExitCode::SUCCESS,
+            rate: None,
+        });
+    }
+    let Some(name) = &options.call else {
+        let tools = client.list_tools().await.map_err(fail)?;
+        print_tools(&mut out, &tools, options.json);
+        return Ok(Outcome {
+            code: ExitCode::SUCCESS,
+            rate: None,
+        });
+    };
+    let (result, rate) = call(client, name, arguments, options).await?;
+    print_result(&mut out, &result, options.json);
+    Ok(Outcome {
+        code: if result.is_error {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        },
+        rate,
+    })
+}
+
+/// Calls tool `name` once (its progress shown as it comes), or `--repeat N` times in a row
+/// (measured): the last result.
+async fn call<T: Transport>(
+    client: &Client<T>,
+    name: &str,
+    arguments: Value,
+    options: &Options,
+) -> Result<(CallToolResult, Option<Rate>), String> {
+    let fail = |e| failure(e, options);
+    // In the modern era over HTTP, the call's first POST carries the tool's `Mcp-Param-*`
+    // headers: the tools are listed first (one round trip, the cheapest way to know them) when
+    // the session does not know them. A listing that fails leaves the call to say what is wrong.
+    let _ = client.learn_tool(name).await;
+    if options.repeat <= 1 {
+        // One call: its progress is shown as it comes.
+        let request = Request::call_tool(name, arguments.clone());
+        let result = client
+            .call_with_progress(request, show_progress)
+            .await
+            .map_err(fail)?;
+        return Ok((result, None));
+    }
+    let (result, rate) = Rate::measure(options.repeat, async {
+        let mut result = None;
+        for _ in 0..options.repeat {
+            result = Some(
+                client
+                    .call(Request::call_tool(name, arguments.clone()))
+                    .await?,
+            );
+        }
+        Ok(result)
+    })
+    .await;
+    Ok((
+        result.map_err(fail)?.expect("at least one call was made"),
+        rate,
+    ))
+}
