@@ -50,6 +50,9 @@ use std::time::Duration;
 /// How many received messages may wait for the client before reading the response pauses.
 const INBOUND_QUEUE: usize = 64;
 
+/// The largest read from an event stream.
+const READ_BUF: usize = 16 * 1024;
+
 /// How soon the watchdog polls a request's exchange that was woken and that nobody waiting on
 /// the transport polled (see [`Runner`]).
 const WATCHDOG: Duration = Duration::from_millis(10);
@@ -446,11 +449,19 @@ impl Transport for HttpTransport {
     /// Runs the request exchanges that were woken (see `Runner`) while it waits.
     fn ready(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
+            let received = || !self.inbound.is_empty() || self.inbound.is_closed();
             loop {
+                // What was woken first, and listeners only if that brought nothing: the
+                // caller woken for its answer's exchange takes it without making any.
+                self.shared.runner.drive();
+                if received() {
+                    return;
+                }
                 let arrived = self.shared.arrived.listen();
                 let work = self.shared.runner.work.listen();
+                // Again, now that nothing woken or arriving can pass unnoticed.
                 self.shared.runner.drive();
-                if !self.inbound.is_empty() || self.inbound.is_closed() {
+                if received() {
                     return;
                 }
                 smol::future::or(arrived, work).await;
@@ -505,19 +516,20 @@ impl Transport for HttpTransport {
 
 impl Shared {
     async fn send(&self, request: HttpRequest) -> Result<Response<AsyncBody>, Error> {
-        let url = redact_url(&request.url);
         // isahc panics on a header value that is not visible ASCII; such a request is not made.
         request.check().map_err(http_error)?;
         let method = request.method;
+        // The URL for an error message, redacted only then: most requests never need it.
+        let url = request.url.clone();
         let http_request = isahc_request(request).map_err(|e| {
             Error::io(
-                format!("building a request to {url}"),
+                format!("building a request to {}", redact_url(&url)),
                 std::io::Error::other(e),
             )
         })?;
         self.client.send_async(http_request).await.map_err(|e| {
             Error::io(
-                format!("{} {url}", method.as_str()),
+                format!("{} {}", method.as_str(), redact_url(&url)),
                 std::io::Error::other(e),
             )
         })
@@ -911,7 +923,7 @@ async fn exchange_inner(
                 Some(generation) => generation,
                 // A flow first (a refresh, the authorization up front): the request's timeout
                 // waits for it.
-                None => authorizing(shared, id, oauth.prepare(&shared.rules))
+                None => Box::pin(authorizing(shared, id, oauth.prepare(&shared.rules)))
                     .await
                     .map_err(|e| failed(Error::Auth(e)))?,
             },
@@ -944,11 +956,11 @@ async fn exchange_inner(
                 Verdict::Fail(e) => return Err(failed(Error::Auth(e))),
                 // The flow (this request's, or the one running that it waits for) may wait
                 // for a person: the request's timeout waits for it.
-                Verdict::Authorize(start) => authorizing(
+                Verdict::Authorize(start) => Box::pin(authorizing(
                     shared,
                     id,
                     oauth.authorize_for(*start, generation, &shared.rules),
-                )
+                ))
                 .await
                 .map_err(|e| failed(Error::Auth(e)))?,
             };
@@ -983,7 +995,7 @@ async fn exchange_inner(
                 _ => Ok(()),
             }
         }
-        Ok(Body::EventStream) => read_stream(shared, id, exchange, response).await,
+        Ok(Body::EventStream) => Box::pin(read_stream(shared, id, exchange, response)).await,
         Ok(Body::Refused { status }) => {
             // The refusal may be the request's JSON-RPC answer (a modern server's error): the
             // rules say; the session then reads it.
@@ -1006,7 +1018,7 @@ async fn exchange_inner(
             }
         }
         Err(HttpError::SessionExpired { url }) => Err(expired(url)),
-        Err(e) => Err(failed(http_failure(e, response.body_mut()).await)),
+        Err(e) => Err(failed(Box::pin(http_failure(e, response.body_mut())).await)),
     }
 }
 
@@ -1031,7 +1043,10 @@ async fn read_stream(
 ) -> Result<(), Inbound> {
     let failed = |error: Error| Inbound::Failed { id, error };
     let mut decoder = SseDecoder::with_limit(shared.max_message);
-    let mut buf = vec![0u8; 16 * 1024];
+    // Small at first (most streams carry one small answer: a 16 KiB buffer zeroed for each
+    // request cost more than the rest of the read); doubled, up to `READ_BUF`, each time a
+    // read fills it.
+    let mut buf = vec![0u8; 1024];
     loop {
         loop {
             // A broken stream is resumed like an ended one.
@@ -1040,6 +1055,9 @@ async fn read_stream(
                 break;
             }
             decoder.feed(&buf[..n]);
+            if n == buf.len() && buf.len() < READ_BUF {
+                buf.resize(buf.len() * 2, 0);
+            }
             while let Some(item) = decoder.poll_event() {
                 match item {
                     SseItem::Event(event) => {
@@ -1096,7 +1114,7 @@ async fn read_stream(
 /// it when it ends, as the rules say; stops quietly when the server offers none (405, any other
 /// answer) or cannot be reached.
 async fn listen_loop(shared: &Shared, mut request: HttpRequest, mut listening: Listening) {
-    let mut buf = vec![0u8; 16 * 1024];
+    let mut buf = vec![0u8; READ_BUF];
     let mut attempt = mcp_proto::oauth::Attempt::default();
     loop {
         // A token that expired while the stream was open is refreshed before reconnecting.
@@ -1214,14 +1232,30 @@ pub(crate) fn head(response: &Response<AsyncBody>) -> Vec<(String, String)> {
 }
 
 /// Reads a whole body of at most `limit` bytes.
+///
+/// A body whose length is known (`Content-Length`) and within the limit is read to that length
+/// and no further: its end is not waited for (isahc's agent thread ends the body only after the
+/// transfer, one more hand-off between threads), and a small one is read into a buffer sized
+/// once (a large one grows as it arrives, not at the length the server claims).
 async fn read_limited(body: &mut AsyncBody, limit: usize) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::new();
+    let known = body
+        .len()
+        .and_then(|len| usize::try_from(len).ok())
+        .filter(|len| *len <= limit);
+    let mut out = Vec::with_capacity(known.map_or(0, |len| len.min(64 * 1024)));
     // One byte past the limit tells an oversized body; at `usize::MAX` nothing is past it.
-    let read = body
-        .take((limit as u64).saturating_add(1))
-        .read_to_end(&mut out)
-        .await;
+    let take = match known {
+        Some(len) => len as u64,
+        None => (limit as u64).saturating_add(1),
+    };
+    let read = body.take(take).read_to_end(&mut out).await;
     read.map_err(|e| Error::io("reading a response body", e))?;
+    if known.is_some_and(|len| out.len() < len) {
+        return Err(Error::io(
+            "reading a response body",
+            std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+        ));
+    }
     if out.len() > limit {
         return Err(Error::Request(RequestError::TooLarge {
             len: out.len() as u64,
