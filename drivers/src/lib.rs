@@ -87,7 +87,7 @@ pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput, T
 pub use servers::{Launch, ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
 pub use stdio::{StderrMode, StdioConfig, StdioTransport};
 pub use tools::{as_tools, AgentTool, McpTool, ToolError, ToolSet};
-pub use transport::{BoxFuture, Inbound, Transport};
+pub use transport::{BoxFuture, Chunk, Inbound, Transport};
 
 /// The README's examples, compiled as doctests so that they stay true.
 #[doc = include_str!("../../README.md")]
