@@ -30,8 +30,10 @@
 //!     baseline of (b)), the sides taking turns round by round (the order alternating); each child
 //!     connects, makes a few small calls, reads VmHWM, makes one warm-up `big` call and then times
 //!     a few more (wall and its threads' CPU time), each result kept until the next one is in (as
-//!     the CLI's and the floor's `--repeat` loops do), and reads VmHWM again: its peak. Printed:
-//!     each round, the medians, the ratio ours/baseline of calls/s and of VmHWM.
+//!     the CLI's and the floor's `--repeat` loops do), and reads VmHWM again: its peak. Then it
+//!     drops the last result, makes a few small calls and reads VmRSS: what a long-running client
+//!     holds after large results. Printed: each round, the medians, the ratio ours/baseline of
+//!     calls/s and of VmHWM, and the VmRSS after.
 //!
 //! A full run (`--bench`) first makes rows (a) to (f) on one core — the bench re-runs itself as a
 //! child pinned with its server to CPU 0 (`taskset -c 0`), where client and server take turns —
@@ -395,13 +397,14 @@ fn big_row(serve: &Path, rounds: usize, calls: usize) {
         let line = String::from_utf8_lossy(&out.stdout);
         let n: Vec<u64> = line
             .split_whitespace()
-            .map(|n| n.parse().expect("child prints four numbers"))
+            .map(|n| n.parse().expect("child prints five numbers"))
             .collect();
         Big {
             hwm_before_kib: n[0],
             hwm_kib: n[1],
             wall: Duration::from_nanos(n[2]),
             cpu: Duration::from_nanos(n[3]),
+            rss_after_kib: n[4],
         }
     };
     let (mut ours, mut base) = (Vec::new(), Vec::new());
@@ -415,11 +418,13 @@ fn big_row(serve: &Path, rounds: usize, calls: usize) {
             (run("ours"), b)
         };
         println!(
-            "  round {round}: ours {:>5.1} calls/s, VmHWM {:>5.1} MiB   baseline {:>5.1} calls/s, VmHWM {:>5.1} MiB   ratio {:.2}x",
+            "  round {round}: ours {:>5.1} calls/s, VmHWM {:>5.1} MiB (after: VmRSS {:>5.1})   baseline {:>5.1} calls/s, VmHWM {:>5.1} MiB (after: {:>5.1})   ratio {:.2}x",
             per_s(calls, o.wall),
             o.hwm_kib as f64 / 1024.0,
+            o.rss_after_kib as f64 / 1024.0,
             per_s(calls, b.wall),
             b.hwm_kib as f64 / 1024.0,
+            b.rss_after_kib as f64 / 1024.0,
             b.wall.as_secs_f64() / o.wall.as_secs_f64()
         );
         ratios.push(b.wall.as_secs_f64() / o.wall.as_secs_f64());
@@ -434,8 +439,10 @@ fn big_row(serve: &Path, rounds: usize, calls: usize) {
         let mut before: Vec<u64> = runs.iter().map(|r| r.hwm_before_kib).collect();
         before.sort_unstable();
         let (hwm, before) = (hwm[hwm.len() / 2], before[before.len() / 2]);
+        let mut after: Vec<u64> = runs.iter().map(|r| r.rss_after_kib).collect();
+        after.sort_unstable();
         println!(
-            "{label} {:>5.1} calls/s ({:.1} ms/call wall; client CPU {:.1} ms/call); VmHWM {:.1} MiB ({:.1} MiB connected, +{:.1} MiB = {:.2}x the payload)",
+            "{label} {:>5.1} calls/s ({:.1} ms/call wall; client CPU {:.1} ms/call); VmHWM {:.1} MiB ({:.1} MiB connected, +{:.1} MiB = {:.2}x the payload); VmRSS after {:.1} MiB (min {:.1}, max {:.1})",
             per_s(calls, wall),
             wall.as_secs_f64() * 1e3 / calls as f64,
             cpu.as_secs_f64() * 1e3 / calls as f64,
@@ -443,6 +450,9 @@ fn big_row(serve: &Path, rounds: usize, calls: usize) {
             before as f64 / 1024.0,
             hwm.saturating_sub(before) as f64 / 1024.0,
             hwm.saturating_sub(before) as f64 / 1024.0 / (BIG / MIB) as f64,
+            after[after.len() / 2] as f64 / 1024.0,
+            after[0] as f64 / 1024.0,
+            after[after.len() - 1] as f64 / 1024.0,
         );
         (per_s(calls, wall), hwm)
     };
@@ -469,15 +479,18 @@ struct Big {
     wall: Duration,
     /// This process's CPU time (its threads) over the timed calls.
     cpu: Duration,
+    /// VmRSS after the last result was dropped and a few small calls made.
+    rss_after_kib: u64,
 }
 
 /// Child mode of (d): connect, a few small calls, VmHWM, one warm-up `big` call, `calls` timed
-/// ones, VmHWM. Each result stays alive until the next one is in, as in the CLI's and the floor's
-/// `--repeat` loops. Prints "BEFORE_KIB AFTER_KIB WALL_NS CPU_NS".
+/// ones, VmHWM; the last result dropped, a few small calls, VmRSS. Each result stays alive until
+/// the next one is in, as in the CLI's and the floor's `--repeat` loops. Prints "BEFORE_KIB
+/// AFTER_KIB WALL_NS CPU_NS RSS_AFTER_KIB".
 fn peak_child(mode: &str, serve: &Path, calls: usize) {
     let args = json!({ "bytes": BIG });
     let mut last_len = 0;
-    let (before, wall, cpu) = match mode {
+    let (before, wall, cpu, hwm, rss_after) = match mode {
         "ours" => {
             let mut c = Ours::start(serve, &[]);
             c.calls(10);
@@ -503,8 +516,11 @@ fn peak_child(mode: &str, serve: &Path, calls: usize) {
                     mcp_testkit::cpu::process_cpu().saturating_sub(cpu0),
                 )
             });
+            let hwm = vm_hwm_kib();
+            c.calls(10);
+            let rss_after = vm_kib("VmRSS:");
             c.close();
-            (before, wall, cpu)
+            (before, wall, cpu, hwm, rss_after)
         }
         "baseline" => {
             let mut c = Baseline::start(serve);
@@ -526,28 +542,35 @@ fn peak_child(mode: &str, serve: &Path, calls: usize) {
             let (t0, cpu0) = timed.expect("at least one timed call");
             let wall = t0.elapsed();
             let cpu = mcp_testkit::cpu::process_cpu().saturating_sub(cpu0);
+            let hwm = vm_hwm_kib();
+            c.calls(10);
+            let rss_after = vm_kib("VmRSS:");
             c.close();
-            (before, wall, cpu)
+            (before, wall, cpu, hwm, rss_after)
         }
         other => panic!("unknown child mode {other:?}"),
     };
     assert_eq!(last_len, BIG);
     println!(
-        "{before} {} {} {}",
-        vm_hwm_kib(),
+        "{before} {hwm} {} {} {rss_after}",
         wall.as_nanos(),
         cpu.as_nanos()
     );
 }
 
 fn vm_hwm_kib() -> u64 {
+    vm_kib("VmHWM:")
+}
+
+/// A `/proc/self/status` figure in KiB (`VmHWM:`, `VmRSS:`).
+fn vm_kib(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().strip_suffix("kB"))
         .and_then(|v| v.trim().parse().ok())
-        .expect("VmHWM in /proc/self/status")
+        .unwrap_or_else(|| panic!("{field} in /proc/self/status"))
 }
 
 /// Our client.

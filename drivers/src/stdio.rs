@@ -10,8 +10,18 @@
 //! order. [`try_recv`](Transport::try_recv) reads stdout directly, without waiting. A stderr task drains stderr continuously into a
 //! bounded tail of lines (optionally forwarded). The child runs in a process group of its own, so
 //! that ending it ends whatever it started (`npx` launchers and the like).
+//!
+//! Reading: stdout is read into one buffer, which is handed on through its last line end
+//! ([`Chunk::lent`]: the session parses the bytes where they landed) and comes back for the next
+//! read. A line not yet ended is held, and read on into the same buffer, growing it, until its
+//! line end: a large message reaches the session in one piece, read once into one allocation
+//! that the next large message reuses. Capped: at most [`HOLD_MAX`] bytes of one line are held;
+//! the rest of a longer line is handed on as it comes, and the session's framer applies its
+//! limit ([`mcp_proto::Config::frame_limit`]: the line is refused, its request fails with
+//! `TooLarge`, the connection goes on). The buffer's allocation is kept while the lines handed on
+//! fill at least a quarter of it: the first short line after a large one releases it.
 
-use crate::transport::{BoxFuture, Inbound, Transport};
+use crate::transport::{BoxFuture, Chunk, Home, Inbound, Transport};
 use crate::Error;
 use async_io::Async;
 use async_process::{Child, Stdio};
@@ -144,12 +154,11 @@ impl StdioConfig {
 
 /// The longest stderr line kept; the rest of a longer line is dropped.
 const STDERR_LINE_MAX: usize = 2048;
-/// The most bytes one read of stdout takes.
+/// The read buffer's size between large lines (a pipe's default capacity).
 const READ_CHUNK: usize = 64 * 1024;
-/// A read of at least this many bytes is handed on as it is (its buffer replaced by a fresh one),
-/// a shorter one is copied out (its buffer kept): a large message is not copied on its way to the
-/// framer, and a small one does not take a whole chunk's allocation with it.
-const HAND_ON_MIN: usize = 16 * 1024;
+/// The most bytes of one line the transport holds while waiting for its end (the session's default
+/// frame limit): a longer line is handed on as it comes, for the session's framer to refuse.
+pub const HOLD_MAX: usize = mcp_proto::framing::DEFAULT_FRAME_LIMIT;
 /// After stdout ends: how long to wait for the exit status, then for stderr to drain.
 const EXIT_WAIT: Duration = Duration::from_millis(500);
 const STDERR_WAIT: Duration = Duration::from_millis(200);
@@ -185,8 +194,10 @@ const MAX_GRACE: Duration = Duration::from_secs(24 * 3600);
 pub struct StdioTransport {
     writer: Arc<Writer>,
     stdout: Async<OwnedFd>,
-    /// Empty between reads, with room for [`READ_CHUNK`] bytes: a read fills its spare capacity.
-    read_buf: Mutex<Vec<u8>>,
+    /// What was read and not handed on yet, and where the next read goes.
+    read: Arc<Mutex<ReadState>>,
+    /// Gives a lent read buffer back to `read` ([`ReadState::give_back`]).
+    home: Home,
     /// The last read took less than the buffer holds: the pipe was empty then, so the next
     /// `try_recv` (the one that would only find that out again, `EAGAIN`) says so without a
     /// system call, once. Whoever then waits on `ready` learns of anything that came since
@@ -348,10 +359,16 @@ impl StdioTransport {
             stderr_done_tx,
             process.pid,
         ));
+        let read = Arc::new(Mutex::new(ReadState::default()));
+        let home: Home = {
+            let read = read.clone();
+            Arc::new(move |bytes| ReadState::give_back(&read, bytes))
+        };
         Ok(StdioTransport {
             writer,
             stdout,
-            read_buf: Mutex::new(Vec::with_capacity(READ_CHUNK)),
+            read,
+            home,
             drained: AtomicBool::new(false),
             end,
             stderr_done,
@@ -476,26 +493,48 @@ impl Transport for StdioTransport {
         if self.drained.swap(false, Ordering::Relaxed) {
             return None;
         }
-        let mut buf = lock(&self.read_buf);
-        buf.clear();
-        let room = rustix::buffer::spare_capacity(&mut *buf);
-        match rustix::io::read(self.stdout.get_ref(), room) {
-            Ok(0) => {
-                lock(&self.end.state).eof = true;
-                self.watch_exit(None);
-                None
-            }
-            Ok(n) => {
-                if n < READ_CHUNK {
-                    self.drained.store(true, Ordering::Relaxed);
+        let mut st = lock(&self.read);
+        loop {
+            st.make_room();
+            let start = st.buf.len();
+            let room = st.buf.capacity() - start;
+            let read = rustix::io::read(
+                self.stdout.get_ref(),
+                rustix::buffer::spare_capacity(&mut st.buf),
+            );
+            match read {
+                Ok(0) => {
+                    lock(&self.end.state).eof = true;
+                    self.watch_exit(None);
+                    // A last line without its line end still goes to the session, before the end.
+                    let len = st.buf.len();
+                    return (len > 0).then(|| Inbound::Bytes(st.lend(len, &self.home)));
                 }
-                Some(Inbound::Bytes(hand_on(&mut buf, n)))
-            }
-            Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => None,
-            Err(e) => {
-                let error = Error::io("reading the server's stdout", e.into());
-                self.end.set(Some(error.clone()));
-                Some(Inbound::Closed(Some(error)))
+                Ok(n) => {
+                    let through = match memchr::memrchr(b'\n', &st.buf[start..]) {
+                        Some(at) => {
+                            st.passing = false;
+                            start + at + 1
+                        }
+                        // Past the cap: hand on what is held, and the rest of the line as it comes.
+                        None if st.passing || st.buf.len() >= HOLD_MAX => {
+                            st.passing = true;
+                            st.buf.len()
+                        }
+                        // The line goes on: read on (an empty pipe says `EAGAIN`).
+                        None => continue,
+                    };
+                    if n < room {
+                        self.drained.store(true, Ordering::Relaxed);
+                    }
+                    return Some(Inbound::Bytes(st.lend(through, &self.home)));
+                }
+                Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => return None,
+                Err(e) => {
+                    let error = Error::io("reading the server's stdout", e.into());
+                    self.end.set(Some(error.clone()));
+                    return Some(Inbound::Closed(Some(error)));
+                }
             }
         }
     }
@@ -1024,21 +1063,120 @@ async fn drain_stderr(
     }
 }
 
-/// The `n` bytes a read put in `buf` (all it holds), owned: moved out whole when there are many
-/// (`buf` gets a fresh allocation), else copied (`buf` keeps its own); `buf` is left empty, with
-/// room for [`READ_CHUNK`].
-fn hand_on(buf: &mut Vec<u8>, n: usize) -> Vec<u8> {
-    debug_assert_eq!(buf.len(), n);
-    if n >= HAND_ON_MIN {
-        std::mem::replace(buf, Vec::with_capacity(READ_CHUNK))
-    } else {
-        let bytes = buf.to_vec();
-        buf.clear();
-        bytes
+/// The read side of stdout: see the [module docs](self).
+#[derive(Default)]
+struct ReadState {
+    /// The start of a line whose end has not arrived (no line end in it), read first; its spare
+    /// capacity is where the next read goes. At most [`HOLD_MAX`] bytes plus one read.
+    buf: Vec<u8>,
+    /// A line longer than [`HOLD_MAX`] is being handed on as it comes, until its line end.
+    passing: bool,
+}
+
+impl ReadState {
+    /// Room for the next read: at least a quarter of [`READ_CHUNK`] spare, growing by doubling
+    /// while a line is held, to at most [`HOLD_MAX`] plus [`READ_CHUNK`].
+    fn make_room(&mut self) {
+        let (len, capacity) = (self.buf.len(), self.buf.capacity());
+        if capacity - len >= READ_CHUNK / 4 {
+            return;
+        }
+        let want = capacity
+            .saturating_mul(2)
+            .max(len + READ_CHUNK)
+            .min(HOLD_MAX + READ_CHUNK);
+        self.buf.reserve_exact(want - len);
+    }
+
+    /// Lends `buf`'s first `through` bytes (whole lines, unless the stream ended or a line is
+    /// over the cap); the rest, the start of the next line, stays.
+    fn lend(&mut self, through: usize, home: &Home) -> Chunk {
+        let mut bytes = std::mem::take(&mut self.buf);
+        if through < bytes.len() {
+            self.buf = bytes[through..].to_vec();
+            bytes.truncate(through);
+        }
+        Chunk::lent(bytes, home.clone())
+    }
+
+    /// A lent buffer comes back: it becomes the read buffer again (what was read meanwhile moved
+    /// into it) when it is the larger, unless it is over [`READ_CHUNK`] and what it carried was
+    /// under a quarter of it: a short line after a large one releases the large allocation.
+    fn give_back(read: &Mutex<ReadState>, mut bytes: Vec<u8>) {
+        let capacity = bytes.capacity();
+        if capacity > READ_CHUNK && bytes.len() < capacity / 4 {
+            return;
+        }
+        let mut st = lock(read);
+        if capacity <= st.buf.capacity() {
+            return;
+        }
+        bytes.clear();
+        bytes.extend_from_slice(&st.buf);
+        st.buf = bytes;
     }
 }
 
 /// Locks a mutex, ignoring poisoning: every critical section here leaves the data consistent.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn home(read: &Arc<Mutex<ReadState>>) -> Home {
+        let read = read.clone();
+        Arc::new(move |bytes| ReadState::give_back(&read, bytes))
+    }
+
+    #[test]
+    fn a_large_line_buffer_comes_back_for_the_next_and_a_short_line_releases_it() {
+        let read = Arc::new(Mutex::new(ReadState::default()));
+        let home = home(&read);
+        // A 1 MiB line held as it arrives, then its end and the start of the next line.
+        {
+            let mut st = lock(&read);
+            while st.buf.len() < 1024 * 1024 {
+                st.make_room();
+                let room = st.buf.capacity() - st.buf.len();
+                let n = room.min(1024 * 1024 - st.buf.len());
+                st.buf.extend(std::iter::repeat_n(b'x', n));
+            }
+            st.buf.extend_from_slice(b"\n{\"id\"");
+        }
+        let through = 1024 * 1024 + 1;
+        let chunk = lock(&read).lend(through, &home);
+        assert_eq!(chunk.len(), through);
+        let lent_at = chunk.as_ptr();
+        assert_eq!(lock(&read).buf, b"{\"id\"", "the next line's start stays");
+        drop(chunk);
+        {
+            let st = lock(&read);
+            assert_eq!(st.buf.as_ptr(), lent_at, "the large buffer is back");
+            assert_eq!(st.buf, b"{\"id\"", "with what was read meanwhile");
+            assert!(st.buf.capacity() <= HOLD_MAX + READ_CHUNK);
+        }
+        // A short line read into it: the large allocation goes.
+        lock(&read).buf.extend_from_slice(b":1}\n");
+        let chunk = lock(&read).lend(9, &home);
+        assert_eq!(&*chunk, b"{\"id\":1}\n");
+        drop(chunk);
+        assert_eq!(lock(&read).buf.capacity(), 0, "released");
+        lock(&read).make_room();
+        assert_eq!(lock(&read).buf.capacity(), READ_CHUNK);
+    }
+
+    #[test]
+    fn the_read_buffer_never_grows_past_the_cap() {
+        let mut st = ReadState {
+            buf: Vec::with_capacity(HOLD_MAX - 10),
+            passing: false,
+        };
+        st.buf.resize(HOLD_MAX - 10, b'x');
+        st.make_room();
+        assert!(st.buf.capacity() >= HOLD_MAX - 10 + READ_CHUNK / 4);
+        assert!(st.buf.capacity() <= HOLD_MAX + READ_CHUNK);
+    }
 }

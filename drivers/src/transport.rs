@@ -4,8 +4,11 @@
 
 use crate::Error;
 pub use mcp_proto::{Transmit, TransmitKind, TransportKind};
+use std::fmt;
 use std::future::Future;
+use std::ops::Deref;
 use std::pin::Pin;
+use std::sync::Arc;
 
 /// A boxed future, as the [`Transport`] methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -14,8 +17,9 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Inbound {
-    /// A piece of a newline-delimited byte stream (stdio), cut anywhere.
-    Bytes(Vec<u8>),
+    /// A piece of a newline-delimited byte stream (stdio), cut anywhere (the stdio transport cuts
+    /// after a line end where it can: see [`crate::stdio`]).
+    Bytes(Chunk),
     /// One whole JSON-RPC message (an HTTP body, an SSE event's data).
     Message(Vec<u8>),
     /// One whole JSON-RPC message read from the response to the request that went out with wire
@@ -90,6 +94,61 @@ pub enum Inbound {
         /// Why.
         error: Error,
     },
+}
+
+/// Bytes a transport read from a stream, for [`Inbound::Bytes`]; derefs to `[u8]`.
+///
+/// Made from a `Vec<u8>` (`Chunk::from(vec)`), or [lent](Self::lent) out of a transport's own
+/// read buffer: dropping the chunk then hands the allocation back to the transport, which reads
+/// the next bytes into it. A transport that reads a 16 MiB line into one buffer hands that buffer
+/// on whole, and gets it back for the next line, instead of allocating and freeing a buffer per
+/// read (whose scattered small allocations fragment the heap between large results).
+pub struct Chunk {
+    bytes: Vec<u8>,
+    home: Option<Home>,
+}
+
+/// Where a lent [`Chunk`]'s allocation goes when the chunk is dropped.
+pub type Home = Arc<dyn Fn(Vec<u8>) + Send + Sync>;
+
+impl Chunk {
+    /// `bytes`, whose allocation is given to `home` when the chunk is dropped.
+    pub fn lent(bytes: Vec<u8>, home: Home) -> Chunk {
+        Chunk {
+            bytes,
+            home: Some(home),
+        }
+    }
+}
+
+impl From<Vec<u8>> for Chunk {
+    fn from(bytes: Vec<u8>) -> Chunk {
+        Chunk { bytes, home: None }
+    }
+}
+
+impl Deref for Chunk {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        if let Some(home) = self.home.take() {
+            home(std::mem::take(&mut self.bytes));
+        }
+    }
+}
+
+impl fmt::Debug for Chunk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Chunk")
+            .field("len", &self.bytes.len())
+            .field("lent", &self.home.is_some())
+            .finish()
+    }
 }
 
 /// A way to reach an MCP server: send one message, take what arrived, wait for more, close.

@@ -68,7 +68,7 @@ impl Transport for MemoryTransport {
             // Half the answers as stream bytes, half as whole messages: both paths are the client's.
             let bytes = format!("{answer}\n").into_bytes();
             let item = if request["id"].as_u64().unwrap_or(0) % 2 == 0 {
-                Inbound::Bytes(bytes)
+                Inbound::Bytes(bytes.into())
             } else {
                 Inbound::Message(answer.to_string().into_bytes())
             };
