@@ -37,8 +37,8 @@
 //! (`a0`: ours, its calls without a timeout: what the caller's timer costs)
 //! (N calls after 200 of warm-up; the start-up's few syscalls are counted too).
 
-use mcp_client::proto::Request;
-use mcp_client::{Client, HttpTransport, HttpTransportConfig};
+use mcp_connect::proto::Request;
+use mcp_connect::{Client, HttpTransport, HttpTransportConfig};
 use mcp_testkit::cpu::{threads_cpu, ThreadsCpu};
 use mcp_testkit::http_server as server;
 use mcp_testkit::{median, per_s};
@@ -204,7 +204,7 @@ impl Tally {
 fn run(url: &str, modern_url: &str, p: &Params) {
     let mut ours = Ours::start(url);
     let mut modern = Ours::start(modern_url);
-    assert_eq!(modern.client.era(), Some(mcp_client::proto::Era::Modern));
+    assert_eq!(modern.client.era(), Some(mcp_connect::proto::Era::Modern));
     let mut base = Baseline::start(url);
     let mut x = RawIsahc::start(url, false);
     let mut y = RawIsahc::start(url, true);

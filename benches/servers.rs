@@ -15,7 +15,7 @@
 //!     turns in chunks (both meet the same load), median of rounds; the difference in µs per call
 //!     and the ratio of calls/s.
 
-use mcp_client::{
+use mcp_connect::{
     connect_stdio, ClientConfig, Launch, ServerSet, ServerSetConfig, ServerSpec, StdioConfig,
 };
 use mcp_testkit::{median, per_s, serve_bin};

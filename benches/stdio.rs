@@ -46,7 +46,7 @@
 //! modern row's requests carry them in `_meta`); `MCP_STDIO_BENCH_NO_TIMEOUT=1` gives our client
 //! no request timeout, so its driver never arms a timer.
 
-use mcp_client::{Client, ClientConfig, StdioConfig, StdioTransport};
+use mcp_connect::{Client, ClientConfig, StdioConfig, StdioTransport};
 use mcp_testkit::floor::Floor;
 use mcp_testkit::{median, per_s, serve_bin};
 use serde_json::{json, Value};
@@ -190,7 +190,7 @@ fn main() {
     let mut base = wanted("baseline").then(|| Baseline::start(&serve));
     let mut modern = wanted("modern").then(|| {
         let c = Ours::start(&serve, &["--era", "modern"]);
-        assert_eq!(c.client.era(), Some(mcp_client::proto::Era::Modern));
+        assert_eq!(c.client.era(), Some(mcp_connect::proto::Era::Modern));
         c
     });
     if let Some(c) = &mut modern {
@@ -491,7 +491,7 @@ fn peak_child(mode: &str, serve: &Path, calls: usize) {
                     }
                     let r = c.client.call_tool("big", args.clone()).await.expect("big");
                     match &r.content[..] {
-                        [mcp_client::proto::ContentBlock::Text { text }] => last_len = text.len(),
+                        [mcp_connect::proto::ContentBlock::Text { text }] => last_len = text.len(),
                         other => panic!("not one text block: {} blocks", other.len()),
                     }
                     last = Some(r);
@@ -569,12 +569,12 @@ impl Ours {
             // The client as an application with handlers registers it: every capability
             // declared (the server never asks here, so this measures what declaring costs the
             // call path).
-            config.handlers = mcp_client::Handlers::new()
+            config.handlers = mcp_connect::Handlers::new()
                 .elicitation_modes(true, true, |_| async {
-                    Ok(mcp_client::ElicitAnswer::Decline)
+                    Ok(mcp_connect::ElicitAnswer::Decline)
                 })
-                .sampling(|_| async { Err(mcp_client::HandlerError("no model".into())) })
-                .fixed_roots(vec![mcp_client::Root::directory("/tmp")]);
+                .sampling(|_| async { Err(mcp_connect::HandlerError("no model".into())) })
+                .fixed_roots(vec![mcp_connect::Root::directory("/tmp")]);
         }
         let client = Client::with_config(transport, config);
         smol::block_on(client.initialize()).expect("initialize");

@@ -38,9 +38,9 @@
 //!
 //! Any other scenario: call the first tool with `{}`.
 
-use mcp_client::proto::oauth::{AuthorizationRequest, PreRegistered, Secret};
-use mcp_client::proto::{Era, Reply, Warning};
-use mcp_client::{
+use mcp_connect::proto::oauth::{AuthorizationRequest, PreRegistered, Secret};
+use mcp_connect::proto::{Era, Reply, Warning};
+use mcp_connect::{
     Authorize, Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers,
     HttpTransport, HttpTransportConfig, OAuthConfig, Request, Tool,
 };
@@ -165,7 +165,7 @@ async fn oauth_config(
 /// well-known URIs).
 async fn scenario_issuer(url: &str) -> Result<String, String> {
     use isahc::AsyncReadResponseExt;
-    for prm in mcp_client::proto::oauth::resource_metadata_urls(url, None) {
+    for prm in mcp_connect::proto::oauth::resource_metadata_urls(url, None) {
         let Ok(mut response) = isahc::get_async(prm.as_str()).await else {
             continue;
         };

@@ -586,7 +586,7 @@ fn verbose_traces_each_servers_requests_and_shows_no_secret() {
     // RUST_LOG alone turns it on too; without either, nothing is traced.
     let out = s.cli_env(
         &["--config", p(&file), "--server", "alpha"],
-        &[("MCP_CLI_TOKEN", "x"), ("RUST_LOG", "mcp_client=info")],
+        &[("MCP_CLI_TOKEN", "x"), ("RUST_LOG", "mcp_connect=info")],
     );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(

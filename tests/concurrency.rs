@@ -3,7 +3,7 @@
 //! nothing, and a storm of concurrent calls with random timeouts, drops and parked futures over
 //! stdio and HTTP stays clean. Real child processes and a real local HTTP server.
 
-use mcp_client::{
+use mcp_connect::{
     Client, Error, HttpTransport, HttpTransportConfig, Request, StderrMode, StdioConfig,
     StdioTransport, Transport,
 };
@@ -19,12 +19,12 @@ use std::time::{Duration, Instant};
 /// are shell scripts that answer the handshake line by line (the era probe has its own tests, in
 /// tests/eras.rs).
 async fn connect(config: StdioConfig) -> Client<StdioTransport> {
-    let settings = mcp_client::ClientConfig {
-        session: mcp_client::proto::Config {
-            era: mcp_client::proto::EraChoice::Legacy,
-            ..mcp_client::ClientConfig::default().session
+    let settings = mcp_connect::ClientConfig {
+        session: mcp_connect::proto::Config {
+            era: mcp_connect::proto::EraChoice::Legacy,
+            ..mcp_connect::ClientConfig::default().session
         },
-        ..mcp_client::ClientConfig::default()
+        ..mcp_connect::ClientConfig::default()
     };
     let client = Client::with_config(StdioTransport::spawn(config).expect("spawn"), settings);
     client.initialize().await.expect("initialize");

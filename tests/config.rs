@@ -1,10 +1,10 @@
-//! The config readers (`mcp_client::config`): the three formats, variables, inputs, `envFile`,
+//! The config readers (`mcp_connect::config`): the three formats, variables, inputs, `envFile`,
 //! JSONC, the driver configs they turn into, `Debug` without secrets, and every error message.
 //!
 //! In the error tables, `‸` marks where the error must point; it is removed before parsing, and
 //! the expected `FILE:LINE:COLUMN: ` is computed from it.
 
-use mcp_client::config::{
+use mcp_connect::config::{
     load, load_with, parse, ConfigError, ConfigErrorKind, ConfigFormat, ExpandOptions, ServerEntry,
     ServerTransport, ServersConfig,
 };
@@ -1232,7 +1232,7 @@ fn a_config_or_env_file_that_is_not_a_regular_file_is_refused_at_once() {
 
 #[test]
 fn a_config_or_env_file_past_its_cap_is_refused_and_one_at_its_cap_is_read() {
-    use mcp_client::config::{MAX_CONFIG_FILE, MAX_ENV_FILE};
+    use mcp_connect::config::{MAX_CONFIG_FILE, MAX_ENV_FILE};
     let dir = mcp_testkit::TempDir::new("mcp-config-caps");
     let sized = |name: &str, head: &str, size: u64| {
         let path = dir.path().join(name);

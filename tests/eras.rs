@@ -4,8 +4,8 @@
 //! late), and server-everything for what the probe costs. Every test checks that no process is
 //! left behind.
 
-use mcp_client::proto::{Config, Era, EraChoice, RequestError, SessionError};
-use mcp_client::{
+use mcp_connect::proto::{Config, Era, EraChoice, RequestError, SessionError};
+use mcp_connect::{
     connect_stdio, Client, ClientConfig, Error, Request, StderrMode, StdioConfig, StdioTransport,
 };
 use mcp_testkit::{close_and_check, peer_bin, serve_in, wait_until};
@@ -568,13 +568,16 @@ fn a_server_remembered_as_legacy_that_turned_modern_is_probed_again() {
     smol::block_on(async {
         // A distinct command line, so that no other test's memory applies.
         let (config, lines) = collecting(serve_in("modern", &["ping-idle"]));
-        let key = mcp_client::connect::stdio_key(&config);
-        mcp_client::connect::remember_era(&key, Some(Era::Legacy));
+        let key = mcp_connect::connect::stdio_key(&config);
+        mcp_connect::connect::remember_era(&key, Some(Era::Legacy));
         let client = connect_stdio(config, settings(EraChoice::Auto))
             .await
             .expect("connect_stdio");
         assert_eq!(client.era(), Some(Era::Modern));
-        assert_eq!(mcp_client::connect::remembered_era(&key), Some(Era::Modern));
+        assert_eq!(
+            mcp_connect::connect::remembered_era(&key),
+            Some(Era::Modern)
+        );
         let tools = client.list_tools().await.unwrap();
         assert_eq!(tools.len(), 6);
         close_and_check(client).await;

@@ -13,9 +13,9 @@
 //!   [`MAX_ASKS`] (64) run at once, the rest are refused -32603 at once, every request is answered
 //!   exactly once, and once the held ones finish the client takes new requests again.
 
-use mcp_client::proto::session::MAX_ASKS;
-use mcp_client::proto::{EraChoice, RequestError, TransmitKind};
-use mcp_client::{
+use mcp_connect::proto::session::MAX_ASKS;
+use mcp_connect::proto::{EraChoice, RequestError, TransmitKind};
+use mcp_connect::{
     BoxFuture, Client, ClientConfig, ElicitAnswer, Elicitation, Error, HandlerError, Handlers,
     Inbound, Root, Transmit, Transport,
 };

@@ -2,9 +2,9 @@
 //! `mcp_testkit::http_server`, run in-process so the tests can read every request it received),
 //! well-behaved and hostile.
 
-use mcp_client::proto::http::{HttpError, RedirectRefused};
-use mcp_client::proto::Config;
-use mcp_client::{Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, Request};
+use mcp_connect::proto::http::{HttpError, RedirectRefused};
+use mcp_connect::proto::Config;
+use mcp_connect::{Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, Request};
 use mcp_testkit::http_server::{self as server, Behaviour};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -507,7 +507,7 @@ fn a_non_ascii_protocol_version_never_reaches_a_header() {
         assert!(
             matches!(
                 err,
-                Error::Session(mcp_client::proto::SessionError::UnsupportedVersion { .. })
+                Error::Session(mcp_connect::proto::SessionError::UnsupportedVersion { .. })
             ),
             "{err:?}"
         );
@@ -657,8 +657,8 @@ fn a_404_to_a_cancellation_renews_the_session() {
 
 #[test]
 fn dropping_the_transport_aborts_its_exchanges() {
-    use mcp_client::proto::{RequestId, TransmitKind};
-    use mcp_client::{Transmit, Transport};
+    use mcp_connect::proto::{RequestId, TransmitKind};
+    use mcp_connect::{Transmit, Transport};
     let srv = start(Behaviour {
         stateless: true,
         keep_stream_open: true,
@@ -805,8 +805,8 @@ fn a_stalled_cancellation_does_not_delay_the_next_call() {
 
 #[test]
 fn the_outbound_queue_is_bounded() {
-    use mcp_client::proto::{RequestId, TransmitKind};
-    use mcp_client::{Inbound, Transmit, Transport};
+    use mcp_connect::proto::{RequestId, TransmitKind};
+    use mcp_connect::{Inbound, Transmit, Transport};
     let srv = start(Behaviour {
         stateless: true,
         stall_notifications: true,
@@ -860,7 +860,7 @@ fn a_request_refused_by_a_full_queue_fails_at_once_even_with_the_inbound_queue_f
         post_timeout: Duration::from_secs(60),
         ..HttpTransportConfig::new(srv.url.as_str())
     };
-    config.rules.standalone_stream = mcp_client::proto::http::StandaloneStream::Always;
+    config.rules.standalone_stream = mcp_connect::proto::http::StandaloneStream::Always;
     let c = Client::with_config(
         HttpTransport::new(config).unwrap(),
         ClientConfig {
@@ -905,7 +905,7 @@ fn an_answer_that_cannot_be_delivered_fails_its_call_at_once_with_a_warning() {
     let c = Client::with_config(
         HttpTransport::new(HttpTransportConfig::new(srv.url.as_str())).unwrap(),
         ClientConfig {
-            on_warning: Some(mcp_client::WarningCallback(Arc::new(move |w| {
+            on_warning: Some(mcp_connect::WarningCallback(Arc::new(move |w| {
                 sink.lock().unwrap().push(w.to_string())
             }))),
             ..ClientConfig::default()
@@ -940,7 +940,7 @@ fn an_answer_that_cannot_be_delivered_fails_its_call_at_once_with_a_warning() {
         assert!(c
             .recent_warnings()
             .iter()
-            .any(|w| matches!(w, mcp_client::proto::Warning::Undelivered { .. })));
+            .any(|w| matches!(w, mcp_connect::proto::Warning::Undelivered { .. })));
         c.close().await.unwrap();
     });
 }
@@ -962,7 +962,7 @@ fn a_cancellation_that_cannot_be_delivered_is_a_warning() {
         until(|| {
             c.recent_warnings()
                 .iter()
-                .any(|w| matches!(w, mcp_client::proto::Warning::Undelivered { .. }))
+                .any(|w| matches!(w, mcp_connect::proto::Warning::Undelivered { .. }))
         })
         .await;
         let shown: Vec<String> = c.recent_warnings().iter().map(|w| w.to_string()).collect();
@@ -1082,7 +1082,7 @@ fn dropping_the_client_without_close_closes_its_streams() {
 
 #[test]
 fn an_oversized_event_or_body_fails_its_call_at_once_and_is_reported() {
-    use mcp_client::proto::{RequestError, Warning};
+    use mcp_connect::proto::{RequestError, Warning};
     for json in [false, true] {
         let srv = start(Behaviour {
             json,
@@ -1342,7 +1342,7 @@ fn legacy_client(config: HttpTransportConfig) -> Client<HttpTransport> {
     let settings = ClientConfig {
         session: Config {
             default_timeout: Some(Duration::from_secs(20)),
-            era: mcp_client::proto::EraChoice::Legacy,
+            era: mcp_connect::proto::EraChoice::Legacy,
             ..Config::default()
         },
         ..ClientConfig::default()
@@ -1464,7 +1464,7 @@ fn a_legacy_servers_null_id_refusal_of_the_probe_still_leads_to_the_legacy_era()
     smol::block_on(async {
         let c = Client::new(HttpTransport::new(HttpTransportConfig::new(srv.url("/mcp"))).unwrap());
         c.initialize().await.unwrap();
-        assert_eq!(c.era(), Some(mcp_client::proto::Era::Legacy));
+        assert_eq!(c.era(), Some(mcp_connect::proto::Era::Legacy));
         assert_eq!(c.call_tool("t", json!({})).await.unwrap().text(), "legacy");
         c.close().await.unwrap();
     });

@@ -2,8 +2,8 @@
 //! scripted server function. It shows what a user's own transport needs, and drives the client
 //! through situations real servers rarely produce on demand (pagination loops, page floods).
 
-use mcp_client::proto::{PaginationError, TransmitKind};
-use mcp_client::{BoxFuture, Client, ClientConfig, Error, Inbound, Transmit, Transport};
+use mcp_connect::proto::{PaginationError, TransmitKind};
+use mcp_connect::{BoxFuture, Client, ClientConfig, Error, Inbound, Transmit, Transport};
 use serde_json::{json, Value};
 use smol::channel::{unbounded, Receiver, Sender};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -255,8 +255,8 @@ fn a_tool_set_re_lists_after_the_server_says_its_tools_changed() {
     smol::block_on(async {
         let client = Arc::new(Client::new(transport));
         client.initialize().await.unwrap();
-        let set = mcp_client::ToolSet::new(client.clone());
-        let names = |tools: &[mcp_client::McpTool<MemoryTransport>]| -> Vec<String> {
+        let set = mcp_connect::LiveTools::new(client.clone());
+        let names = |tools: &[mcp_connect::McpTool<MemoryTransport>]| -> Vec<String> {
             tools.iter().map(|t| t.definition().name.clone()).collect()
         };
         assert_eq!(names(&set.tools().await.unwrap()), ["t0"]);

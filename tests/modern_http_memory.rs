@@ -2,8 +2,8 @@
 //! that sees every message's mirrored headers: the -32020 re-list and retry, arguments a header
 //! cannot carry (a correctable tool error, nothing sent), and cancellation by abort.
 
-use mcp_client::proto::{Era, TransmitKind, TransportKind};
-use mcp_client::{
+use mcp_connect::proto::{Era, TransmitKind, TransportKind};
+use mcp_connect::{
     as_tools, AgentTool, BoxFuture, Client, Error, Inbound, ToolError, Transmit, Transport,
 };
 use serde_json::{json, Value};
@@ -196,7 +196,7 @@ fn a_second_header_mismatch_is_the_callers_error() {
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, Error::Request(mcp_client::proto::RequestError::HeaderMismatch(e)) if e.message.contains("always")),
+            matches!(&err, Error::Request(mcp_connect::proto::RequestError::HeaderMismatch(e)) if e.message.contains("always")),
             "{err:?}"
         );
     });

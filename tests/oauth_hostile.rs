@@ -6,9 +6,9 @@
 //! request after a refused document, bounded failures for broken token endpoints, the retry
 //! and step-up limits, one flow for concurrent `401`s, and no secret in any error or `Debug`.
 
-use mcp_client::proto::oauth::{AuthError, AuthorizationRequest, PreRegistered, Secret};
-use mcp_client::proto::EraChoice;
-use mcp_client::{
+use mcp_connect::proto::oauth::{AuthError, AuthorizationRequest, PreRegistered, Secret};
+use mcp_connect::proto::EraChoice;
+use mcp_connect::{
     Authorize, Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, OAuthConfig,
 };
 use serde_json::{json, Value};
@@ -932,7 +932,7 @@ fn no_secret_in_errors_or_debug() {
         Some(unauthorized(&prm_url))
     });
     let person = Person::default();
-    let store = Arc::new(mcp_client::MemoryStore::new());
+    let store = Arc::new(mcp_connect::MemoryStore::new());
     let mut config = oauth(&person);
     config.store = store.clone();
     config.options.pre_registered = Some(PreRegistered {
@@ -965,7 +965,7 @@ fn no_secret_in_errors_or_debug() {
         .is_some_and(|a| a.starts_with("Basic ")));
     assert_eq!(token.form("code").as_deref(), Some("TOPSECRET-CODE-1"));
     let stored =
-        mcp_client::TokenStore::load(&*store, &auth.origin, &mcp.url("/mcp")).expect("stored");
+        mcp_connect::TokenStore::load(&*store, &auth.origin, &mcp.url("/mcp")).expect("stored");
     assert_eq!(stored.tokens.access_token.expose(), "TOPSECRET-ACCESS-1");
     // The application's own secret is not part of what is stored.
     assert_eq!(stored.client.client_secret, None);
@@ -1237,7 +1237,7 @@ fn a_person_slower_than_the_request_timeout_still_authorizes() {
         (opened, calls)
     });
     opened.expect("the opening waits for the person");
-    assert_eq!(c.era(), Some(mcp_client::proto::Era::Legacy));
+    assert_eq!(c.era(), Some(mcp_connect::proto::Era::Legacy));
     for r in &calls {
         assert_eq!(
             r.as_ref().map(|r| r.text()).ok(),
@@ -1483,7 +1483,7 @@ fn a_pre_registered_secret_is_never_stored_and_is_sent_with_each_refresh() {
     let path = dir.path().join("credentials.json");
     let run = |person: &Person| {
         let mut config = oauth(person);
-        config.store = Arc::new(mcp_client::FileStore::new(&path));
+        config.store = Arc::new(mcp_connect::FileStore::new(&path));
         config.options.pre_registered = Some(PreRegistered {
             client_id: "client-pre".into(),
             client_secret: Some(Secret::new("TOPSECRET-CLIENT-SECRET")),
@@ -1568,7 +1568,7 @@ fn urls_a_server_names_are_fetched_only_where_it_may_send_the_client() {
         matches!(
             e,
             AuthError::RefusedUrl {
-                reason: mcp_client::proto::oauth::FetchRefusal::Private,
+                reason: mcp_connect::proto::oauth::FetchRefusal::Private,
                 ..
             }
         )
@@ -1627,7 +1627,7 @@ fn the_redirect_listener_waits_for_its_own_state_and_serves_connections_at_once(
     serve_mcp(&mut mcp, &auth.origin, gate);
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let record = seen.clone();
-    let show: mcp_client::auth::ShowUrl =
+    let show: mcp_connect::auth::ShowUrl =
         Arc::new(move |request: &AuthorizationRequest, opened| {
             assert!(!opened);
             let port: u16 = request

@@ -10,8 +10,8 @@
 
 use isahc::config::{Configurable, RedirectPolicy};
 use isahc::ReadResponseExt;
-use mcp_client::proto::oauth::{AuthError, AuthorizationRequest, Credentials};
-use mcp_client::{
+use mcp_connect::proto::oauth::{AuthError, AuthorizationRequest, Credentials};
+use mcp_connect::{
     connect_http, Authorize, Client, ClientConfig, Error, FileStore, HttpTransport,
     HttpTransportConfig, MemoryStore, OAuthConfig, TokenStore,
 };

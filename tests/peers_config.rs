@@ -12,8 +12,8 @@
 //! does not check the bearer token (`PY_TOKEN`) the configs send. Peers missing: `skipped: …`
 //! (a failure under `CI=true`).
 
-use mcp_client::config::{load_with, ExpandOptions, ServerTransport, ServersConfig};
-use mcp_client::{ClientConfig, ServerSet, ServerSetConfig, ServerSpec};
+use mcp_connect::config::{load_with, ExpandOptions, ServerTransport, ServersConfig};
+use mcp_connect::{ClientConfig, ServerSet, ServerSetConfig, ServerSpec};
 use mcp_testkit::{
     example_bin, group_alive, peer_bin, pid_alive, repo_root, run_within, wait_until, HttpPeer,
     TempDir,
@@ -154,7 +154,7 @@ fn each_format_loads_the_same_servers_and_all_of_them_connect() {
             assert_eq!(running.len(), 3, "{file}: the stdio servers {running:?}");
 
             let tools = set.tools().await;
-            let listed: Vec<&str> = tools.iter().map(mcp_client::AgentTool::name).collect();
+            let listed: Vec<&str> = tools.iter().map(mcp_connect::AgentTool::name).collect();
             for expected in [
                 "everything__echo",
                 "everything__get-sum",

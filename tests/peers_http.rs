@@ -8,8 +8,8 @@
 //! servers listen on 127.0.0.1 only; each runs in its own process group, killed and reaped at the
 //! end of the test (also on panic), and the test checks that the group is gone.
 
-use mcp_client::proto::{Era, EraChoice};
-use mcp_client::{Client, ClientConfig, HttpTransport, HttpTransportConfig};
+use mcp_connect::proto::{Era, EraChoice};
+use mcp_connect::{Client, ClientConfig, HttpTransport, HttpTransportConfig};
 use mcp_testkit::{example_bin, peer_bin, run_within, HttpPeer};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -39,7 +39,7 @@ async fn connect_in(peer: &HttpPeer, era: EraChoice) -> Client<HttpTransport> {
     c
 }
 
-fn names(tools: &[mcp_client::Tool]) -> Vec<&str> {
+fn names(tools: &[mcp_connect::Tool]) -> Vec<&str> {
     tools.iter().map(|t| t.name.as_str()).collect()
 }
 

@@ -18,8 +18,8 @@
 //!
 //! The peers come from `.ci/install-peers`; a missing peer skips (and fails under `CI=true`).
 
-use mcp_client::proto::{CallTool, Era, EraChoice, Method};
-use mcp_client::{
+use mcp_connect::proto::{CallTool, Era, EraChoice, Method};
+use mcp_connect::{
     Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers, HttpTransport,
     HttpTransportConfig, Request, StdioConfig, StdioTransport, Transport,
 };

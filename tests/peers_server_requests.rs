@@ -5,8 +5,8 @@
 //! tests/peers_python_requests.rs.) The peers come from `.ci/install-peers`; a missing peer skips
 //! (and fails under `CI=true`).
 
-use mcp_client::proto::{Era, ListKind};
-use mcp_client::{
+use mcp_connect::proto::{Era, ListKind};
+use mcp_connect::{
     Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers, LogCallback, Request,
     Root, StdioConfig, StdioTransport,
 };
@@ -290,7 +290,7 @@ fn the_cli_shows_progress_declares_roots_declines_without_a_terminal_and_prints_
         "get-roots-list",
     ]);
     assert!(out.status.success(), "{out:?}");
-    let uri = mcp_client::Root::directory(dir.path()).uri;
+    let uri = mcp_connect::Root::directory(dir.path()).uri;
     assert!(out.stdout.contains(&uri), "{uri} not in {}", out.stdout);
 
     // stdin is not a terminal here: elicitation is not declared, so the server (which offers

@@ -5,8 +5,8 @@
 //! `skipped: …` and passes when its peer is missing, and fails instead under `CI=true`. Every test
 //! closes the client and checks that the server's whole process group is gone.
 
-use mcp_client::proto::{Era, EraChoice};
-use mcp_client::{
+use mcp_connect::proto::{Era, EraChoice};
+use mcp_connect::{
     as_tools, AgentTool, Client, ClientConfig, StdioConfig, StdioTransport, ToolError,
 };
 use mcp_testkit::{close_and_check, peer_bin, peer_script, TempDir};
@@ -53,7 +53,7 @@ fn unwrap_client(client: Arc<Client<StdioTransport>>) -> Client<StdioTransport> 
 }
 
 /// Checks that every tool has an `inputSchema` that is a JSON object of `"type": "object"`.
-fn check_schemas(tools: &[mcp_client::Tool]) {
+fn check_schemas(tools: &[mcp_connect::Tool]) {
     for tool in tools {
         let schema = tool
             .input_schema
@@ -69,7 +69,7 @@ fn check_schemas(tools: &[mcp_client::Tool]) {
     }
 }
 
-fn names(tools: &[mcp_client::Tool]) -> Vec<&str> {
+fn names(tools: &[mcp_connect::Tool]) -> Vec<&str> {
     tools.iter().map(|t| t.name.as_str()).collect()
 }
 

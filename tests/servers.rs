@@ -1,4 +1,4 @@
-//! The multi-server tool set (`mcp_client::ServerSet`) against the test kit's stdio server:
+//! The multi-server tool set (`mcp_connect::ServerSet`) against the test kit's stdio server:
 //! concurrent start-up with a broken server among them, prefixed names routed to their server
 //! with the tool's own name, filters, a server killed between calls and started again, a call in
 //! flight when its server dies, the restart cap, the start-up timeout, and `close` reaping
@@ -6,8 +6,8 @@
 //! re-listing is not repeated on every `tools()`, nobody waits behind another server or behind a
 //! parked call future, a non-ASCII separator, and a launcher's children ended with it.
 
-use mcp_client::proto::toolset::{NameRules, Prefix, RestartPolicy, ToolFilter};
-use mcp_client::{
+use mcp_connect::proto::server_set::{NameRules, Prefix, RestartPolicy, ToolFilter};
+use mcp_connect::{
     AgentTool, Error, Launch, ServerSet, ServerSetConfig, ServerSpec, SetError, StdioConfig,
 };
 use mcp_testkit::{pid_alive, serve, serve_bin, serve_in, wait_until, TempDir};
@@ -29,7 +29,7 @@ async fn within<T>(limit: Duration, what: &str, f: impl Future<Output = T>) -> T
 /// A stdio config whose server's stderr lines are also collected in `lines`.
 fn heard(config: StdioConfig, lines: &Arc<Mutex<Vec<String>>>) -> StdioConfig {
     let lines = lines.clone();
-    config.stderr(mcp_client::StderrMode::Callback(Arc::new(
+    config.stderr(mcp_connect::StderrMode::Callback(Arc::new(
         move |line: &str| lines.lock().unwrap().push(line.to_owned()),
     )))
 }
@@ -67,7 +67,7 @@ fn dead(pid: u32) -> bool {
     }
 }
 
-fn text(result: &mcp_client::CallToolResult) -> String {
+fn text(result: &mcp_connect::CallToolResult) -> String {
     result.text()
 }
 
@@ -123,7 +123,7 @@ fn all_start_at_once_a_broken_one_is_reported_and_names_route() {
         let fail = tools.iter().find(|t| t.name() == "alpha__fail").unwrap();
         assert!(matches!(
             fail.call(json!({"message": "nope"})).await,
-            Err(mcp_client::ToolError::Retry(m)) if m.contains("nope")
+            Err(mcp_connect::ToolError::Retry(m)) if m.contains("nope")
         ));
         assert!(matches!(
             set.call("gamma__echo", json!({})).await,
@@ -761,7 +761,7 @@ fn close_and_drop_end_a_launcher_s_children() {
         );
         // Through dropping a client (its shutdown runs on a thread of its own).
         let (config, pid_file) = launch("dropped");
-        let client = mcp_client::connect_stdio(config, mcp_client::ClientConfig::default())
+        let client = mcp_connect::connect_stdio(config, mcp_connect::ClientConfig::default())
             .await
             .unwrap();
         client.list_tools().await.unwrap();

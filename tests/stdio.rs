@@ -2,8 +2,8 @@
 //! made to misbehave on purpose, and shell wrappers around it. Every test checks that no process
 //! is left behind.
 
-use mcp_client::proto::Config;
-use mcp_client::{
+use mcp_connect::proto::Config;
+use mcp_connect::{
     as_tools, AgentTool, Client, ClientConfig, Error, Request, StderrMode, StdioConfig,
     StdioTransport, ToolError,
 };
@@ -42,7 +42,7 @@ fn with_timeout(timeout: Duration) -> ClientConfig {
     ClientConfig {
         session: Config {
             default_timeout: Some(timeout),
-            era: mcp_client::proto::EraChoice::Legacy,
+            era: mcp_connect::proto::EraChoice::Legacy,
             ..Config::default()
         },
         ..ClientConfig::default()
@@ -54,8 +54,8 @@ fn with_timeout(timeout: Duration) -> ClientConfig {
 /// tests/eras.rs).
 async fn connect(config: StdioConfig) -> Client<StdioTransport> {
     let settings = ClientConfig {
-        session: mcp_client::proto::Config {
-            era: mcp_client::proto::EraChoice::Legacy,
+        session: mcp_connect::proto::Config {
+            era: mcp_connect::proto::EraChoice::Legacy,
             ..ClientConfig::default().session
         },
         ..ClientConfig::default()
@@ -337,7 +337,7 @@ fn result_over_the_limit_fails_at_once_and_the_client_goes_on() {
         assert!(
             matches!(
                 &err,
-                Error::Request(mcp_client::proto::RequestError::TooLarge { limit: 1048576, .. })
+                Error::Request(mcp_connect::proto::RequestError::TooLarge { limit: 1048576, .. })
             ),
             "{err:?}"
         );
@@ -448,7 +448,7 @@ fn calls_before_initialize_are_usage_errors() {
         let client = Client::new(StdioTransport::spawn(serve(&[])).unwrap());
         let err = client.call_tool("echo", json!({})).await.unwrap_err();
         assert!(
-            matches!(err, Error::Usage(mcp_client::proto::UsageError::NotReady)),
+            matches!(err, Error::Usage(mcp_connect::proto::UsageError::NotReady)),
             "{err:?}"
         );
         assert_eq!(
@@ -754,7 +754,7 @@ fn wait_for_shutdowns_child() {
         client.transport().pid()
     });
     // The client was dropped without close(): its shutdown runs on a thread.
-    assert!(mcp_client::stdio::wait_for_shutdowns(Duration::from_secs(
+    assert!(mcp_connect::stdio::wait_for_shutdowns(Duration::from_secs(
         5
     )));
     assert!(!pid_alive(pid) && !group_alive(pid));
@@ -857,7 +857,7 @@ fn call_refuses_a_request_that_is_not_a_tool_call() {
         let client = connect(serve(&[])).await;
         let err = client.call(Request::new("ping", None)).await.unwrap_err();
         assert!(
-            matches!(&err, Error::Usage(mcp_client::proto::UsageError::NotAToolCall(m)) if m == "ping"),
+            matches!(&err, Error::Usage(mcp_connect::proto::UsageError::NotAToolCall(m)) if m == "ping"),
             "{err:?}"
         );
         // A tools/call built by hand is decoded as one.
@@ -883,8 +883,8 @@ fn debug_output_shows_environment_names_not_values() {
 
 #[test]
 fn warnings_reach_the_application_and_a_panicking_callback_changes_nothing() {
-    use mcp_client::proto::Warning;
-    use mcp_client::WarningCallback;
+    use mcp_connect::proto::Warning;
+    use mcp_connect::WarningCallback;
     smol::block_on(async {
         let seen = Arc::new(Mutex::new(Vec::<Warning>::new()));
         let sink = seen.clone();
@@ -922,7 +922,7 @@ async fn connect_sh(then: &str) -> Client<StdioTransport> {
     let settings = ClientConfig {
         session: Config {
             default_timeout: Some(Duration::from_secs(20)),
-            era: mcp_client::proto::EraChoice::Legacy,
+            era: mcp_connect::proto::EraChoice::Legacy,
             ..Config::default()
         },
         ..ClientConfig::default()
@@ -935,8 +935,8 @@ async fn connect_sh(then: &str) -> Client<StdioTransport> {
 
 #[test]
 fn latin1_bytes_and_lone_surrogates_reach_the_model_as_replacement_characters() {
-    use mcp_client::proto::text::Damage;
-    use mcp_client::proto::Warning;
+    use mcp_connect::proto::text::Damage;
+    use mcp_connect::proto::Warning;
     smol::block_on(async {
         // After `notifications/initialized`, two calls (ids 1 and 2): the first answered with
         // Latin-1 bytes (\351 is é) and lone surrogate escapes, the second with a lone low
@@ -982,7 +982,7 @@ fn latin1_bytes_and_lone_surrogates_reach_the_model_as_replacement_characters() 
 
 #[test]
 fn a_null_id_error_fails_the_one_pending_call_at_once_and_with_two_is_only_reported() {
-    use mcp_client::proto::Warning;
+    use mcp_connect::proto::Warning;
     smol::block_on(async {
         let client = connect_sh(
             r#"read line; read line; printf '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n'; read line; read line; printf '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}\n{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"two"}]}}\n{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"three"}]}}\n'; sleep 30"#,

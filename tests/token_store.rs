@@ -2,8 +2,8 @@
 //! issuer and resource, in a file only its owner can read, in a directory it creates for its
 //! owner alone.
 
-use mcp_client::proto::oauth::{AuthMethod, Client, ClientKind, Credentials, Secret, Tokens};
-use mcp_client::{FileStore, MemoryStore, TokenStore};
+use mcp_connect::proto::oauth::{AuthMethod, Client, ClientKind, Credentials, Secret, Tokens};
+use mcp_connect::{FileStore, MemoryStore, TokenStore};
 use mcp_testkit::TempDir;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

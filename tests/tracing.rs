@@ -3,7 +3,7 @@
 //! secret (argument values, results) in any field. Captured with a layer that records every
 //! span's fields and every event.
 
-use mcp_client::{Client, ClientConfig, StdioTransport};
+use mcp_connect::{Client, ClientConfig, StdioTransport};
 use mcp_testkit::serve;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -90,7 +90,7 @@ fn requests_are_spans_and_the_server_s_words_are_events() {
             .unwrap();
         assert!(failed.is_error);
         assert!(client
-            .request(mcp_client::Request::new("no/such/method", None))
+            .request(mcp_connect::Request::new("no/such/method", None))
             .await
             .is_err());
         client.close().await.unwrap();

@@ -7,7 +7,7 @@
 //! core, [`mcp_proto`], re-exported here as [`proto`].
 //!
 //! ```no_run
-//! use mcp_client::{as_tools, AgentTool, Client, StdioConfig, StdioTransport};
+//! use mcp_connect::{as_tools, AgentTool, Client, StdioConfig, StdioTransport};
 //! use std::sync::Arc;
 //!
 //! smol::block_on(async {
@@ -21,7 +21,7 @@
 //!     }
 //!     client.close().await
 //! })?;
-//! # Ok::<(), mcp_client::Error>(())
+//! # Ok::<(), mcp_connect::Error>(())
 //! ```
 //!
 //! # Who drives the connection
@@ -86,7 +86,7 @@ pub use mcp_proto as proto;
 pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput, Transmit};
 pub use servers::{Launch, ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
 pub use stdio::{StderrMode, StdioConfig, StdioTransport};
-pub use tools::{as_tools, AgentTool, McpTool, ToolError, ToolSet};
+pub use tools::{as_tools, AgentTool, McpTool, ToolError, LiveTools};
 pub use transport::{BoxFuture, Inbound, Transport};
 
 /// The README's examples, compiled as doctests so that they stay true.

@@ -4,7 +4,7 @@
 //! covers the connection, the session and the first `tools/list`; a server that fails any of
 //! them is reported ([`ServerSet::failures`]: its name, the cause, its stderr's tail) and ended,
 //! and the others work. Its tools are offered under the names the core's
-//! [`toolset`](mcp_proto::toolset) gives them (`server__tool` by default), filtered by each
+//! [`toolset`](mcp_proto::server_set) gives them (`server__tool` by default), filtered by each
 //! server's allow and deny lists; every call goes to its server, under that server's tool
 //! timeout, with the tool's own name (a prefix never reaches the server).
 //!
@@ -32,7 +32,7 @@ use crate::stdio::{StdioConfig, StdioTransport};
 use crate::tools::{AgentTool, ToolError};
 use crate::transport::BoxFuture;
 use crate::{Client, ClientConfig, Error};
-use mcp_proto::toolset::{
+use mcp_proto::server_set::{
     plan, NameRules, Plan, RestartPolicy, RestartVerdict, Restarts, ServerTools, Skipped,
     ToolFilter,
 };

@@ -114,7 +114,7 @@ pub async fn as_tools<T: Transport>(client: &Arc<Client<T>>) -> Result<Vec<McpTo
 ///
 /// > "When the list of available tools changes, servers that declared the `listChanged`
 /// > capability SHOULD send a notification" — MCP 2025-11-25, Server § Tools
-pub struct ToolSet<T: Transport> {
+pub struct LiveTools<T: Transport> {
     client: Arc<Client<T>>,
     /// The tools, once listed.
     current: smol::lock::Mutex<Option<Arc<Vec<McpTool<T>>>>>,
@@ -122,10 +122,10 @@ pub struct ToolSet<T: Transport> {
     seen: std::sync::atomic::AtomicU64,
 }
 
-impl<T: Transport> ToolSet<T> {
+impl<T: Transport> LiveTools<T> {
     /// A tool set over `client` (nothing is listed until [`tools`](Self::tools)).
     pub fn new(client: Arc<Client<T>>) -> Self {
-        ToolSet {
+        LiveTools {
             client,
             current: smol::lock::Mutex::new(None),
             seen: std::sync::atomic::AtomicU64::new(0),

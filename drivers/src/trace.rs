@@ -9,7 +9,7 @@
 //!
 //! Levels: the request span at INFO; a failed request's event at WARN; the server's
 //! `notifications/message` at the level it names (debug → DEBUG, info and notice → INFO, warning
-//! → WARN, error and above → ERROR); its stderr lines at DEBUG (target `mcp_client::stderr`);
+//! → WARN, error and above → ERROR); its stderr lines at DEBUG (target `mcp_connect::stderr`);
 //! the session's warnings (what the server did wrong) at WARN. No header, token, argument or
 //! result value is ever a field.
 
@@ -176,5 +176,5 @@ pub(crate) fn warning(server: Option<&str>, w: &Warning) {
 
 /// A line the server wrote to stderr.
 pub(crate) fn stderr_line(pid: u32, line: &str) {
-    tracing::debug!(target: "mcp_client::stderr", pid, "{line}");
+    tracing::debug!(target: "mcp_connect::stderr", pid, "{line}");
 }

@@ -9,9 +9,9 @@
 //! kit's (`mcp_testkit::stdio_server`, a dev-dependency), well behaved; the misbehaving variants
 //! the tests use are its own binary's, `mcp-testkit-serve --behave …`.
 
-use mcp_client::proto::oauth::{AuthError, PreRegistered, Secret};
-use mcp_client::proto::{Config, Era, EraChoice, Implementation, LogMessage};
-use mcp_client::{
+use mcp_connect::proto::oauth::{AuthError, PreRegistered, Secret};
+use mcp_connect::proto::{Config, Era, EraChoice, Implementation, LogMessage};
+use mcp_connect::{
     connect_http, connect_stdio, Authorize, CallToolResult, Client, ClientConfig, ElicitAnswer,
     Elicitation, Error, FileStore, HandlerError, Handlers, HttpTransportConfig, LogCallback,
     MemoryStore, OAuthConfig, Request, Root, StderrMode, StdioConfig, StdioTransport, TokenStore,
@@ -387,7 +387,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// With `RUST_LOG` (its filter) or `--verbose` (`mcp_client=info`): the driver's spans and
+/// With `RUST_LOG` (its filter) or `--verbose` (`mcp_connect=info`): the driver's spans and
 /// events on stderr, each request's span when it closes (method, tool, server, outcome,
 /// duration). None of them holds a header, token or argument value (see the driver's `trace`).
 fn install_tracing(verbose: bool) {
@@ -400,14 +400,14 @@ fn install_tracing(verbose: bool) {
         Ok(directives) if !directives.trim().is_empty() => {
             EnvFilter::builder().parse_lossy(directives)
         }
-        _ if verbose => EnvFilter::new("mcp_client=info"),
+        _ if verbose => EnvFilter::new("mcp_connect=info"),
         _ => return,
     };
     // --verbose prints the server's log messages itself ("server log [...]"): not twice.
     let not_log_messages = tracing_subscriber::filter::filter_fn(move |meta| {
         !(verbose
             && meta.is_event()
-            && meta.target() == "mcp_client::trace"
+            && meta.target() == "mcp_connect::trace"
             && meta.fields().field("logger").is_some())
     });
     // Field values (a server's error message, a tool's name…) shown as `term` shows them; the
@@ -649,7 +649,7 @@ fn url_to_show(url: &str) -> Option<(String, String)> {
 
 /// The browser flow's message, in the CLI's words: the authorization server's name and URL as
 /// [`term`] shows them.
-fn show_authorization_url(request: &mcp_client::proto::oauth::AuthorizationRequest, opened: bool) {
+fn show_authorization_url(request: &mcp_connect::proto::oauth::AuthorizationRequest, opened: bool) {
     let how = if opened {
         "A browser was opened to authorize"
     } else {
@@ -851,7 +851,7 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
     let _ = client.learn_tool(name).await;
     let (result, rate) = if options.repeat <= 1 {
         // One call: its progress is shown as it comes.
-        let shown = |p: &mcp_client::proto::Progress| {
+        let shown = |p: &mcp_connect::proto::Progress| {
             let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
             let message = p
                 .message
@@ -929,7 +929,7 @@ fn print_result(out: &mut impl Write, result: &CallToolResult, json: bool) {
     // from the result itself, without the bridged copy: a 16 MiB text takes no more memory here.
     let bridged;
     let text = match &result.content[..] {
-        [mcp_client::proto::ContentBlock::Text { text }] => text,
+        [mcp_connect::proto::ContentBlock::Text { text }] => text,
         _ => {
             bridged = result.text();
             &bridged
@@ -950,10 +950,10 @@ fn demo() -> ExitCode {
             "connected to {} {} (protocol {})",
             init.server_info.name, init.server_info.version, init.protocol_version
         );
-        let tools = mcp_client::as_tools(&client).await.map_err(describe)?;
+        let tools = mcp_connect::as_tools(&client).await.map_err(describe)?;
         println!("{} tools:", tools.len());
         for tool in &tools {
-            use mcp_client::AgentTool;
+            use mcp_connect::AgentTool;
             println!(
                 "  {}\t{}\n    schema: {}",
                 tool.name(),
@@ -974,9 +974,9 @@ fn demo() -> ExitCode {
                 .iter()
                 .find(|t| t.definition().name == name)
                 .expect("the demo server has it");
-            match mcp_client::AgentTool::call(tool, args.clone()).await {
+            match mcp_connect::AgentTool::call(tool, args.clone()).await {
                 Ok(text) => println!("call {name} {args} -> {text}"),
-                Err(mcp_client::ToolError::Retry(msg)) => {
+                Err(mcp_connect::ToolError::Retry(msg)) => {
                     println!("call {name} {args} -> correctable error: {msg}")
                 }
                 Err(e) => return Err(describe(e)),

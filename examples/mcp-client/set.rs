@@ -5,10 +5,10 @@
 
 use crate::{call_arguments, client_config, describe, listed, print_result, term};
 use crate::{Options, Outcome, Rate};
-use mcp_client::config::ExpandOptions;
-use mcp_client::config::ServersConfig;
-use mcp_client::proto::toolset::NameRules;
-use mcp_client::{AgentTool, Error, ServerSet, ServerSetConfig, ServerSpec, SetError};
+use mcp_connect::config::ExpandOptions;
+use mcp_connect::config::ServersConfig;
+use mcp_connect::proto::server_set::NameRules;
+use mcp_connect::{AgentTool, Error, ServerSet, ServerSetConfig, ServerSpec, SetError};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -25,8 +25,8 @@ pub async fn run(file: &Path, options: &Options) -> Result<ExitCode, String> {
         .inputs
         .iter()
         .fold(ExpandOptions::from_env(), |e, (id, v)| e.input(id, v));
-    let config = mcp_client::config::load_with(file, &expand).map_err(|e| match &e.kind {
-        mcp_client::config::ConfigErrorKind::MissingInput { id, .. } => {
+    let config = mcp_connect::config::load_with(file, &expand).map_err(|e| match &e.kind {
+        mcp_connect::config::ConfigErrorKind::MissingInput { id, .. } => {
             format!("{e}; here: --input {id}=VALUE")
         }
         _ => e.to_string(),

@@ -10,7 +10,7 @@
 //!
 //! The server is the test kit's (`mcp_testkit::http_server`, a dev-dependency), well behaved.
 
-use mcp_client::{Client, HttpTransport, HttpTransportConfig};
+use mcp_connect::{Client, HttpTransport, HttpTransportConfig};
 use mcp_testkit::http_server as server;
 use serde_json::json;
 use std::process::ExitCode;
@@ -44,7 +44,7 @@ fn main() -> ExitCode {
     }
 }
 
-async fn demo(url: &str) -> Result<(), mcp_client::Error> {
+async fn demo(url: &str) -> Result<(), mcp_connect::Error> {
     let client = Client::new(HttpTransport::new(HttpTransportConfig::new(url))?);
     let init = client.initialize().await?;
     let session = client.transport().session_id().unwrap_or_default();

@@ -1,7 +1,7 @@
 //! The binaries the tests and benchmarks run: the test kit's stdio server and the examples, built
 //! (or brought up to date) by a nested `cargo build` when needed.
 
-use mcp_client::StdioConfig;
+use mcp_connect::StdioConfig;
 use std::path::PathBuf;
 
 /// The test kit's stdio server, `mcp-testkit-serve` ([`crate::stdio_server`]). A plain `cargo test

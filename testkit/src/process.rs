@@ -180,7 +180,7 @@ pub fn run_within(command: &mut std::process::Command, limit: Duration) -> Finis
 }
 
 /// Closes the client and checks that the server's whole process group is gone.
-pub async fn close_and_check(client: mcp_client::Client<mcp_client::StdioTransport>) {
+pub async fn close_and_check(client: mcp_connect::Client<mcp_connect::StdioTransport>) {
     let pid = client.transport().pid();
     client.close().await.expect("close");
     assert!(!pid_alive(pid), "server {pid} still alive after close");

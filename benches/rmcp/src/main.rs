@@ -20,7 +20,7 @@
 //! says whose core is the limit. Only the calls are timed: not the spawn, the handshake or the
 //! shutdown.
 
-use mcp_client::{Client, ClientConfig, StdioConfig, StdioTransport};
+use mcp_connect::{Client, ClientConfig, StdioConfig, StdioTransport};
 use mcp_testkit::cpu::{process_cpu, tasks_cpu};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};

@@ -13,13 +13,13 @@
 //! adds its own (`autoApprove`, `alwaysAllow`, …).
 //!
 //! ```no_run
-//! let config = mcp_client::config::load("claude_desktop_config.json")?;
+//! let config = mcp_connect::config::load("claude_desktop_config.json")?;
 //! for server in config.servers.iter().filter(|s| s.enabled) {
 //!     if let Some(stdio) = server.stdio_config() {
 //!         println!("{}: {:?}", server.name, stdio); // env values are not shown
 //!     }
 //! }
-//! # Ok::<(), mcp_client::config::ConfigError>(())
+//! # Ok::<(), mcp_connect::config::ConfigError>(())
 //! ```
 //!
 //! # Variables
