@@ -808,9 +808,133 @@ pub enum ContentBlock {
     Unknown(Value),
 }
 
+/// Read as [`ContentBlock::from_value`] reads the block's JSON, without building that JSON as a
+/// [`Value`] first when it is a text block (a map, its keys and values, then moved out of it): a
+/// tool call's answer is mostly one, and building the map cost each call several allocations.
+/// Anything else is read as a [`Value`] and goes through [`ContentBlock::from_value`], as sent.
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(ContentBlock::from_value(Value::deserialize(deserializer)?))
+        deserializer.deserialize_any(BlockVisitor)
+    }
+}
+
+/// A content block's member name: the two a text block needs, or any other (kept for
+/// [`ContentBlock::Unknown`] and the other kinds).
+enum BlockKey {
+    Type,
+    Text,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for BlockKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl serde::de::Visitor<'_> for KeyVisitor {
+            type Value = BlockKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<BlockKey, E> {
+                Ok(match key {
+                    "type" => BlockKey::Type,
+                    "text" => BlockKey::Text,
+                    other => BlockKey::Other(other.to_owned()),
+                })
+            }
+            fn visit_string<E: serde::de::Error>(self, key: String) -> Result<BlockKey, E> {
+                Ok(match key.as_str() {
+                    "type" => BlockKey::Type,
+                    "text" => BlockKey::Text,
+                    _ => BlockKey::Other(key),
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+/// Reads a content block: a map member by member (a text block is made from its two members;
+/// any other map is rebuilt, in its order, and read by [`ContentBlock::from_value`]); anything
+/// else is [`ContentBlock::Unknown`], as [`Value`] reads it.
+struct BlockVisitor;
+
+impl<'de> serde::de::Visitor<'de> for BlockVisitor {
+    type Value = ContentBlock;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a content block")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
+        let mut members: Vec<(BlockKey, Value)> = Vec::with_capacity(2);
+        while let Some(key) = map.next_key::<BlockKey>()? {
+            members.push((key, map.next_value()?));
+        }
+        // A repeated member: the last one counts, as in a map.
+        let last = |want: fn(&BlockKey) -> bool| members.iter().rposition(|(k, _)| want(k));
+        let kind = last(|k| matches!(k, BlockKey::Type));
+        let text = last(|k| matches!(k, BlockKey::Text));
+        if let (Some(kind), Some(text)) = (kind, text) {
+            if members[kind].1.as_str() == Some("text") && members[text].1.is_string() {
+                let Value::String(text) = members.swap_remove(text).1 else {
+                    unreachable!("checked to be a string just above")
+                };
+                return Ok(ContentBlock::Text { text });
+            }
+        }
+        let mut m = Map::new();
+        for (key, value) in members {
+            let key = match key {
+                BlockKey::Type => "type".to_owned(),
+                BlockKey::Text => "text".to_owned(),
+                BlockKey::Other(key) => key,
+            };
+            m.insert(key, value);
+        }
+        Ok(ContentBlock::from_value(Value::Object(m)))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<ContentBlock, A::Error> {
+        let value = Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+        Ok(ContentBlock::Unknown(value))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<ContentBlock, E> {
+        Ok(ContentBlock::Unknown(Value::Bool(v)))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ContentBlock, E> {
+        Ok(ContentBlock::Unknown(Value::from(v)))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ContentBlock, E> {
+        Ok(ContentBlock::Unknown(Value::from(v)))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<ContentBlock, E> {
+        Ok(ContentBlock::Unknown(
+            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+        ))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ContentBlock, E> {
+        Ok(ContentBlock::Unknown(Value::String(v.to_owned())))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<ContentBlock, E> {
+        Ok(ContentBlock::Unknown(Value::String(v)))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<ContentBlock, E> {
+        Ok(ContentBlock::Unknown(Value::Null))
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<ContentBlock, E> {
+        Ok(ContentBlock::Unknown(Value::Null))
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<ContentBlock, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
@@ -923,6 +1047,59 @@ impl Serialize for ContentBlock {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A content block read from text (member by member, the text block's fast way) is the block
+    /// [`ContentBlock::from_value`] makes of the same JSON, whatever its shape: known kinds,
+    /// extra and repeated members, wrong types, not a map at all; and so is one read from a
+    /// parsed [`Value`].
+    #[test]
+    fn a_content_block_reads_as_from_value_reads_its_json() {
+        let cases = [
+            r#"{"type":"text","text":"hi"}"#,
+            r#"{"text":"hi","type":"text"}"#,
+            r#"{"type":"text","text":"hi","annotations":{"audience":["user"]},"_meta":{}}"#,
+            r#"{"type":"text","text":"a","text":"b"}"#,
+            r#"{"type":"image","type":"text","text":"b"}"#,
+            r#"{"type":"text","type":"image","data":"AA==","text":"b"}"#,
+            r#"{"type":"text","text":7}"#,
+            r#"{"type":"text","text":null}"#,
+            r#"{"type":"text"}"#,
+            r#"{"text":"no type"}"#,
+            r#"{"type":"Text","text":"case"}"#,
+            r#"{"type":"image","data":"AA==","mimeType":"image/png"}"#,
+            r#"{"type":"audio","data":"AA=="}"#,
+            r#"{"type":"resource_link","uri":"file:///a","name":"a","description":null}"#,
+            r#"{"type":"resource","resource":{"uri":"file:///a","text":"x"}}"#,
+            r#"{"type":"resource","resource":{"uri":1}}"#,
+            r#"{"z":1,"a":[1,{"b":null}],"type":"widget","text":"t"}"#,
+            r#"{}"#,
+            r#"[1,"two",{"type":"text","text":"x"}]"#,
+            r#""text""#,
+            r#"12"#,
+            r#"-3"#,
+            r#"1.5"#,
+            r#"true"#,
+            r#"null"#,
+        ];
+        for case in cases {
+            let value: Value = serde_json::from_str(case).unwrap();
+            let expected = ContentBlock::from_value(value.clone());
+            let read: ContentBlock = serde_json::from_str(case).unwrap();
+            assert_eq!(read, expected, "{case}");
+            let from_value: ContentBlock = serde_json::from_value(value).unwrap();
+            assert_eq!(from_value, expected, "{case} (from a Value)");
+        }
+        let result: CallToolResult =
+            serde_json::from_str(r#"{"content":[{"type":"text","text":"c1"},{"type":"x"}]}"#)
+                .unwrap();
+        assert_eq!(
+            result.content,
+            [
+                ContentBlock::Text { text: "c1".into() },
+                ContentBlock::Unknown(json!({"type": "x"}))
+            ]
+        );
+    }
 
     /// A result's `_meta` is kept as the server wrote it, whether the result is read from its
     /// text (the session) or from a parsed value (a driver's raw `tools/call`), and compares and

@@ -18,6 +18,7 @@ use smol::channel::{self, Receiver, Sender};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// How often the idle reader looks at the connection while callers wait (or waited recently): it
@@ -75,19 +76,43 @@ pub const MAX_QUEUED_PROGRESS: usize = 4096;
 /// list-change deliveries are dropped (warnings are bounded on their own).
 const MAX_DEFERRED: usize = 4096;
 
-/// What a request's waiter is handed through its channel, in order: the request's progress
-/// (when its caller asked to be told), then its answer.
+/// What a request's waiter is handed, in order: the request's progress (when its caller asked
+/// to be told), then its answer.
 enum ToWaiter {
     Progress(Progress),
     Answer(Result<Reply, Error>),
 }
 
-/// Who waits for a request: its channel, and whether its caller is told of its progress (the
-/// channel is then unbounded, and [`MAX_QUEUED_PROGRESS`] bounds what waits in it; else it
-/// holds the answer alone).
+/// Who waits for a request, and what waits for them: the entry is the answer's slot. Whoever
+/// reads the answer puts it here and wakes the caller, who takes it (and the entry) out; a
+/// caller that finds no entry was closed out. No channel per request: a channel cost each call
+/// its allocations and its listener's.
 struct Waiter {
-    tx: Sender<ToWaiter>,
-    progress: bool,
+    /// The answer, once read.
+    answer: Option<Result<Reply, Error>>,
+    /// The request's progress not yet taken by its caller (at most [`MAX_QUEUED_PROGRESS`]),
+    /// when its caller asked to be told (`None`: it did not).
+    progress: Option<VecDeque<Progress>>,
+    /// The caller's task, while it waits in the reactor.
+    waker: Option<std::task::Waker>,
+}
+
+impl Waiter {
+    fn new(progress: bool) -> Waiter {
+        Waiter {
+            answer: None,
+            progress: progress.then(VecDeque::new),
+            waker: None,
+        }
+    }
+
+    /// Puts the answer in the slot (the first one stays) and wakes the caller.
+    fn answer(&mut self, result: Result<Reply, Error>) {
+        self.answer.get_or_insert(result);
+        if let Some(waker) = self.waker.take() {
+            waker.wake();
+        }
+    }
 }
 
 /// What the client does once it has let go of its lock: the application's code never runs
@@ -298,8 +323,8 @@ impl State {
             self.close_reason.get_or_insert(error.clone());
         }
         if let Some(id) = hit.request {
-            if let Some(w) = self.waiters.remove(&id) {
-                let _ = w.tx.try_send(ToWaiter::Answer(Err(error.clone())));
+            if let Some(w) = self.waiters.get_mut(&id) {
+                w.answer(Err(error.clone()));
             }
             if self.init_id == Some(id) {
                 // The handshake cannot complete: say why the transport failed.
@@ -365,15 +390,15 @@ impl State {
                     self.close_reason.get_or_insert(error.clone());
                     self.finish_init(Err(error));
                 }
-                Event::Response { id, result } => {
-                    if let Some(w) = self.waiters.remove(&id) {
-                        let result = result.map_err(|e| match e {
-                            RequestError::Closed => self.closed_error(),
-                            e => Error::from(e),
-                        });
-                        // After the progress handed to it: its caller runs their callbacks
-                        // before it returns.
-                        let _ = w.tx.try_send(ToWaiter::Answer(result));
+                Event::Response { id, result } if self.waiters.contains_key(&id) => {
+                    let result = result.map_err(|e| match e {
+                        RequestError::Closed => self.closed_error(),
+                        e => Error::from(e),
+                    });
+                    // After the progress handed to it: its caller runs their callbacks before
+                    // it returns.
+                    if let Some(w) = self.waiters.get_mut(&id) {
+                        w.answer(result);
                     }
                 }
                 Event::ListChanged(kind) => {
@@ -388,9 +413,14 @@ impl State {
                 // To the request's own caller, in order and before its answer, whoever read it:
                 // its callback runs there, in no other caller's wait.
                 Event::Progress { id, progress } => {
-                    if let Some(w) = self.waiters.get(&id).filter(|w| w.progress) {
-                        if w.tx.len() < MAX_QUEUED_PROGRESS {
-                            let _ = w.tx.try_send(ToWaiter::Progress(progress));
+                    if let Some(w) = self.waiters.get_mut(&id) {
+                        if let Some(queue) = &mut w.progress {
+                            if queue.len() < MAX_QUEUED_PROGRESS {
+                                queue.push_back(progress);
+                                if let Some(waker) = w.waker.take() {
+                                    waker.wake();
+                                }
+                            }
                         }
                     }
                 }
@@ -399,8 +429,8 @@ impl State {
                 }
                 Event::Closed => {
                     let error = self.closed_error();
-                    for (_, w) in std::mem::take(&mut self.waiters) {
-                        let _ = w.tx.try_send(ToWaiter::Answer(Err(error.clone())));
+                    for w in self.waiters.values_mut() {
+                        w.answer(Err(error.clone()));
                     }
                     self.finish_init(Err(error));
                 }
@@ -531,7 +561,7 @@ impl<T: Transport> Client<T> {
         // The opening has timers of its own (the probe's fallback, then `initialize`'s deadline):
         // the waiter follows the session's next one.
         self.shared
-            .wait(&rx, deadline, Timers::Session, Some)
+            .wait(Box::pin(rx), deadline, Timers::Session, Some)
             .await?;
         self.initialize_result().ok_or(Error::Closed)
     }
@@ -651,19 +681,11 @@ impl<T: Transport> Client<T> {
                 Err(UsageError::Closed) => return Err(st.closed_error()),
                 Err(e) => return Err(e.into()),
             };
-            // The answer alone fits in one slot; progress before it waits in the channel too
-            // (bounded by `MAX_QUEUED_PROGRESS`).
-            let (tx, rx) = match progress {
-                Some(_) => channel::unbounded(),
-                None => channel::bounded(1),
-            };
-            let waiter = Waiter {
-                tx,
-                progress: progress.is_some(),
-            };
-            st.waiters.insert(id, waiter);
+            // Progress before the answer waits in the slot too (bounded by
+            // `MAX_QUEUED_PROGRESS`).
+            st.waiters.insert(id, Waiter::new(progress.is_some()));
             st.flush(&self.shared.transport);
-            (id, rx, st.session.wake_at(id))
+            (id, Slot(id), st.session.wake_at(id))
         };
         #[cfg(feature = "tracing")]
         if crate::trace::enabled() {
@@ -686,7 +708,7 @@ impl<T: Transport> Client<T> {
         };
         let result = self
             .shared
-            .wait(&rx, deadline, Timers::Request(id), take)
+            .wait(rx, deadline, Timers::Request(id), take)
             .await;
         guard.armed = false;
         result
@@ -903,9 +925,75 @@ impl Timers {
     }
 }
 
+/// Where a waiting caller's answer comes: its request's slot in the waiters table ([`Slot`]), or
+/// a channel (the handshake's, which any number of callers wait for).
+trait Mailbox {
+    /// What comes: the answer, or something to handle on the way (a request's progress).
+    type Item;
+    /// Takes what came (`Ready(None)`: the caller was closed out, nothing will come). With a
+    /// context, a caller that finds nothing is woken when something comes.
+    fn poll_take(
+        &mut self,
+        state: &Mutex<State>,
+        cx: Option<&mut Context<'_>>,
+    ) -> Poll<Option<Self::Item>>;
+}
+
+/// A request's answer slot: its entry in [`State::waiters`].
+struct Slot(RequestId);
+
+impl Mailbox for Slot {
+    type Item = ToWaiter;
+
+    fn poll_take(
+        &mut self,
+        state: &Mutex<State>,
+        cx: Option<&mut Context<'_>>,
+    ) -> Poll<Option<ToWaiter>> {
+        let mut st = lock(state);
+        let Some(w) = st.waiters.get_mut(&self.0) else {
+            return Poll::Ready(None);
+        };
+        // Progress first: it came before the answer.
+        if let Some(p) = w.progress.as_mut().and_then(VecDeque::pop_front) {
+            return Poll::Ready(Some(ToWaiter::Progress(p)));
+        }
+        if w.answer.is_some() {
+            let answer = st.waiters.remove(&self.0).and_then(|w| w.answer);
+            return Poll::Ready(answer.map(ToWaiter::Answer));
+        }
+        if let Some(cx) = cx {
+            if !w
+                .waker
+                .as_ref()
+                .is_some_and(|old| old.will_wake(cx.waker()))
+            {
+                w.waker = Some(cx.waker().clone());
+            }
+        }
+        Poll::Pending
+    }
+}
+
+/// The handshake's channel (pinned: its receiver keeps its listener inside).
+impl<M> Mailbox for std::pin::Pin<Box<Receiver<M>>> {
+    type Item = M;
+
+    fn poll_take(&mut self, _: &Mutex<State>, cx: Option<&mut Context<'_>>) -> Poll<Option<M>> {
+        match cx {
+            Some(cx) => smol::stream::Stream::poll_next(self.as_mut(), cx),
+            None => match self.try_recv() {
+                Ok(item) => Poll::Ready(Some(item)),
+                Err(channel::TryRecvError::Closed) => Poll::Ready(None),
+                Err(channel::TryRecvError::Empty) => Poll::Pending,
+            },
+        }
+    }
+}
+
 /// What woke a waiting caller.
 enum Wake<M> {
-    /// What its channel carried (`None`: the channel closed).
+    /// What came for it (`None`: it was closed out).
     Answer(Option<M>),
     Readable,
     Deadline,
@@ -922,12 +1010,12 @@ impl<T: Transport> Shared<T> {
     /// transport's readiness and — only without an idle reader, which keeps the session's timers
     /// for everyone — on its own timer (`deadline`, then following the session's next timer as
     /// `timers` names, re-armed only when that comes earlier or the armed one passed).
-    async fn wait<M, R>(
+    async fn wait<B: Mailbox, R>(
         &self,
-        rx: &Receiver<M>,
+        mut mailbox: B,
         deadline: Option<Instant>,
         timers: Timers,
-        mut take: impl FnMut(M) -> Option<Result<R, Error>>,
+        mut take: impl FnMut(B::Item) -> Option<Result<R, Error>>,
     ) -> Result<R, Error> {
         self.callers.fetch_add(1, Ordering::SeqCst);
         self.waits_begun.fetch_add(1, Ordering::Relaxed);
@@ -943,7 +1031,10 @@ impl<T: Transport> Shared<T> {
         let mut looked = false;
         let mut yielded = false;
         loop {
-            while let Ok(item) = rx.try_recv() {
+            while let Poll::Ready(item) = mailbox.poll_take(&self.state, None) {
+                let Some(item) = item else {
+                    return Err(Error::Closed);
+                };
                 if let Some(result) = take(item) {
                     return result;
                 }
@@ -965,7 +1056,11 @@ impl<T: Transport> Shared<T> {
                 timer.follow(next, Instant::now());
             }
             let pumped = self.pumps.load(Ordering::Acquire);
-            let answer = async { Wake::Answer(rx.recv().await.ok()) };
+            let answer = async {
+                Wake::Answer(
+                    std::future::poll_fn(|cx| mailbox.poll_take(&self.state, Some(cx))).await,
+                )
+            };
             let readable = async {
                 self.transport.ready().await;
                 Wake::Readable
