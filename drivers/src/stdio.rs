@@ -10,6 +10,19 @@
 //! order. [`try_recv`](Transport::try_recv) reads stdout directly, without waiting. A stderr task drains stderr continuously into a
 //! bounded tail of lines (optionally forwarded). The child runs in a process group of its own, so
 //! that ending it ends whatever it started (`npx` launchers and the like).
+//!
+//! # Closing, and what outlives the program
+//!
+//! [`close`](Transport::close) closes stdin, waits, sends SIGTERM, waits, sends SIGKILL (2 s each
+//! by default: [`StdioConfig::close_grace`], [`StdioConfig::term_grace`]) to the server's whole
+//! process group — a launcher (`npx`, `uvx`, `sh -c`) and the real server it started alike — and
+//! reaps it; a dropped transport does the same in the background. A program that drops clients without `close().await` and exits
+//! right after can call [`wait_for_shutdowns`] first. If the program exits before that, or
+//! crashes, only the process started is killed (on Linux, `PR_SET_PDEATHSIG`, from one long-lived
+//! spawner thread): a launcher's own children outlive it, since nothing alive is left to signal
+//! them; covering that would take a supervisor process per server or making the application a
+//! subreaper, neither a library's to impose. The process group is only signalled while its leader
+//! is unreaped, so a reused pid is never hit. Process groups and signals are Unix-only.
 
 use crate::transport::{BoxFuture, Inbound, Transport};
 use crate::Error;
