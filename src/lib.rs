@@ -1,7 +1,7 @@
 //! # mcp-proto: a sans-IO Model Context Protocol client
 //!
 //! The protocol logic of an MCP client with no I/O, no threads and no clock of its own: bytes and
-//! time go in, frames to send and events come out. Drivers (the `mcp-client` crate) move the bytes
+//! time go in, frames to send and events come out. Drivers (the `mcp-connect` crate) move the bytes
 //! over a child process's pipes or HTTP; this crate decides everything else, so all of it can be
 //! tested and fuzzed without processes or sockets.
 //!

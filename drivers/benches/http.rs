@@ -1,7 +1,7 @@
 //! Sequential `tools/call` round trips over Streamable HTTP: our `Client<HttpTransport>` against a
 //! minimal hand-written blocking HTTP/1.1 client. std only: `Instant` and medians.
 //!
-//! `cargo bench --bench http`. Run without `--bench` (as `cargo test --benches` does) it only
+//! `cargo bench -p mcp-connect --bench http`. Run without `--bench` (as `cargo test --benches` does) it only
 //! smoke-tests itself with a few calls.
 //!
 //! The server is the test kit's (`mcp_testkit::http_server`, also the `mcp-http` example's: std, a

@@ -2,7 +2,7 @@
 //! another (wall time ratio), and what the set adds to a call over a bare client on the same
 //! server (µs per call, and the ratio of calls/s). std only: `Instant` and medians.
 //!
-//! `cargo bench --bench servers`. Run without `--bench` (as `cargo test --benches` does) it only
+//! `cargo bench -p mcp-connect --bench servers`. Run without `--bench` (as `cargo test --benches` does) it only
 //! smoke-tests itself.
 //!
 //! The servers are the test kit's stdio server (`target/release/mcp-testkit-serve`), each

@@ -2,7 +2,7 @@
 //! blocking client, and the same for 16 MiB results, with the peak memory of each. std only:
 //! `Instant`, medians and `/proc/self/status`.
 //!
-//! `cargo bench --bench stdio`. Run without `--bench` (as `cargo test --benches` does) it only
+//! `cargo bench -p mcp-connect --bench stdio`. Run without `--bench` (as `cargo test --benches` does) it only
 //! smoke-tests itself with a few calls.
 //!
 //! The server is the test kit's stdio server, `target/release/mcp-testkit-serve` (std, line by

@@ -1,12 +1,126 @@
-//! OAuth for the HTTP transport: runs the core's [`Flow`] over isahc when the server asks
-//! (a `401`, a `403 insufficient_scope`, an expired token) or up front, keeps the credentials
-//! in a [`TokenStore`], and has a person authorize the way the application chose
-//! ([`Authorize`]).
+//! OAuth for the HTTP transport: the MCP authorization flow (OAuth 2.1), run when the server
+//! asks or up front, with the credentials kept in a [`TokenStore`] and a person authorizing the
+//! way the application chose ([`Authorize`]).
 //!
-//! The flow's requests go where the core says and nowhere else; isahc follows no redirect. The
-//! access token is only ever sent to the MCP endpoint (by the transport's rules, in the
-//! `Authorization` header), the client secret and codes only to the token endpoint; neither
-//! appears in an error message, a URL or `Debug` output.
+//! With [`HttpTransportConfig::oauth`](crate::HttpTransportConfig::oauth), a `401` runs the flow
+//! and the request is sent again with the token: the challenge's `resource_metadata` (else the
+//! well-known URLs) gives the protected resource metadata, that names the authorization server,
+//! whose metadata is read (RFC 8414, then OpenID discovery; the 2025-03-26 fallbacks for servers
+//! without resource metadata); the client identifies itself — pre-registered credentials, else a
+//! client ID metadata document where the server supports it
+//! ([`AuthOptions::client_metadata_url`]), else dynamic registration — a person authorizes, and
+//! the code becomes tokens. The token's expiry is tracked, a refresh token is used before
+//! authorizing again, a `401` with a token leads to one refresh or re-authorization and one retry,
+//! and a `403 insufficient_scope` to a step-up with the union of the scopes (at most
+//! [`MAX_STEP_UPS`](mcp_proto::oauth::MAX_STEP_UPS) authorizations a request). Single-flight:
+//! concurrent requests that meet a `401` wait for one flow. The decisions are the core's
+//! ([`Flow`], [`Authorizer`], sans-IO); this module only carries them over isahc.
+//!
+//! ```no_run
+//! use mcp_connect::proto::oauth::{PreRegistered, Secret};
+//! use mcp_connect::{connect_http, Authorize, ClientConfig, FileStore, HttpTransportConfig, OAuthConfig};
+//! use std::sync::Arc;
+//!
+//! smol::block_on(async {
+//!     // A person, in the system browser: a listener on 127.0.0.1 is the redirect URI (RFC 8252;
+//!     // it takes only this flow's `state`), the URL is printed on stderr too, and they have 5
+//!     // minutes.
+//!     let mut oauth = OAuthConfig::new(Authorize::browser());
+//!     // Kept between runs (in memory by default), in a file only its owner can read.
+//!     if let Some(path) = FileStore::default_path() {
+//!         oauth.store = Arc::new(FileStore::new(path));
+//!     }
+//!     let http = HttpTransportConfig::new("https://mcp.example.com/mcp").oauth(oauth);
+//!     let client = connect_http(http, ClientConfig::default()).await?;
+//!     println!("{} tools", client.list_tools().await?.len());
+//!     client.close().await?;
+//!
+//!     // Headless: the application gets the authorization URL and returns the URL the person
+//!     // was sent back to (the redirect URI is `config.options.redirect_uri`).
+//!     let _headless = OAuthConfig::new(Authorize::callback(|request| async move {
+//!         Err(format!("nobody here to open {}", request.url))
+//!     }));
+//!     // Machine to machine: the client credentials grant with a pre-registered client, bound
+//!     // to its authorization server (required with a secret or key: a resource guarded by
+//!     // another one is refused, and nothing is sent without it).
+//!     let _service = OAuthConfig::client_credentials(PreRegistered {
+//!         client_id: "my-service".into(),
+//!         client_secret: Some(Secret::new(std::env::var("MCP_CLIENT_SECRET").unwrap_or_default())),
+//!         private_key: None, // or a P-256 PEM key: private_key_jwt instead of the secret
+//!         auth_method: None, // client_secret_basic (or _post when that is all the server takes)
+//!         issuer: Some("https://auth.example.com".into()),
+//!     });
+//!     Ok::<(), mcp_connect::Error>(())
+//! })?;
+//! # Ok::<(), mcp_connect::Error>(())
+//! ```
+//!
+//! # Choices
+//!
+//! [`Authorize::Callback`] (headless; what the tests use), [`Authorize::Browser`] (`open`, `show`,
+//! `timeout`; [`Authorize::browser`] for the defaults), or [`Authorize::Refuse`] (a server that
+//! needs a person fails with [`AuthError::NotAuthorized`], naming its authorization server).
+//! [`OAuthConfig::options`] ([`AuthOptions`]) holds the pre-registered client, the metadata
+//! document URL, `offline_access` and the fallbacks; [`OAuthConfig::upfront`] authorizes before
+//! the first request; [`OAuthConfig::request_timeout`] bounds each of the flow's requests (30 s).
+//! A configured `Authorization` header turns the flow off. Failures are
+//! [`Error::Auth`](crate::Error::Auth).
+//!
+//! A pre-registered client may authenticate with a private key instead of a secret
+//! ([`PreRegistered::private_key`], a P-256 key in PEM): the token endpoint gets an ES256-signed
+//! `client_assertion` (`private_key_jwt`, RFC 7523) for the client credentials grant, the code
+//! exchange and refreshes.
+//!
+//! # Stores
+//!
+//! Stores implement [`TokenStore`] (`load`/`save`/`remove`, keyed by the authorization server's
+//! issuer and the resource): [`MemoryStore`] (the default) or [`FileStore`] (JSON, mode 0600, its
+//! directory created 0700; [`FileStore::default_path`] is
+//! `$XDG_CONFIG_HOME/mcp-client/credentials.json`, else `~/.config/…`). Several stores on one file,
+//! in one process or several, lose nothing of each other's: each change is made under a per-file
+//! lock in the process and an advisory `flock` on `FILE.lock`, through a temporary file of a
+//! random name created with `O_EXCL` and `O_NOFOLLOW`. A store keeps tokens and dynamic
+//! registrations, never a pre-registered secret or key: those stay with the application and are
+//! added to each token request.
+//!
+//! # Safe by construction
+//!
+//! - The access token goes only to the MCP endpoint, in the `Authorization` header, and the client
+//!   secret, codes and refresh token only to the token endpoint — never in a URL;
+//!   [`Secret`](mcp_proto::oauth::Secret) values show as `<redacted>` in `Debug`, and no token or
+//!   secret is in an error message or a log line (the tests check all of these).
+//! - The flow's requests follow no redirect (a `3xx` is an answer), and MCP requests follow only
+//!   same-origin `307`/`308`: no redirect takes a token or a secret to another origin.
+//! - A pre-registered secret or private key goes only to the authorization server it is bound to
+//!   ([`PreRegistered::issuer`], required with either: a flow without it fails before any request);
+//!   a public client id alone may be used with the authorization server the MCP server names.
+//! - Server-side request forgery (MCP Security Best Practices): every URL a server names — the
+//!   challenge's `resource_metadata`, the issuer, its endpoints — is fetched only when
+//!   [`allowed_fetch`](mcp_proto::oauth::allowed_fetch) allows it: HTTPS to a host that is not a
+//!   private, link-local, cloud metadata or reserved address (IPv4-mapped IPv6 judged as IPv4), or
+//!   this machine when the MCP server is on it too, or the MCP server's own origin. A refused
+//!   `resource_metadata` falls back to the well-known URIs at the server's origin. Host *names*
+//!   are judged by name: one that resolves to a private address (DNS rebinding) is not caught; use
+//!   an egress proxy where that matters.
+//! - The loopback redirect listener serves connections concurrently (10 s each to send a request,
+//!   16 at once) and takes only the redirect with this flow's `state`: another process's request
+//!   gets an error page and the wait goes on.
+//! - PKCE with S256 always (a server that does not advertise it is refused); `state` checked; RFC
+//!   9207 `iss` compared as a plain string when present, and required when advertised; the
+//!   metadata's `issuer` must equal the authorization server's URL exactly; a protected resource
+//!   metadata document for another `resource` is refused before anything is authorized, and the
+//!   same `resource` (RFC 8707) goes into the authorization and token requests; credentials are
+//!   keyed by issuer, so a server that moves to another authorization server registers there
+//!   afresh.
+//!
+//! The official conformance suite (tests/conformance.rs): with 0.1.16, 21 of its 22 auth scenarios
+//! — all but the `cross-app-access-complete-flow` extension; with 0.2.0-alpha.12 at 2026-07-28,
+//! all 25 of its requirement list, plus the `client-credentials-basic` and
+//! `client-credentials-jwt` extensions and both 2025-03-26 ones — each with no failed check and no
+//! warning.
+//!
+//! [`PreRegistered::private_key`]: mcp_proto::oauth::PreRegistered::private_key
+//! [`PreRegistered::issuer`]: mcp_proto::oauth::PreRegistered::issuer
 
 use crate::transport::BoxFuture;
 use isahc::{AsyncReadResponseExt, HttpClient};

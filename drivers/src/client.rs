@@ -1,9 +1,28 @@
-//! The async client: a [`Session`] driven over any [`Transport`].
+//! The async client: a [`Session`] driven over any [`Transport`]. Who drives the connection is
+//! in the [crate docs](crate#who-drives-the-connection); the loop holds no protocol decision.
 //!
-//! Nobody holds a role: every caller waiting for an answer reads for everyone (after looking once
-//! without waiting), and the idle reader covers the time when nobody waits and keeps the timers.
-//! The [crate docs](crate#who-drives-the-connection) draw it. The loop holds no protocol
-//! decision.
+//! # Calls
+//!
+//! Several tools share one client; calls may run concurrently, each with its own timeout
+//! (`client.request(Request::call_tool(name, args).timeout(d))`, see [`Request::timeout`]).
+//! Dropping a call's future cancels it (`notifications/cancelled` goes to the server) and leaves
+//! the client usable. Typed requests decode their answers as declared
+//! (`client.request_as::<ListTools>(Request::list_tools(None))`, [`Client::request_as`]); any
+//! other method goes through `client.request(Request::new(method, params))`
+//! ([`Client::request`]), answered as raw JSON.
+//!
+//! # What the server did wrong
+//!
+//! What the server sent that the session tolerated (junk on stdout, unknown ids, oversized
+//! messages) is kept: [`Client::recent_warnings`] (the newest [`RECENT_WARNINGS`];
+//! [`Client::stats`] counts all), and [`ClientConfig::on_warning`] hands each to a callback. Text
+//! that is not valid JSON text — bytes that are not UTF-8 (a tool returning Latin-1), a lone
+//! surrogate escape such as `\ud800` (JavaScript and Python servers emit them) — is read with
+//! U+FFFD in place of the bad part rather than dropped ([`Warning::Repaired`], `stats().repaired`;
+//! see [`mcp_proto::text`]). A JSON-RPC error with `"id": null` (the server could not read a
+//! request) fails the request it is about at once with the server's code and message — over HTTP
+//! the one whose response carried it, over stdio the one pending request — and with several
+//! pending on stdio it is only reported ([`Warning::ErrorWithoutId`]).
 
 use crate::handlers::Handlers;
 use crate::transport::{Inbound, Transport};

@@ -1,5 +1,33 @@
 //! Connecting in the era the server speaks, and remembering it.
 //!
+//! # The two eras
+//!
+//! One client speaks both protocol eras — the stateless 2026-07-28 and the `initialize`
+//! handshake of the revisions before it — and picks the right one by itself
+//! ([`Config::era`](mcp_proto::Config::era), default [`EraChoice::Auto`]): it sends
+//! `server/discover` first; a discover result (or a modern error such as -32022 with the versions
+//! the server supports) means the modern era — every request then carries the protocol version,
+//! the client's identity and capabilities in its `_meta`, no handshake, no session, no ping; any
+//! other answer (an error, `{}`, an HTTP refusal) means a legacy server, and `initialize` follows
+//! on the same connection. A server that does not answer the probe within
+//! [`Config::probe_timeout`](mcp_proto::Config::probe_timeout) (2 s) gets `initialize` too, and
+//! the first answer that settles the era wins, so a slow modern server loses nothing and a legacy
+//! server that ignores unknown requests waits 2 s once. [`EraChoice::Legacy`] and
+//! [`EraChoice::Modern`] force one. [`Client::era`] and [`Client::initialize_result`] say what was
+//! picked (`mcp-client --info` prints it); [`Client::discover_result`] has the modern answer,
+//! `ttlMs` and `cacheScope` included.
+//!
+//! In the modern era: `resultType` is read on every result (absent means complete, an unknown one
+//! is an error at once); an `input_required` result is answered by the [`Handlers`](crate::Handlers)
+//! and the call sent again (without a handler for what it asks, the call fails clearly), and one
+//! that only carries `requestState` is sent again with a new id
+//! and that state, byte for byte, after 50–250 ms — at most
+//! [`Config::max_input_rounds`](mcp_proto::Config::max_input_rounds) (10) times, and the caller
+//! sees one call; -32022 is retried once with a version both speak; -32020 and -32021 are typed
+//! errors. What changes over HTTP is in the [`http`](crate::http) module.
+//!
+//! # Era memory
+//!
 //! [`connect_stdio`] and [`connect_http`] start the transport, open the session (with
 //! [`EraChoice::Auto`] by default: the probe finds the era) and remember the era per server —
 //! a stdio command line, an HTTP endpoint — in the configuration's
@@ -8,7 +36,8 @@
 //! [`EraMemory`]: a server remembered as legacy is opened with [`EraChoice::LegacyFirst`] (no
 //! probe; the probe follows only if `initialize` is refused), and a stdio server that exits on
 //! the probe — a legacy server that does not survive an unknown request — is started again and
-//! spoken to in the legacy era.
+//! spoken to in the legacy era. A client made with [`Client::new`] and opened with
+//! [`Client::initialize`] does neither: prefer `connect_*`.
 
 #[cfg(feature = "http")]
 use crate::http::{HttpTransport, HttpTransportConfig};

@@ -1,15 +1,44 @@
 //! The application's answers to what a server asks: elicitation (the user fills a form or visits
 //! a URL), sampling (the application's model completes a prompt), roots (the directories it
 //! exposes). Register the ones the application supports in [`ClientConfig::handlers`]; the client
-//! declares exactly those capabilities, and the core refuses every other request.
+//! declares exactly those capabilities, and the core refuses every other request but `ping`
+//! (-32601).
+//!
+//! ```no_run
+//! use mcp_connect::{ClientConfig, ElicitAnswer, Elicitation, Handlers, Root};
+//! let config = ClientConfig {
+//!     handlers: Handlers::new()
+//!         .elicitation(|asked: Elicitation| async move {
+//!             // Ask the user; fields left out get the schema's defaults.
+//!             Ok(ElicitAnswer::Decline)
+//!         })
+//!         .fixed_roots(vec![Root::directory("/srv/project")]),
+//!     ..ClientConfig::default()
+//! };
+//! ```
 //!
 //! The same handlers answer both eras: a legacy server's JSON-RPC requests, and a modern server's
-//! input requests (an `input_required` round of a tool call), so an application writes each
-//! handler once. A handler runs as a task on smol's global executor; one that fails or panics
-//! answers the server with an error and never takes the connection down; one still running when
-//! its request is cancelled (by the server, or because the call it belongs to ended) is dropped.
+//! input requests (an `input_required` round of a tool call: the call is sent again with the
+//! answers, and the caller sees one call), so an application writes each handler once. A handler
+//! runs as a task on smol's global executor; one that fails or panics answers the server with an
+//! error and never takes the connection down; one still running when its request is cancelled
+//! (by the server, or because the call it belongs to ended) is dropped.
+//!
+//! # Progress, logs, list changes
+//!
+//! What the server tells rather than asks goes to callbacks and counters, not handlers:
+//! [`Client::request_with_progress`] reports a request's progress in order until the answer
+//! ([`Request::reset_timeout_on_progress`] lets each report restart the timeout, up to a
+//! maximum); [`ClientConfig::on_log`] gets the server's log messages, [`ClientConfig::on_list_changed`]
+//! its list changes. [`LiveTools::tools`](crate::LiveTools::tools) keeps the bridged tools current: it
+//! lists again once the server announced a tool-list change ([`as_tools`](crate::as_tools) is the
+//! one-time snapshot).
 //!
 //! [`ClientConfig::handlers`]: crate::ClientConfig::handlers
+//! [`ClientConfig::on_log`]: crate::ClientConfig::on_log
+//! [`ClientConfig::on_list_changed`]: crate::ClientConfig::on_list_changed
+//! [`Client::request_with_progress`]: crate::Client::request_with_progress
+//! [`Request::reset_timeout_on_progress`]: mcp_proto::Request::reset_timeout_on_progress
 
 use crate::transport::BoxFuture;
 use mcp_proto::capabilities::{ClientCapabilities, Elicitation as Modes};

@@ -23,6 +23,30 @@
 //! by default when the client declared capabilities: see [`HttpConfig::standalone_stream`]); one
 //! task reads it, hands its messages (the server's requests and notifications) to the client,
 //! and reconnects when it ends, as the rules say. A new handshake's listener replaces the old.
+//!
+//! # What is sent, and where
+//!
+//! [`HttpTransport::new`] refuses credentials in the URL (`http://user:pass@…`: pass an
+//! `Authorization` header instead) and header values that are not visible ASCII; errors and
+//! `Debug` output show URLs without user info or query, and no header values. A same-origin
+//! `307`/`308` (a framework adding a trailing slash to `/mcp`) is followed with the method, body
+//! and headers kept, and its URL is used from then on; a redirect to another origin is not
+//! (nothing is sent there; the error names its origin), `301`/`302`/`303` to a POST are errors
+//! (they would turn it into a GET), and one request follows at most
+//! [`MAX_REDIRECTS`](mcp_proto::http::MAX_REDIRECTS), never in a loop
+//! ([`HttpRules::on_redirect`]). A refused request's JSON-RPC error is read from its body (at
+//! most [`MAX_ERROR_BODY`]); a JSON-RPC error with `"id": null`
+//! fails the request whose response carried it. Authorization is the [`auth`](crate::auth)
+//! module's.
+//!
+//! # The modern era over HTTP
+//!
+//! In the 2026-07-28 era every POST mirrors its method, name and the arguments a tool's schema
+//! marks with `x-mcp-header` into `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers
+//! (Base64-encoded where not plain ASCII; the rules are [`mcp_proto::headers`]); tools whose
+//! annotations are invalid are left out of the list (with a warning); a -32020 header mismatch
+//! re-lists the tools and retries the call once; cancelling closes the request's stream and
+//! posts nothing. There is no session and no standalone stream.
 
 use crate::auth::{OAuth, OAuthConfig};
 use crate::transport::{BoxFuture, Inbound, Transport};

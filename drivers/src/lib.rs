@@ -6,16 +6,31 @@
 //! This crate only moves bytes, with [smol](https://docs.rs/smol): the protocol lives in the sans-IO
 //! core, [`mcp_proto`], re-exported here as [`proto`].
 //!
+//! # Start here
+//!
+//! Five names are all an agent needs:
+//!
+//! - [`connect_stdio`]: start a server as a child process and open its session in the era it
+//!   speaks (remembered for next time; a legacy server that exits on the probe is started again).
+//! - [`connect_http`]: the same for a Streamable HTTP endpoint, with OAuth 2.1 when
+//!   [`HttpTransportConfig::oauth`] is set ([`auth`]).
+//! - [`as_tools`] and [`AgentTool`]: the server's tools as values an agent registers (name,
+//!   description, input schema, a call taking the model's raw arguments).
+//! - [`ServerSet`]: many servers, from the config files people already write ([`config`]), as one
+//!   supervised tool set.
+//! - [`Error`]: what went wrong, typed; a tool's own `isError` is [`ToolError::Retry`].
+//!
+//! Both `connect_*` give a [`Client`]: the rest of the protocol (any request, progress, what the
+//! server asks through [`Handlers`], the server's logs and warnings) is on it and its
+//! [`ClientConfig`].
+//!
 //! ```no_run
-//! use mcp_connect::{as_tools, AgentTool, Client, StdioConfig, StdioTransport};
+//! use mcp_connect::{as_tools, connect_stdio, AgentTool, ClientConfig, StdioConfig};
 //! use std::sync::Arc;
 //!
 //! smol::block_on(async {
-//!     let transport = StdioTransport::spawn(
-//!         StdioConfig::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]),
-//!     )?;
-//!     let client = Arc::new(Client::new(transport));
-//!     client.initialize().await?;
+//!     let server = StdioConfig::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]);
+//!     let client = Arc::new(connect_stdio(server, ClientConfig::default()).await?);
 //!     for tool in as_tools(&client).await? {
 //!         println!("{}: {}", tool.name(), tool.description());
 //!     }
@@ -40,39 +55,53 @@
 //!
 //! # Who drives the connection
 //!
-//! Nobody holds a role. A caller that sent a request first looks at the transport without
-//! waiting ([`Transport::try_recv`]): a server that answers at once — on one core it runs as soon
-//! as the request is written — costs no wait at all. Otherwise it waits on two things at once: its
-//! answer and the transport's readiness. When the transport is ready, that caller takes the
-//! client's lock, takes what arrived (never waiting), feeds it to the session, sends what the
-//! session queued (ping answers, cancellations) and hands every answer to its waiter — its own or
-//! another caller's. Nothing is held while a caller is suspended, so a future that is polled once
-//! and then parked holds nobody up, and a dropped one loses nothing (what the transport learns
-//! after the peer's end, such as a child's exit status, is kept by the transport).
+//! Nobody holds a role: every caller waiting for an answer first takes what already arrived,
+//! then waits on its answer and the transport's readiness, and whoever wakes reads for everyone;
+//! between calls the idle reader ([`ClientConfig::idle_reader`]) answers the server and keeps the
+//! session's timers as one timer. So a future polled once and then kept holds nobody up, and a call
+//! answered back to back costs no hand-off between threads. The design, with its diagram, is in
+//! [ARCHITECTURE.md](https://github.com/mcp-proto/mcp-proto/blob/main/ARCHITECTURE.md#who-drives-the-connection).
 //!
-//! ```text
-//!   caller A ──┐ try_recv, then waits on: answer A │ transport ready
-//!   caller B ──┤ try_recv, then waits on: answer B │ transport ready          ┌─────────────┐
-//!   idle reader┘ waits on: (nobody waits) transport ready │ the one timer      │ Mutex<State>│
-//!                      │                                                     │  Session    │
-//!        whoever wakes ├── lock ── try_recv* → session.handle_* ── flush ───▶│  waiters    │
-//!                      │          (answers go to their waiters' channels)    └─────────────┘
-//!        the timer     └── lock ── session.handle_timeout(now) ── flush
-//! ```
+//! # Limits
 //!
-//! A call answered back to back costs no hand-off between threads: the caller reads its own
-//! answer. Between calls the *idle reader* (a task on smol's global executor, on by default, see
-//! [`ClientConfig::idle_reader`]) waits on the transport in the callers' place, so the server's
-//! pings and requests are answered, and its exit is noticed, while nobody calls. While callers
-//! wait it steps back and only looks every [`client::WATCHDOG_PERIOD`] (100 ms): it then takes
-//! what arrived, which covers callers whose futures are not polled.
+//! Every buffer and every wait has a bound; what happens past it:
 //!
-//! The idle reader also keeps the session's timers — every request's deadline, the era probe's
-//! fallback, the modern era's retry rounds — as one timer armed at the earliest, and fires them
-//! on time whoever waits or is parked. It re-arms only when that timer fired or when something
-//! earlier was set: back-to-back calls, each with a deadline a little later than the last, arm
-//! no timer (a timer armed per call costs the reactor a wake-up and several system calls). With
-//! the idle reader off, each waiting caller arms a timer of its own once it has to wait.
+//! | limit | default | past it |
+//! |---|---|---|
+//! | one message (stdio line, HTTP body, SSE event) | 64 MiB ([`Config::frame_limit`], [`HttpTransportConfig::max_message`]) | discarded through its end without being buffered; the request it answers fails at once with "message larger than the limit" when it can be told which (its id is read from the line's first or last bytes, or it is the only one pending) |
+//! | request timeout | 60 s ([`Config::default_timeout`]), per request settable or none | the request fails with [`Error::Timeout`]; `notifications/cancelled` is sent (never for `initialize`) |
+//! | server stderr kept | last 40 lines, each cut at 2 KiB | older lines dropped; stderr is always drained, optionally forwarded ([`StderrMode`]) |
+//! | `tools/list` pages | 1000 ([`ClientConfig::max_tool_pages`]), 64 MiB of tools in all ([`ClientConfig::max_tool_bytes`]) | [`Error::Pagination`]; a repeated cursor stops it at once (cursors are kept as 8-byte hashes) |
+//! | stdio bytes the server has not read | 64 MiB ([`StdioConfig::max_backlog`]); a request cancelled or timed out before any of it was written leaves the queue | the connection fails: every call ends at once with "the server stopped reading its input" (also when the server closes its stdin) |
+//! | server request ids answered | 256 bytes of JSON ([`MAX_ECHOED_ID`](mcp_proto::session::MAX_ECHOED_ID)); method names quoted in -32601 up to 128 bytes | the request is left unanswered (a warning) |
+//! | a call future kept but not polled | the idle reader looks every 100 ms ([`client::WATCHDOG_PERIOD`]) and keeps the timers | what arrived is handled, and due timeouts fire on time anyway |
+//! | SSE resumptions per response | 5, waiting the server's `retry` (default 1 s) | the request fails |
+//! | standalone GET stream (legacy HTTP; opened after the handshake when handlers are registered, [`HttpConfig::standalone_stream`](mcp_proto::http::HttpConfig::standalone_stream)) | reconnected after `retry` (with `Last-Event-ID`); 5 streams in a row without a message | no longer listened to; a 405 or any other answer: not listened to |
+//! | expired HTTP session (404) | renewed once per request (a 404 to a notification or response renews too); only the request that met the 404 is resent, and requests made during the renewal wait for it | [`Error::Http`] with status 404 |
+//! | redirects per HTTP request | 5 ([`MAX_REDIRECTS`](mcp_proto::http::MAX_REDIRECTS)), same-origin `307`/`308` only | the request fails |
+//! | HTTP notification/response POST | 10 s each ([`HttpTransportConfig::post_timeout`]); later messages wait for its status at most that long | abandoned |
+//! | HTTP messages waiting to be sent | 1024 ([`HttpTransportConfig::max_queued`]) | `send` fails with "outbound queue is full"; a refused request fails at once |
+//! | HTTP `close()` DELETE | 2 s ([`HttpTransportConfig::close_timeout`]) | abandoned; `close()` returns `Ok` |
+//! | close grace | 2 s after closing stdin, 2 s after SIGTERM (each clamped to a day) | SIGKILL to the process group, then reaped |
+//! | era probe unanswered | 2 s ([`Config::probe_timeout`]) | `initialize` is sent too; the first answer that settles the era wins |
+//! | input-required rounds per request (modern era) | 10 ([`Config::max_input_rounds`]), 50 ms doubling to 250 ms between rounds that only carry `requestState` | [`RequestError::TooManyRounds`] |
+//! | -32022 version retries | once per request (and once for the opening) | [`RequestError::UnsupportedVersion`] / [`SessionError::NoCommonVersion`], naming both sides' versions |
+//! | -32020 header mismatch (modern HTTP) | the tools are re-listed and the call retried once | [`RequestError::HeaderMismatch`] |
+//! | eras remembered ([`connect_stdio`] / [`connect_http`], per [`ClientConfig::era_memory`]) | 256 servers ([`EraMemory::MAX`](mcp_proto::server_set::EraMemory::MAX)) | forgotten all at once, then probed again |
+//! | refused HTTP request's JSON body read for its JSON-RPC error | 64 KiB ([`MAX_ERROR_BODY`](mcp_proto::http::MAX_ERROR_BODY)) | the HTTP status is the error |
+//! | warnings kept | the newest 32 ([`client::RECENT_WARNINGS`]; [`Client::stats`] counts all) | older ones dropped |
+//!
+//! Not supported yet: the old 2024-11-05 HTTP+SSE transport, `subscriptions/listen` (the modern
+//! era's notification stream), `resources/subscribe`. Process groups and signals are Unix-only.
+//!
+//! [`Config::frame_limit`]: mcp_proto::Config::frame_limit
+//! [`Config::default_timeout`]: mcp_proto::Config::default_timeout
+//! [`Config::probe_timeout`]: mcp_proto::Config::probe_timeout
+//! [`Config::max_input_rounds`]: mcp_proto::Config::max_input_rounds
+//! [`RequestError::TooManyRounds`]: mcp_proto::RequestError::TooManyRounds
+//! [`RequestError::UnsupportedVersion`]: mcp_proto::RequestError::UnsupportedVersion
+//! [`RequestError::HeaderMismatch`]: mcp_proto::RequestError::HeaderMismatch
+//! [`SessionError::NoCommonVersion`]: mcp_proto::SessionError::NoCommonVersion
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -4,12 +4,18 @@
 //! covers the connection, the session and the first `tools/list`; a server that fails any of
 //! them is reported ([`ServerSet::failures`]: its name, the cause, its stderr's tail) and ended,
 //! and the others work. Its tools are offered under the names the core's
-//! [`server_set`](mcp_proto::server_set) gives them (`server__tool` by default), filtered by each
-//! server's allow and deny lists; every call goes to its server, under that server's tool
-//! timeout, with the tool's own name (a prefix never reaches the server).
+//! [`server_set`](mcp_proto::server_set) gives them: `server__tool` by default (the separator is
+//! configurable; or a prefix only where two servers offer the same name, or none), kept to 1–128
+//! characters of `[A-Za-z0-9_.-]` (a long or odd name is shortened with a digest, predictably),
+//! filtered by each server's allow and deny lists. Every call goes to its server, under that
+//! server's tool timeout, with the tool's own name (a prefix never reaches the server). A
+//! [`SetTool`] is an [`AgentTool`], as [`as_tools`](crate::as_tools) gives for one
+//! client. The servers come from [`ServerSpec`]s, which the [`config`](crate::config) files give
+//! ([`ServerSpec::from_entry`]).
 //!
 //! Supervision: a stdio server that exited is started again on the next call to it (after the
-//! backoff of [`RestartPolicy`], at most its cap a minute); calls in flight when it died fail at
+//! backoff of [`RestartPolicy`]: from 250 ms doubling to 8 s, at most 5 restarts a minute by
+//! default); calls in flight when it died fail at
 //! once with its exit status and stderr's tail. An HTTP server's expired session is renewed by
 //! its client, as for one client. A server's `notifications/tools/list_changed` makes the next
 //! [`tools`](ServerSet::tools) list that server again, and the application is told

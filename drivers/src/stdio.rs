@@ -20,6 +20,19 @@
 //! limit ([`mcp_proto::Config::frame_limit`]: the line is refused, its request fails with
 //! `TooLarge`, the connection goes on). The buffer's allocation is kept while the lines handed on
 //! fill at least a quarter of it: the first short line after a large one releases it.
+//!
+//! # Closing, and what outlives the program
+//!
+//! [`close`](Transport::close) closes stdin, waits, sends SIGTERM, waits, sends SIGKILL (2 s each
+//! by default: [`StdioConfig::close_grace`], [`StdioConfig::term_grace`]) to the server's whole
+//! process group — a launcher (`npx`, `uvx`, `sh -c`) and the real server it started alike — and
+//! reaps it; a dropped transport does the same in the background. A program that drops clients without `close().await` and exits
+//! right after can call [`wait_for_shutdowns`] first. If the program exits before that, or
+//! crashes, only the process started is killed (on Linux, `PR_SET_PDEATHSIG`, from one long-lived
+//! spawner thread): a launcher's own children outlive it, since nothing alive is left to signal
+//! them; covering that would take a supervisor process per server or making the application a
+//! subreaper, neither a library's to impose. The process group is only signalled while its leader
+//! is unreaped, so a reused pid is never hit. Process groups and signals are Unix-only.
 
 use crate::transport::{BoxFuture, Chunk, Home, Inbound, Transport};
 use crate::Error;

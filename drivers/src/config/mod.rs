@@ -10,7 +10,12 @@
 //! `mcpServers` at the top level is the common format, one with `servers` VS Code's. Both JSON
 //! formats are read as JSONC, as VS Code writes them: `//` and `/* */` comments and trailing
 //! commas are accepted (nothing looser). Keys a format does not use are ignored, since each client
-//! adds its own (`autoApprove`, `alwaysAllow`, …).
+//! adds its own (`autoApprove`, `alwaysAllow`, …). A server of the legacy `sse` type is refused
+//! with a message saying it is the deprecated HTTP+SSE transport, which this client does not
+//! speak. Each entry becomes a [`ServerSpec`](crate::ServerSpec) for a
+//! [`ServerSet`](crate::ServerSet), or the
+//! [`StdioConfig`] / [`HttpTransportConfig`] of
+//! one connection.
 //!
 //! ```no_run
 //! let config = mcp_connect::config::load("claude_desktop_config.json")?;
