@@ -125,12 +125,15 @@ impl Waiter {
         }
     }
 
-    /// Puts the answer in the slot (the first one stays) and wakes the caller.
-    fn answer(&mut self, result: Result<Reply, Error>) {
+    /// Puts the answer in the slot (the first one stays) and wakes the caller. Returns whether
+    /// the slot was empty (the caller has one more answer to take: [`State::ready`]).
+    fn answer(&mut self, result: Result<Reply, Error>) -> bool {
+        let first = self.answer.is_none();
         self.answer.get_or_insert(result);
         if let Some(waker) = self.waker.take() {
             waker.wake();
         }
+        first
     }
 }
 
@@ -275,6 +278,13 @@ struct State {
     /// arm no timer at all.
     timer_armed: Option<Instant>,
     timer_wake: Option<Arc<event_listener::Event>>,
+    /// Answers in their slots that their callers have not taken yet: that many callers are about
+    /// to run (woken, or already due to run), and a request sent meanwhile may wait for theirs,
+    /// to go out in one write with them ([`Transport::send_batched`]).
+    ready: usize,
+    /// The transport may hold messages kept back for a batch: the caller that sent them writes
+    /// them ([`Shared::release`]) unless a later send did.
+    held: bool,
 }
 
 impl State {
@@ -343,7 +353,9 @@ impl State {
         }
         if let Some(id) = hit.request {
             if let Some(w) = self.waiters.get_mut(&id) {
-                w.answer(Err(error.clone()));
+                if w.answer(Err(error.clone())) {
+                    self.ready += 1;
+                }
             }
             if self.init_id == Some(id) {
                 // The handshake cannot complete: say why the transport failed.
@@ -367,16 +379,28 @@ impl State {
 
     /// Sends what the session queued and hands its events to whoever waits for them.
     fn flush(&mut self, transport: &impl Transport) {
+        self.flush_with(transport, false);
+    }
+
+    /// [`flush`](Self::flush); with `batch`, while other callers are about to run
+    /// ([`State::ready`]), what is sent may wait for what they send, to go out together (the
+    /// caller then writes it itself if nobody did by its next turn: [`Shared::wait`]).
+    fn flush_with(&mut self, transport: &impl Transport, batch: bool) {
         while let Some(t) = self.session.poll_transmit() {
             let request = match &t.kind {
                 mcp_proto::TransmitKind::Request { id, .. } => Some(*id),
                 _ => None,
             };
+            let sent = if batch && self.ready > 0 {
+                transport.send_batched(t).map(|kept| self.held |= kept)
+            } else {
+                transport.send(t)
+            };
             // A request refused because the transport's queue is full fails at once, with the
             // transport's reason (not through the inbound queue, which may be full too). Any
             // other failure means the transport is failing: `try_recv` says why (a server's exit
             // status and stderr say more than the broken pipe).
-            match (transport.send(t), request) {
+            match (sent, request) {
                 (Err(error), Some(id)) if is_refusal(&error) => {
                     let hit = self.session.handle_undeliverable(id, Instant::now());
                     self.report(hit, error);
@@ -417,7 +441,9 @@ impl State {
                     // After the progress handed to it: its caller runs their callbacks before
                     // it returns.
                     if let Some(w) = self.waiters.get_mut(&id) {
-                        w.answer(result);
+                        if w.answer(result) {
+                            self.ready += 1;
+                        }
                     }
                 }
                 Event::ListChanged(kind) => {
@@ -449,7 +475,9 @@ impl State {
                 Event::Closed => {
                     let error = self.closed_error();
                     for w in self.waiters.values_mut() {
-                        w.answer(Err(error.clone()));
+                        if w.answer(Err(error.clone())) {
+                            self.ready += 1;
+                        }
                     }
                     self.finish_init(Err(error));
                 }
@@ -518,6 +546,8 @@ impl<T: Transport> Client<T> {
                 label: config.label,
                 timer_armed: None,
                 timer_wake: config.idle_reader.then(|| idle_wake.clone()),
+                ready: 0,
+                held: false,
             }),
             callers: AtomicUsize::new(0),
             waits_begun: AtomicU64::new(0),
@@ -580,7 +610,7 @@ impl<T: Transport> Client<T> {
         // The opening has timers of its own (the probe's fallback, then `initialize`'s deadline):
         // the waiter follows the session's next one.
         self.shared
-            .wait(Box::pin(rx), deadline, Timers::Session, Some)
+            .wait(Box::pin(rx), deadline, Timers::Session, false, Some)
             .await?;
         self.initialize_result().ok_or(Error::Closed)
     }
@@ -692,7 +722,7 @@ impl<T: Transport> Client<T> {
         request: Request,
         progress: Option<ProgressSink>,
     ) -> Result<Reply, Error> {
-        let (id, rx, deadline) = {
+        let (id, rx, deadline, held) = {
             let mut st = self.lock();
             let id = match st.session.send(request, Instant::now()) {
                 Ok(id) => id,
@@ -703,8 +733,8 @@ impl<T: Transport> Client<T> {
             // Progress before the answer waits in the slot too (bounded by
             // `MAX_QUEUED_PROGRESS`).
             st.waiters.insert(id, Waiter::new(progress.is_some()));
-            st.flush(&self.shared.transport);
-            (id, Slot(id), st.session.wake_at(id))
+            st.flush_with(&self.shared.transport, true);
+            (id, Slot(id), st.session.wake_at(id), st.held)
         };
         #[cfg(feature = "tracing")]
         if crate::trace::enabled() {
@@ -727,7 +757,7 @@ impl<T: Transport> Client<T> {
         };
         let result = self
             .shared
-            .wait(rx, deadline, Timers::Request(id), take)
+            .wait(rx, deadline, Timers::Request(id), held, take)
             .await;
         guard.armed = false;
         result
@@ -903,6 +933,29 @@ impl<T> Drop for CallerPresent<'_, T> {
     }
 }
 
+/// A caller's messages kept back for a batch ([`State::held`]): written when the caller is
+/// done waiting for others to add theirs ([`release`](Self::release)), or when it stops waiting
+/// at all (its future dropped), whichever comes first.
+struct Held<'a, T: Transport> {
+    shared: &'a Shared<T>,
+    armed: bool,
+}
+
+impl<T: Transport> Held<'_, T> {
+    fn release(&mut self) {
+        self.armed = false;
+        self.shared.release();
+    }
+}
+
+impl<T: Transport> Drop for Held<'_, T> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.shared.release();
+        }
+    }
+}
+
 /// Cancels request `id` if the future waiting for it is dropped before its answer.
 struct CancelOnDrop<'a, T: Transport> {
     shared: &'a Shared<T>,
@@ -916,7 +969,14 @@ impl<T: Transport> Drop for CancelOnDrop<'_, T> {
             return;
         }
         let mut st = lock(&self.shared.state);
-        st.waiters.remove(&self.id);
+        if st
+            .waiters
+            .remove(&self.id)
+            .is_some_and(|w| w.answer.is_some())
+        {
+            debug_assert!(st.ready > 0);
+            st.ready = st.ready.saturating_sub(1);
+        }
         if st.session.is_pending(self.id) {
             let _ = st
                 .session
@@ -978,6 +1038,8 @@ impl Mailbox for Slot {
             return Poll::Ready(Some(ToWaiter::Progress(p)));
         }
         if w.answer.is_some() {
+            debug_assert!(st.ready > 0);
+            st.ready = st.ready.saturating_sub(1);
             let answer = st.waiters.remove(&self.0).and_then(|w| w.answer);
             return Poll::Ready(answer.map(ToWaiter::Answer));
         }
@@ -1034,11 +1096,18 @@ impl<T: Transport> Shared<T> {
         mut mailbox: B,
         deadline: Option<Instant>,
         timers: Timers,
+        held: bool,
         mut take: impl FnMut(B::Item) -> Option<Result<R, Error>>,
     ) -> Result<R, Error> {
         self.callers.fetch_add(1, Ordering::SeqCst);
         self.waits_begun.fetch_add(1, Ordering::Relaxed);
         let _present = CallerPresent(self);
+        // What this caller's send kept back for a batch: written by whoever sends next, else by
+        // this caller after one turn of its executor, or when it stops waiting.
+        let mut held = Held {
+            shared: self,
+            armed: held,
+        };
         if self.idle_listening.load(Ordering::SeqCst) {
             // The idle reader waits on the transport too: make it step back, so that this
             // caller's answer does not cost a hand-off between threads.
@@ -1057,6 +1126,12 @@ impl<T: Transport> Shared<T> {
                 if let Some(result) = take(item) {
                     return result;
                 }
+            }
+            if held.armed {
+                // The callers woken with their answers run first, and send theirs.
+                smol::future::yield_now().await;
+                held.release();
+                continue;
             }
             if !looked {
                 looked = true;
@@ -1105,6 +1180,15 @@ impl<T: Transport> Shared<T> {
                     next = self.expire(timers);
                 }
             }
+        }
+    }
+
+    /// Writes what the transport kept back for a batch, unless a later send already did.
+    fn release(&self) {
+        let mut st = lock(&self.state);
+        if st.held {
+            st.held = false;
+            self.transport.flush();
         }
     }
 

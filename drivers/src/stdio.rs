@@ -45,7 +45,7 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fmt;
 use std::io::IoSlice;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -257,7 +257,7 @@ impl End {
 /// The child's stdin and what it has not taken yet.
 struct Writer {
     state: Mutex<WriteState>,
-    /// Wakes the writer task when the backlog fills.
+    /// Wakes the writer task when the pipe is full and the backlog waits for it.
     wake: Sender<()>,
     end: Arc<End>,
 }
@@ -265,21 +265,76 @@ struct Writer {
 struct WriteState {
     /// `None` once closed (dropping the last handle closes the pipe: the server sees EOF).
     stdin: Option<Arc<Async<OwnedFd>>>,
-    /// Messages the pipe did not take yet, in order (the first may be partly written already).
+    /// Messages not written yet, in order (the first may be partly written already): kept back
+    /// for a batch ([`Transport::send_batched`]), or waiting for a full pipe.
     backlog: VecDeque<Queued>,
-    /// Bytes in `backlog`.
+    /// Bytes in `backlog` not written yet.
     queued: usize,
     /// The most bytes `backlog` may hold.
     max: usize,
-    /// The writer task is writing a message it took from the backlog.
-    busy: bool,
+    /// The pipe did not take all that was offered: the writer task writes the backlog as the
+    /// pipe takes it, and sends only queue behind it.
+    stalled: bool,
 }
 
-/// One message waiting to be written.
+/// One message waiting to be written: its payload, then a newline.
 struct Queued {
-    bytes: Vec<u8>,
+    payload: Vec<u8>,
+    /// How much of the payload and its newline is written already.
+    done: usize,
     /// The request it is, while none of it has been written: it can still be withdrawn.
     request: Option<RequestId>,
+}
+
+impl Queued {
+    /// Bytes left to write.
+    fn left(&self) -> usize {
+        self.payload.len() + 1 - self.done
+    }
+}
+
+/// The most messages one `writev` takes from the backlog (two slices each, well under
+/// `IOV_MAX`, 1024 on Linux).
+const BATCH_MESSAGES: usize = 64;
+/// The most bytes one `writev` takes from the backlog (beyond its first message, which goes
+/// whole whatever its size).
+const BATCH_BYTES: usize = 256 * 1024;
+
+/// Writes the front of the backlog in one `writev` (at most [`BATCH_MESSAGES`] messages and
+/// [`BATCH_BYTES`] bytes); drops what was written, a partly written message keeps its remainder
+/// first. Returns whether the pipe took all that was offered.
+fn write_batch(fd: std::os::fd::BorrowedFd<'_>, st: &mut WriteState) -> rustix::io::Result<bool> {
+    let (written, offered) = {
+        let mut slices = [IoSlice::new(&[]); 2 * BATCH_MESSAGES];
+        let (mut n, mut offered) = (0, 0);
+        for q in st.backlog.iter().take(BATCH_MESSAGES) {
+            if offered > 0 && offered + q.left() > BATCH_BYTES {
+                break;
+            }
+            if q.done < q.payload.len() {
+                slices[n] = IoSlice::new(&q.payload[q.done..]);
+                n += 1;
+            }
+            slices[n] = IoSlice::new(b"\n");
+            n += 1;
+            offered += q.left();
+        }
+        (rustix::io::writev(fd, &slices[..n])?, offered)
+    };
+    st.queued -= written;
+    let mut rest = written;
+    while let Some(q) = st.backlog.front_mut() {
+        if rest < q.left() {
+            if rest > 0 {
+                q.done += rest;
+                q.request = None;
+            }
+            break;
+        }
+        rest -= q.left();
+        st.backlog.pop_front();
+    }
+    Ok(written == offered)
 }
 
 impl fmt::Debug for StdioTransport {
@@ -358,7 +413,7 @@ impl StdioTransport {
                 backlog: VecDeque::new(),
                 queued: 0,
                 max: config.max_backlog,
-                busy: false,
+                stalled: false,
             }),
             wake,
             end: end.clone(),
@@ -485,7 +540,15 @@ impl StdioTransport {
 
 impl Transport for StdioTransport {
     fn send(&self, message: Transmit) -> Result<(), Error> {
-        self.writer.send(message)
+        self.writer.send(message, false).map(|_| ())
+    }
+
+    fn send_batched(&self, message: Transmit) -> Result<bool, Error> {
+        self.writer.send(message, true)
+    }
+
+    fn flush(&self) {
+        self.writer.flush();
     }
 
     fn try_recv(&self) -> Option<Inbound> {
@@ -579,6 +642,7 @@ impl Transport for StdioTransport {
             // What is queued goes out first (bounded by the grace period), then stdin closes: EOF.
             // Dropping this future before the hand-off leaves the shutdown to drop.
             if lock(&self.process.shutdown).is_none() {
+                self.writer.flush();
                 let deadline = Instant::now() + self.process.close_grace;
                 while !self.writer.flushed() && Instant::now() < deadline {
                     smol::Timer::after(Duration::from_millis(2)).await;
@@ -601,8 +665,11 @@ impl Drop for StdioTransport {
 
 impl Writer {
     /// Writes one message and its newline straight to the pipe when nothing waits before it;
-    /// queues what the pipe does not take, up to the cap.
-    fn send(&self, message: Transmit) -> Result<(), Error> {
+    /// queues what the pipe does not take, up to the cap. With `hold`, a message may instead
+    /// wait in the backlog for the next send or [`flush`](Self::flush), to go out with it in
+    /// one `writev` (at most [`BATCH_MESSAGES`] and [`BATCH_BYTES`]: past them the batch is
+    /// written now). Returns whether it was kept back so.
+    fn send(&self, message: Transmit, hold: bool) -> Result<bool, Error> {
         let mut st = lock(&self.state);
         let Some(stdin) = st.stdin.clone() else {
             return Err(Error::Closed);
@@ -610,7 +677,6 @@ impl Writer {
         if let Some(failure) = self.failure() {
             return Err(failure);
         }
-        let payload = &message.payload;
         let request = match &message.kind {
             TransmitKind::Request { id, .. } => Some(*id),
             TransmitKind::Cancellation { id } | TransmitKind::Abort { id } => {
@@ -618,55 +684,91 @@ impl Writer {
                 // server, which never saw it, is not told about it.
                 if let Some(at) = st.backlog.iter().position(|q| q.request == Some(*id)) {
                     if let Some(q) = st.backlog.remove(at) {
-                        st.queued -= q.bytes.len();
+                        st.queued -= q.left();
                     }
-                    return Ok(());
+                    return Ok(false);
                 }
                 if matches!(message.kind, TransmitKind::Abort { .. }) {
                     // Nothing to write: an abort ends an exchange, and a stream has none.
-                    return Ok(());
+                    return Ok(false);
                 }
                 None
             }
             _ => None,
         };
-        let mut written = 0;
-        if st.backlog.is_empty() && !st.busy {
-            let slices = [IoSlice::new(payload), IoSlice::new(b"\n")];
+        let payload = message.payload;
+        let mut done = 0;
+        if st.backlog.is_empty() && !st.stalled && !hold {
+            // Alone: straight to the pipe, one system call.
+            let slices = [IoSlice::new(&payload), IoSlice::new(b"\n")];
             match rustix::io::writev(stdin.get_ref(), &slices) {
-                Ok(n) => written = n,
+                Ok(n) => done = n,
                 Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => {}
                 Err(e) => return Err(self.fail(&mut st, stopped_reading(e))),
             }
+            if done == payload.len() + 1 {
+                return Ok(false);
+            }
+            // The pipe is full: the rest waits for the writer task.
+            st.stalled = true;
         }
-        let total = payload.len() + 1;
-        if written == total {
-            return Ok(());
-        }
-        let mut bytes = Vec::with_capacity(total - written);
-        if written < payload.len() {
-            bytes.extend_from_slice(&payload[written..]);
-        }
-        bytes.push(b'\n');
+        let queued = Queued {
+            done,
+            request: request.filter(|_| done == 0),
+            payload,
+        };
         // One message may exceed the cap on its own (it is the application's), but nothing may
         // pile up behind it past the cap: that is a server that stopped reading.
-        if !st.backlog.is_empty() && st.queued.saturating_add(bytes.len()) > st.max {
+        if !st.backlog.is_empty() && st.queued.saturating_add(queued.left()) > st.max {
             let error = Error::io(
                 format!(
                     "the server stopped reading its input: {} bytes queued, more than the {}-byte cap",
-                    st.queued + bytes.len(),
+                    st.queued + queued.left(),
                     st.max
                 ),
                 std::io::Error::from(std::io::ErrorKind::WouldBlock),
             );
             return Err(self.fail(&mut st, error));
         }
-        st.queued += bytes.len();
-        st.backlog.push_back(Queued {
-            bytes,
-            request: request.filter(|_| written == 0),
-        });
-        let _ = self.wake.try_send(());
+        st.queued += queued.left();
+        st.backlog.push_back(queued);
+        if st.stalled {
+            let _ = self.wake.try_send(());
+            return Ok(false);
+        }
+        if hold && st.backlog.len() < BATCH_MESSAGES && st.queued < BATCH_BYTES {
+            return Ok(true);
+        }
+        self.pour(&mut st, &stdin)?;
+        Ok(false)
+    }
+
+    /// Writes what [`send`](Self::send) kept back, unless the pipe is full (then the writer task
+    /// has it).
+    fn flush(&self) {
+        let mut st = lock(&self.state);
+        if st.backlog.is_empty() || st.stalled || self.failure().is_some() {
+            return;
+        }
+        if let Some(stdin) = st.stdin.clone() {
+            let _ = self.pour(&mut st, &stdin);
+        }
+    }
+
+    /// Writes the backlog in batches while the pipe takes it; what it does not take is left to
+    /// the writer task.
+    fn pour(&self, st: &mut WriteState, stdin: &Async<OwnedFd>) -> Result<(), Error> {
+        while !st.backlog.is_empty() {
+            match write_batch(stdin.get_ref().as_fd(), st) {
+                Ok(true) | Err(rustix::io::Errno::INTR) => {}
+                Ok(false) | Err(rustix::io::Errno::AGAIN) => {
+                    st.stalled = true;
+                    let _ = self.wake.try_send(());
+                    return Ok(());
+                }
+                Err(e) => return Err(self.fail(st, stopped_reading(e))),
+            }
+        }
         Ok(())
     }
 
@@ -689,12 +791,13 @@ impl Writer {
 
     /// Whether everything sent has been written to the pipe.
     fn flushed(&self) -> bool {
-        let st = lock(&self.state);
-        (st.backlog.is_empty() && !st.busy) || self.failure().is_some()
+        lock(&self.state).backlog.is_empty() || self.failure().is_some()
     }
 
-    /// Drops our handle on stdin; the pipe closes once the writer task lets go of it too.
+    /// Drops our handle on stdin; the pipe closes once the writer task lets go of it too. What
+    /// was kept back for a batch is written first, as far as the pipe takes it.
     fn close(&self) {
+        self.flush();
         let mut st = lock(&self.state);
         st.stdin = None;
         st.backlog.clear();
@@ -710,45 +813,42 @@ fn stopped_reading(e: rustix::io::Errno) -> Error {
     )
 }
 
-/// Writes the backlog, message by message, whenever the pipe could not take one at once.
+/// Writes the backlog, in batches as the pipe takes them, whenever the pipe could not take it at
+/// once; then sends write straight to the pipe again.
 async fn drain_backlog(writer: Arc<Writer>, woken: Receiver<()>) {
     while woken.recv().await.is_ok() {
         loop {
-            let (stdin, message) = {
+            let stdin = {
                 let mut st = lock(&writer.state);
                 match st.stdin.clone() {
-                    Some(stdin) if writer.failure().is_none() => match st.backlog.pop_front() {
-                        Some(q) => {
-                            st.busy = true;
-                            (stdin, q.bytes)
+                    Some(stdin) if writer.failure().is_none() => {
+                        if st.backlog.is_empty() {
+                            st.stalled = false;
+                            break;
                         }
-                        None => break,
-                    },
+                        stdin
+                    }
                     _ => break,
                 }
             };
-            let mut off = 0;
-            let mut failed = None;
-            while off < message.len() {
-                let n = stdin
-                    .write_with(|fd| {
-                        rustix::io::write(fd, &message[off..]).map_err(std::io::Error::from)
-                    })
-                    .await;
-                match n {
-                    Ok(n) => off += n,
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
+            // Under the lock, so that a message withdrawn meanwhile is not written; `EAGAIN`
+            // waits for the pipe to take more.
+            let wrote = stdin
+                .write_with(|fd| {
+                    let mut st = lock(&writer.state);
+                    if st.backlog.is_empty() || st.stdin.is_none() {
+                        return Ok(());
                     }
-                }
-            }
+                    match write_batch(fd.as_fd(), &mut st) {
+                        Ok(_) => Ok(()),
+                        Err(e) => Err(std::io::Error::from(e)),
+                    }
+                })
+                .await;
             drop(stdin);
-            let mut st = lock(&writer.state);
-            st.busy = false;
-            st.queued = st.queued.saturating_sub(message.len());
-            if let Some(e) = failed {
+            if let Err(e) = wrote {
                 let errno = rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::PIPE);
+                let mut st = lock(&writer.state);
                 writer.fail(&mut st, stopped_reading(errno));
                 break;
             }

@@ -173,6 +173,16 @@ impl fmt::Debug for Chunk {
 pub trait Transport: Send + Sync + 'static {
     /// Queues one outbound message.
     fn send(&self, message: Transmit) -> Result<(), Error>;
+    /// Like [`send`](Self::send), but the transport may keep the message back for a moment, to
+    /// write it together with the messages sent after it (several in one system call). Returns
+    /// whether it kept it: then the next `send`, or [`flush`](Self::flush), writes it. By default
+    /// it sends at once.
+    fn send_batched(&self, message: Transmit) -> Result<bool, Error> {
+        self.send(message).map(|()| false)
+    }
+    /// Writes what [`send_batched`](Self::send_batched) kept back (a failure is for `try_recv` to
+    /// say). By default nothing is kept.
+    fn flush(&self) {}
     /// What has arrived, without waiting; `None` when nothing has.
     fn try_recv(&self) -> Option<Inbound>;
     /// Completes when [`try_recv`](Self::try_recv) may have something.

@@ -589,3 +589,83 @@ fn progress_after_result_when_another_task_reads() {
     smol::block_on(client.close()).unwrap();
     assert!(waiting.join().unwrap().is_err(), "closed while it waited");
 }
+
+/// A stdio transport that counts the messages kept back for a batch.
+struct Counting {
+    inner: StdioTransport,
+    kept: AtomicUsize,
+}
+
+impl Transport for Counting {
+    fn send(&self, message: mcp_connect::proto::Transmit) -> Result<(), Error> {
+        self.inner.send(message)
+    }
+    fn send_batched(&self, message: mcp_connect::proto::Transmit) -> Result<bool, Error> {
+        let kept = self.inner.send_batched(message)?;
+        if kept {
+            self.kept.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(kept)
+    }
+    fn flush(&self) {
+        self.inner.flush()
+    }
+    fn try_recv(&self) -> Option<mcp_connect::transport::Inbound> {
+        self.inner.try_recv()
+    }
+    fn ready(&self) -> mcp_connect::transport::BoxFuture<'_, ()> {
+        self.inner.ready()
+    }
+    fn close(&self) -> mcp_connect::transport::BoxFuture<'_, Result<(), Error>> {
+        self.inner.close()
+    }
+}
+
+#[test]
+fn thirty_two_callers_on_one_thread_batch_their_requests_and_each_gets_its_own_answer() {
+    smol::block_on(async {
+        let settings = mcp_connect::ClientConfig {
+            session: mcp_connect::proto::Config {
+                era: mcp_connect::proto::EraChoice::Legacy,
+                ..mcp_connect::ClientConfig::default().session
+            },
+            ..mcp_connect::ClientConfig::default()
+        };
+        let transport = Counting {
+            inner: StdioTransport::spawn(serve(&[])).expect("spawn"),
+            kept: AtomicUsize::new(0),
+        };
+        let client = Client::with_config(transport, settings);
+        client.initialize().await.expect("initialize");
+        let ex = smol::LocalExecutor::new();
+        let callers: Vec<_> = (0..32)
+            .map(|c| {
+                let client = &client;
+                ex.spawn(async move {
+                    for i in 0..100 {
+                        let text = format!("{c}-{i}");
+                        let r = client
+                            .call_tool("echo", json!({ "text": text }))
+                            .await
+                            .unwrap();
+                        assert_eq!(r.text(), text);
+                    }
+                })
+            })
+            .collect();
+        ex.run(async {
+            for caller in callers {
+                caller.await;
+            }
+        })
+        .await;
+        drop(ex);
+        // Answers read together wake their callers together, whose next requests go out together.
+        assert!(
+            client.transport().kept.load(Ordering::Relaxed) > 0,
+            "no request was kept back for a batch in 3,200 calls"
+        );
+        assert_eq!(client.transport().inner.backlog_len(), 0);
+        client.close().await.unwrap();
+    })
+}

@@ -1013,3 +1013,199 @@ fn a_null_id_error_fails_the_one_pending_call_at_once_and_with_two_is_only_repor
         close_and_check(client).await;
     })
 }
+
+/// A `tools/call` request with id `id`, as the session would hand it to the transport.
+fn transmit_request(id: u64, text: &str) -> mcp_connect::proto::Transmit {
+    use mcp_connect::proto::{RequestId, Transmit, TransmitKind};
+    Transmit {
+        payload: json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": text}}})
+        .to_string()
+        .into_bytes(),
+        kind: TransmitKind::Request {
+            id: RequestId(id),
+            wire: RequestId(id),
+            method: "tools/call".into(),
+        },
+        headers: Vec::new(),
+        modern: false,
+    }
+}
+
+/// `notifications/cancelled` for request `id`.
+fn transmit_cancellation(id: u64) -> mcp_connect::proto::Transmit {
+    use mcp_connect::proto::{RequestId, Transmit, TransmitKind};
+    Transmit {
+        payload: json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id}})
+        .to_string()
+        .into_bytes(),
+        kind: TransmitKind::Cancellation { id: RequestId(id) },
+        headers: Vec::new(),
+        modern: false,
+    }
+}
+
+/// A server that copies its stdin to a file (`cat`), and the file: what reached it, in order.
+fn recording(name: &str) -> (StdioConfig, std::path::PathBuf) {
+    let out = std::env::temp_dir().join(format!("mcp-connect-{name}-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&out);
+    let config =
+        StdioConfig::new("sh").args(["-c".as_ref(), "exec cat > \"$0\"".as_ref(), out.as_os_str()]);
+    (config, out)
+}
+
+/// The ids of the requests (and of the cancellations) a recording server received, in order.
+fn received(out: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(out).expect("the recording");
+    let _ = std::fs::remove_file(out);
+    text.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("whole lines");
+            match v["id"].as_u64() {
+                Some(id) => format!(
+                    "{id}:{}",
+                    v["params"]["arguments"]["text"].as_str().unwrap()
+                ),
+                None => format!("cancel {}", v["params"]["requestId"]),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn messages_kept_back_for_a_batch_go_out_with_the_next_send_in_order_and_a_withdrawn_one_never() {
+    use mcp_connect::Transport;
+    smol::block_on(async {
+        let (config, out) = recording("batch");
+        let t = StdioTransport::spawn(config).expect("spawn");
+        assert!(
+            t.send_batched(transmit_request(1, "a")).unwrap(),
+            "kept back"
+        );
+        assert!(t.send_batched(transmit_request(2, "b")).unwrap());
+        assert!(t.send_batched(transmit_request(3, "c")).unwrap());
+        let kept = t.backlog_len();
+        let two = transmit_request(2, "b").payload.len() + 1;
+        assert_eq!(
+            kept,
+            3 * two,
+            "nothing written yet (the three lines have one length)"
+        );
+        // Request 2 given up on before any of it was written: it leaves the queue, and the
+        // server is not told of it.
+        t.send(transmit_cancellation(2)).unwrap();
+        assert_eq!(t.backlog_len(), kept - two);
+        // A plain send writes what was kept back first, then itself.
+        t.send(transmit_request(4, "d")).unwrap();
+        assert_eq!(t.backlog_len(), 0);
+        // `flush` writes what was kept back, with no send after it.
+        assert!(t.send_batched(transmit_request(5, "e")).unwrap());
+        t.flush();
+        assert_eq!(t.backlog_len(), 0);
+        t.close().await.unwrap();
+        assert_eq!(received(&out), ["1:a", "3:c", "4:d", "5:e"]);
+    })
+}
+
+#[test]
+fn a_batch_is_written_once_it_holds_sixty_four_messages_or_256_kib() {
+    use mcp_connect::Transport;
+    smol::block_on(async {
+        let (config, out) = recording("bounds");
+        let t = StdioTransport::spawn(config).expect("spawn");
+        for id in 1..64 {
+            assert!(t.send_batched(transmit_request(id, "s")).unwrap(), "{id}");
+        }
+        // The 64th goes out with the 63 before it.
+        assert!(!t.send_batched(transmit_request(64, "s")).unwrap());
+        assert_eq!(t.backlog_len(), 0);
+        // Bytes: two 100 KiB messages are kept, the third fills the batch past 256 KiB.
+        let big = "b".repeat(100 * 1024);
+        assert!(t.send_batched(transmit_request(65, &big)).unwrap());
+        assert!(t.send_batched(transmit_request(66, &big)).unwrap());
+        assert!(!t.send_batched(transmit_request(67, &big)).unwrap());
+        // More than the pipe holds: what it did not take is written as the server reads it,
+        // the partly written message's remainder first.
+        assert!(wait_until(Duration::from_secs(30), || t.backlog_len() == 0));
+        t.close().await.unwrap();
+        let lines = received(&out);
+        let mut expected: Vec<String> = (1..=64).map(|id| format!("{id}:s")).collect();
+        expected.extend((65..=67).map(|id| format!("{id}:{big}")));
+        assert!(
+            lines == expected,
+            "{} lines, not in order or not whole",
+            lines.len()
+        );
+    })
+}
+
+#[test]
+fn a_closed_pipe_fails_every_message_kept_back_at_once() {
+    use mcp_connect::transport::Inbound;
+    use mcp_connect::Transport;
+    smol::block_on(async {
+        let t = StdioTransport::spawn(
+            StdioConfig::new("sh").args(["-c", "exec 0<&-; echo closed >&2; sleep 30"]),
+        )
+        .expect("spawn");
+        assert!(wait_until(Duration::from_secs(30), || t
+            .stderr_tail()
+            .contains("closed")));
+        for id in 1..=3 {
+            assert!(t.send_batched(transmit_request(id, "x")).unwrap());
+        }
+        t.flush();
+        assert_eq!(t.backlog_len(), 0, "every kept message is dropped");
+        let err = t.send(transmit_request(4, "x")).unwrap_err();
+        assert!(err.to_string().contains("stopped reading"), "{err}");
+        let err = t.send_batched(transmit_request(5, "x")).unwrap_err();
+        assert!(err.to_string().contains("stopped reading"), "{err}");
+        // And the connection says why it ended.
+        let closed = loop {
+            match t.try_recv() {
+                Some(Inbound::Closed(reason)) => break reason,
+                Some(_) => {}
+                None => t.ready().await,
+            }
+        };
+        let reason = closed.expect("a reason");
+        assert!(reason.to_string().contains("stopped reading"), "{reason}");
+        t.close().await.unwrap();
+    })
+}
+
+#[test]
+fn a_call_kept_back_for_a_batch_goes_out_though_the_caller_it_waited_for_is_parked() {
+    smol::block_on(async {
+        // Requests 1 and 2 are answered together; then 3 and 4 one by one.
+        let client = connect_sh(
+            r#"read line; read line; read line; printf '%s\n%s\n' '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"one"}]}}' '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"two"}]}}'; while read line; do case "$line" in *'"id":3'*) echo '{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"three"}]}}';; *'"id":4'*) echo '{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"four"}]}}';; esac; done"#,
+        )
+        .await;
+        let mut x = Box::pin(client.call_tool("t", json!({})));
+        let mut y = Box::pin(client.call_tool("t", json!({})));
+        assert!(smol::future::poll_once(&mut x).await.is_none());
+        assert!(smol::future::poll_once(&mut y).await.is_none());
+        // x reads both answers: y's waits in its slot, and y is not polled.
+        assert_eq!(x.await.unwrap().text(), "one");
+        // So a call now waits a turn for y's next request, kept back…
+        let mut z = Box::pin(client.call_tool("t", json!({})));
+        assert!(smol::future::poll_once(&mut z).await.is_none());
+        assert!(
+            client.transport().backlog_len() > 0,
+            "kept back for a batch"
+        );
+        // …and its caller giving up leaves nothing behind: withdrawn, or written.
+        drop(z);
+        assert_eq!(client.transport().backlog_len(), 0);
+        // A call whose batch never fills (y stays parked) goes out after one turn.
+        let started = Instant::now();
+        let four = client.call_tool("t", json!({})).await.unwrap();
+        assert_eq!(four.text(), "four");
+        assert!(started.elapsed() < Duration::from_secs(10), "no timeout");
+        // y's answer waited for it.
+        assert_eq!(y.await.unwrap().text(), "two");
+        close_and_check(client).await;
+    })
+}
