@@ -45,7 +45,7 @@ use crate::http::{HttpTransport, HttpTransportConfig};
 use crate::stdio::{StdioConfig, StdioTransport};
 use crate::{Client, ClientConfig, Error};
 use mcp_proto::server_set::EraMemory;
-use mcp_proto::{Era, EraChoice};
+use mcp_proto::EraChoice;
 use std::sync::MutexGuard;
 
 #[cfg(feature = "stdio")]
@@ -114,7 +114,7 @@ pub async fn connect_stdio(
     let client = Client::with_config(StdioTransport::spawn(stdio)?, with_era(&config, era));
     match client.initialize().await {
         Ok(_) => {
-            memory(&config).opened(&key, Some(Era::Legacy));
+            memory(&config).opened(&key, Some(mcp_proto::Era::Legacy));
             Ok(client)
         }
         Err(e) => {
