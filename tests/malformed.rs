@@ -212,8 +212,16 @@ fn the_http_rules_see_the_answer_in_a_body_with_bad_text() {
         wire: RequestId(3),
         method: "tools/call".into(),
     };
-    assert!(rules.observe_message(&call, &call_answer(3, b"caf\xe9")));
-    assert!(rules.observe_message(&call, &call_answer(3, br"\ud800")));
+    let transmit = mcp_proto::Transmit {
+        payload: b"{}".to_vec(),
+        kind: call,
+        headers: Vec::new(),
+        modern: false,
+    };
+    for body in [call_answer(3, b"caf\xe9"), call_answer(3, br"\ud800")] {
+        let (_, mut exchange) = rules.begin(&transmit);
+        assert!(rules.on_exchange_message(&mut exchange, &body));
+    }
 }
 
 // ---- lone surrogate escapes --------------------------------------------------------------------
@@ -669,8 +677,9 @@ fn the_http_rules_take_an_error_without_an_id_for_the_exchanges_answer() {
             "{body}"
         );
         if body.contains("\"error\":{") && !body.contains("method") {
+            let (_, mut exchange) = rules.begin(&transmit);
             assert_eq!(
-                rules.observe_message(&call, body.as_bytes()),
+                rules.on_exchange_message(&mut exchange, body.as_bytes()),
                 answers,
                 "{body}"
             );
