@@ -31,7 +31,7 @@ pub struct HttpConfig {
     pub standalone_stream: StandaloneStream,
 }
 
-/// When the client opens the standalone event stream ([`HttpRules::listen`]).
+/// When the client opens the standalone event stream (`HttpRules::listen`).
 ///
 /// > "The client MAY issue an HTTP GET to the MCP endpoint. This can be used to open an SSE
 /// > stream, allowing the server to communicate to the client, without the client first sending
@@ -42,7 +42,6 @@ pub struct HttpConfig {
 ///
 /// Only in the legacy era: a modern server has no such stream (it answers the `GET` 405).
 ///
-/// [`HttpRules::listen`]: crate::http::HttpRules::listen
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StandaloneStream {
     /// When the client declared a capability in `initialize`: it then answers requests the

@@ -22,9 +22,8 @@ pub enum Body {
     /// A request was refused with this status and a JSON body, which may be the JSON-RPC error
     /// answering it (a modern server answers `400` with `UnsupportedProtocolVersion`,
     /// `HeaderMismatch` or invalid params, and `404` with method not found): read the body (up to
-    /// [`MAX_ERROR_BODY`]) and hand it to [`HttpRules::on_error_body`].
+    /// [`MAX_ERROR_BODY`]) and hand it to `HttpRules::on_error_body`.
     ///
-    /// [`HttpRules::on_error_body`]: crate::http::HttpRules::on_error_body
     Refused {
         /// The HTTP status.
         status: u16,
@@ -57,9 +56,8 @@ pub enum HttpError {
     },
     /// The message met a session that a renewal has already replaced (its 404 came late): a
     /// request is to be POSTed again as it is, in the current session (once; see
-    /// [`HttpRules::check_post`] first); a notification or response is dropped.
+    /// `HttpRules::check_post` first); a notification or response is dropped.
     ///
-    /// [`HttpRules::check_post`]: crate::http::HttpRules::check_post
     #[error("HTTP request to {url} met a session already replaced")]
     Resend {
         /// The URL.
@@ -90,10 +88,9 @@ pub enum HttpError {
         /// The URL.
         url: String,
     },
-    /// A redirect that is not followed ([`HttpRules::on_redirect`]): nothing was sent where it
+    /// A redirect that is not followed (`HttpRules::on_redirect`): nothing was sent where it
     /// points.
     ///
-    /// [`HttpRules::on_redirect`]: crate::http::HttpRules::on_redirect
     #[error("HTTP {status} redirect from {url} not followed: {reason}")]
     Redirect {
         /// The redirect's status.
@@ -104,9 +101,8 @@ pub enum HttpError {
         reason: RedirectRefused,
     },
     /// Any other unexpected status (a redirect the driver did not ask
-    /// [`HttpRules::on_redirect`] about, a 3xx that redirects nowhere, such as 304, included).
+    /// `HttpRules::on_redirect` about, a 3xx that redirects nowhere, such as 304, included).
     ///
-    /// [`HttpRules::on_redirect`]: crate::http::HttpRules::on_redirect
     #[error("HTTP {status} from {url}")]
     Status {
         /// The status code.
@@ -121,6 +117,14 @@ pub enum HttpError {
         reason: String,
         /// The URL.
         url: String,
+    },
+    /// A message (a JSON body, an event) longer than the exchange's limit.
+    #[error("a message of {} bytes from the server, over the limit of {limit}", len.map_or_else(|| "more than that".to_owned(), |l| l.to_string()))]
+    TooLarge {
+        /// Its length, as far as it was read (unknown for an event: it is not buffered).
+        len: Option<u64>,
+        /// The limit.
+        limit: usize,
     },
     /// A 2xx answer to a request with neither JSON nor an event stream.
     #[error("unexpected content type {content_type:?} from {url}")]

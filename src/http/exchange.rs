@@ -18,9 +18,9 @@ pub const ORDER_WAIT: Duration = Duration::from_secs(1);
 /// for a request's event stream, its resumptions): the session id it carried, whether its answer
 /// came, how often its stream was resumed. The driver holds one per POST and hands it back to
 /// the rules with everything it reads; it keeps no protocol state of its own.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Exchange {
-    kind: TransmitKind,
+    pub(super) kind: TransmitKind,
     carried: Option<String>,
     answered: bool,
     resumes: u32,
@@ -32,6 +32,18 @@ pub struct Exchange {
     pub(super) url: String,
     /// The URLs its redirects were followed from (normalized), oldest first.
     pub(super) redirected_from: Vec<String>,
+    /// Where the machine is ([`HttpRules::step`]).
+    pub(super) phase: super::step::Phase,
+    /// The event stream's decoder, once the response is one.
+    pub(super) decoder: Option<SseDecoder>,
+    /// A JSON body read, to deliver (or, after a refusal that is no answer, for the message).
+    pub(super) body: Option<Vec<u8>>,
+    /// The most bytes of one message.
+    pub(super) limit: usize,
+    /// Whether the driver runs the OAuth flow.
+    pub(super) oauth: bool,
+    /// POSTs made (a resend starts the exchange afresh).
+    pub(super) posts: u32,
 }
 
 impl Exchange {
@@ -63,6 +75,27 @@ impl Exchange {
             TransmitKind::Request { wire, .. } => Some(*wire),
             _ => None,
         }
+    }
+
+    /// The body of a refusal that failed the exchange ([`Step::Failed`](super::Step::Failed)
+    /// with a status), for the error message.
+    pub fn error_body(&self) -> Option<&[u8]> {
+        match self.phase {
+            super::step::Phase::Failed(_) => self.body.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The same exchange afresh for another POST of its message (`fresh`: as
+    /// `HttpRules::begin` makes it now), keeping the machine's settings.
+    pub(super) fn restart(&mut self, fresh: Exchange) {
+        *self = Exchange {
+            phase: std::mem::take(&mut self.phase),
+            limit: self.limit,
+            oauth: self.oauth,
+            posts: self.posts,
+            ..fresh
+        };
     }
 }
 
@@ -195,8 +228,14 @@ impl HttpRules {
     }
 
     /// The POST that carries `transmit`, and the exchange that follows its answer.
-    pub fn begin(&self, transmit: &Transmit) -> (HttpRequest, Exchange) {
-        let exchange = Exchange {
+    #[cfg(test)]
+    pub(super) fn begin(&self, transmit: &Transmit) -> (HttpRequest, Exchange) {
+        (self.post(transmit), self.exchange_for(transmit))
+    }
+
+    /// The exchange that follows `transmit`'s POST, made now.
+    pub(super) fn exchange_for(&self, transmit: &Transmit) -> Exchange {
+        Exchange {
             kind: transmit.kind.clone(),
             carried: self.session_id.clone().filter(|_| !transmit.modern),
             answered: false,
@@ -206,13 +245,18 @@ impl HttpRules {
                 && declares_capabilities(&transmit.payload),
             url: self.url.clone(),
             redirected_from: Vec::new(),
-        };
-        (self.post(transmit), exchange)
+            phase: super::step::Phase::default(),
+            decoder: None,
+            body: None,
+            limit: usize::MAX,
+            oauth: false,
+            posts: 0,
+        }
     }
 
     /// The POST that carries `transmit` again, to where its exchange's redirects led (after
-    /// [`on_redirect`](Self::on_redirect) said to follow one): the same method, headers and body.
-    pub fn post_again(&self, exchange: &Exchange, transmit: &Transmit) -> HttpRequest {
+    /// `on_redirect` said to follow one): the same method, headers and body.
+    pub(super) fn post_again(&self, exchange: &Exchange, transmit: &Transmit) -> HttpRequest {
         HttpRequest {
             url: exchange.url.clone(),
             ..self.post(transmit)
@@ -229,7 +273,7 @@ impl HttpRules {
     /// every later request meets the 404 too and fails with it, rather than going out without an
     /// id. A 404 for a session that was already replaced (the exchange's POST carried an older
     /// id) is [`HttpError::Resend`].
-    pub fn on_exchange_response(
+    pub(super) fn on_exchange_response(
         &mut self,
         exchange: &Exchange,
         status: u16,
@@ -241,7 +285,7 @@ impl HttpRules {
     /// Notes a message read from the exchange's response (a JSON body, or an event's data);
     /// returns whether the request's answer is in, so that reading can stop: a server that keeps
     /// the stream open after the answer is not waited for.
-    pub fn on_exchange_message(&mut self, exchange: &mut Exchange, message: &[u8]) -> bool {
+    pub(super) fn on_exchange_message(&mut self, exchange: &mut Exchange, message: &[u8]) -> bool {
         let answers = self.observe_message(&exchange.kind, message);
         if answers
             && matches!(&exchange.kind, TransmitKind::Request { method, .. } if method == "initialize")
@@ -272,7 +316,7 @@ impl HttpRules {
     ///
     /// > "If there was an error in detecting the id in the Request object (e.g. Parse
     /// > error/Invalid Request), it MUST be Null." — JSON-RPC 2.0 § 5
-    pub fn on_error_body(
+    pub(super) fn on_error_body(
         &mut self,
         exchange: &mut Exchange,
         status: u16,
@@ -323,7 +367,7 @@ impl HttpRules {
     /// > with the Last-Event-ID header" / "the client MUST respect the retry field, waiting the
     /// > given number of milliseconds before attempting to reconnect" — MCP 2025-11-25,
     /// > Transports § Streamable HTTP § Resumability and Redelivery
-    pub fn on_exchange_end(
+    pub(super) fn on_exchange_end(
         &self,
         exchange: &mut Exchange,
         decoder: Option<&SseDecoder>,
@@ -472,7 +516,7 @@ impl HttpRules {
     /// without a session id and be refused: a request gets [`HttpError::SessionExpired`] without
     /// being sent (restart with its id, and it is sent in the new session), and a notification or
     /// response is dropped (it belonged to the old session).
-    pub fn check_post(&self, kind: &TransmitKind) -> Result<(), HttpError> {
+    pub(super) fn check_post(&self, kind: &TransmitKind) -> Result<(), HttpError> {
         // > "If an Mcp-Session-Id is returned by the server during initialization, clients using
         // > the Streamable HTTP transport MUST include it in the Mcp-Session-Id header on all of
         // > their subsequent HTTP requests." — MCP 2025-11-25, Transports § Streamable HTTP §
@@ -551,7 +595,7 @@ impl HttpRules {
     }
 
     /// Reads the answer to a resumption `GET`: it must be a 2xx event stream.
-    pub fn on_resume_response(
+    pub(super) fn on_resume_response(
         &self,
         status: u16,
         headers: &[(String, String)],

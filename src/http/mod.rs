@@ -6,7 +6,7 @@
 //! > endpoint." — MCP 2025-11-25, Transports § Streamable HTTP § Sending Messages to the Server
 //!
 //! The driver owns sockets and timers; [`HttpRules`] owns every decision about MCP over HTTP,
-//! redirects included ([`HttpRules::on_redirect`]: same-origin 307 and 308 only; RFC 9110 § 15.4).
+//! redirects included (same-origin 307 and 308 only, [`redirect_target`]; RFC 9110 § 15.4).
 //!
 //! # Call order
 //!
@@ -16,41 +16,37 @@
 //! 1. **Once**: [`HttpConfig::validate`], then [`HttpRules::new`].
 //!    [`has_configured_authorization`](HttpRules::has_configured_authorization) says whether the
 //!    OAuth flow is the driver's to run; its token goes in with
-//!    [`set_authorization`](HttpRules::set_authorization) before the requests that need it
-//!    (every request built afterwards carries it).
+//!    [`set_authorization`](HttpRules::set_authorization) (every request built afterwards
+//!    carries it).
 //! 2. **For each outbound message** (a [`Transmit`] from the session), in the session's order:
-//!    1. [`check_post`](HttpRules::check_post): whether it may go now (not while the session is
-//!       being renewed, unless it is the new `initialize`).
-//!    2. [`begin`](HttpRules::begin): its POST and its [`Exchange`], which remembers the session
-//!       id the POST carried; every later call about this message takes the exchange.
-//!    3. For each response: [`on_redirect`](HttpRules::on_redirect) first (a followed redirect
-//!       makes [`post_again`](HttpRules::post_again) the next request, and moves the endpoint for
-//!       every later request); then [`on_exchange_response`](HttpRules::on_exchange_response),
-//!       whose verdict ([`Body`] or [`HttpError`]) says what to read. The `initialize` answer's
-//!       headers set the session id here, so a driver that builds the next POST before this call
-//!       sends it without one.
-//!    4. Each message read from the body: [`on_exchange_message`](HttpRules::on_exchange_message)
-//!       (the messages of an event stream through [`event_message`](HttpRules::event_message)),
-//!       then to the session; it says when the answer is in and reading stops. The `initialize`
-//!       answer's body sets the protocol version that later requests carry. A refusal's JSON body
-//!       goes to [`on_error_body`](HttpRules::on_error_body) instead.
-//!    5. The body's end: [`on_exchange_end`](HttpRules::on_exchange_end) says done, failed, or
-//!       resume with a `GET` after a wait; a resumption's response goes to `on_redirect`, then
-//!       [`on_resume_response`](HttpRules::on_resume_response), and its body back to step 4.
+//!    [`start`](HttpRules::start) makes its [`Exchange`], and the driver runs one loop over
+//!    [`step`](HttpRules::step) until [`Step::Done`] or [`Step::Failed`], doing what each
+//!    [`Step`] says and feeding back what came of it: a response's status and headers
+//!    ([`on_head`](HttpRules::on_head)), the OAuth flow's verdict
+//!    ([`on_authorized`](HttpRules::on_authorized)), a JSON body
+//!    ([`on_body`](HttpRules::on_body), [`on_oversized`](HttpRules::on_oversized),
+//!    [`on_unreadable`](HttpRules::on_unreadable)), an event stream's bytes and end
+//!    ([`on_data`](HttpRules::on_data), [`on_end`](HttpRules::on_end)). The machine holds the
+//!    order: the session check before each POST (nothing but the new `initialize` goes out while
+//!    the session is renewed), the token before the POST that carries it, redirects before the
+//!    verdict, the verdict before the body, each message to the session as it is read (the
+//!    `initialize` answer's headers set the session id and its body the protocol version that
+//!    later requests carry, so the next message waits for them), the stop once the answer is
+//!    in, and the resumption `GET` after the server's `retry`.
 //!
 //!    The next message waits for this one's status at most
 //!    [`order_wait`](HttpRules::order_wait) (only `notifications/initialized` and cancellations
 //!    hold the next back). [`on_cancel`](HttpRules::on_cancel) says which exchange a cancellation
 //!    aborts; a notification or response that could not be delivered goes to
 //!    [`on_undelivered`](HttpRules::on_undelivered), which names the request that fails with it
-//!    (that request's stream carried the server request it answered, step 4).
+//!    (that request's stream carried the server request it answered).
 //! 3. **The standalone stream**, once a message of which
 //!    [`listens_after`](HttpRules::listens_after) says so went out (the handshake is over, so
-//!    the session id and version are known): [`listen`](HttpRules::listen), then
-//!    [`on_listen_response`](HttpRules::on_listen_response),
-//!    [`on_listen_event`](HttpRules::on_listen_event) for each event, and
-//!    [`on_listen_end`](HttpRules::on_listen_end), which gives the reconnection (put the current
-//!    token in it with [`refresh_authorization`](HttpRules::refresh_authorization)) or stops.
+//!    the session id and version are known): [`start_listening`](HttpRules::start_listening),
+//!    then the same loop over [`listen_step`](HttpRules::listen_step), fed by
+//!    [`listen_head`](HttpRules::listen_head), [`listen_authorized`](HttpRules::listen_authorized),
+//!    [`listen_data`](HttpRules::listen_data) and [`listen_end`](HttpRules::listen_end), until
+//!    it says [`Step::Done`].
 //! 4. **At the end**: [`delete`](HttpRules::delete), when a session id was assigned.
 //!
 //! The only state shared between exchanges is the connection's: the endpoint URL, the session
@@ -64,8 +60,10 @@
 //! - `wire.rs`: [`Method`], [`HttpRequest`], [`header`], every header name, [`redact_url`]
 //! - `config.rs`: [`HttpConfig`], [`StandaloneStream`], [`ConfigError`]
 //! - `error.rs`: [`Body`], [`HttpError`], the verdict on a status
-//! - `exchange.rs`: one message's [`Exchange`], its end ([`StreamEnd`]), cancellation, ordering
-//! - `listen.rs`: the standalone stream ([`Listening`])
+//! - `exchange.rs`: one message's [`Exchange`]: its response, messages, end ([`StreamEnd`]),
+//!   cancellation, ordering
+//! - `step.rs`: the exchange as one machine: [`Step`], [`HttpRules::step`]
+//! - `listen.rs`: the standalone stream ([`Listening`]), the same machine
 //! - `redirect.rs`: [`redirect_target`], [`RedirectRefused`], [`MAX_REDIRECTS`]
 //! - [`metadata`]: the request-metadata headers of 2026-07-28 (`Mcp-Method`, `Mcp-Name`,
 //!   `Mcp-Param-*`)
@@ -76,6 +74,7 @@ mod exchange;
 mod listen;
 pub mod metadata;
 mod redirect;
+mod step;
 mod wire;
 
 pub use config::{ConfigError, HttpConfig, StandaloneStream};
@@ -83,6 +82,7 @@ pub use error::{Body, HttpError, MAX_ERROR_BODY};
 pub use exchange::{Cancel, Exchange, StreamEnd, ORDER_WAIT};
 pub use listen::Listening;
 pub use redirect::{redirect_target, RedirectRefused, MAX_REDIRECTS};
+pub use step::Step;
 pub(crate) use wire::is_tchar;
 pub use wire::{
     header, is_header_name, is_header_value, redact_url, HttpRequest, Method, METHOD_HEADER,
@@ -220,7 +220,7 @@ impl HttpRules {
     }
 
     /// The endpoint's URL: the configured one, or where a followed redirect moved it (see
-    /// [`on_redirect`](Self::on_redirect)).
+    /// `on_redirect`).
     pub fn url(&self) -> &str {
         &self.url
     }

@@ -1,5 +1,5 @@
 //! Redirects (RFC 9110 § 15.4): which are followed and where to ([`redirect_target`]), and the
-//! exchange's count and loop check ([`HttpRules::on_redirect`]).
+//! exchange's count and loop check (`HttpRules::on_redirect`).
 
 use super::error::HttpError;
 use super::exchange::Exchange;
@@ -50,7 +50,7 @@ pub enum RedirectRefused {
 
 /// Where a response to a `method` request made to `current` redirects it, when the redirect
 /// may be followed — the rule for one response, without the exchange's count and loop check
-/// ([`HttpRules::on_redirect`]). `Ok(None)`: the status is no redirect to follow (anything but
+/// (`HttpRules::on_redirect`). `Ok(None)`: the status is no redirect to follow (anything but
 /// 301, 302, 303, 307 and 308; a 304 or 300 is read as any other status). `Ok(Some(url))`: the
 /// `Location`, resolved against `current` (RFC 3986 § 5) and without its fragment, which is never
 /// sent.
@@ -127,10 +127,10 @@ fn normalized(url: &str) -> String {
 
 impl HttpRules {
     /// Whether the response to the exchange's latest request (made with `method`: its POST, or a
-    /// resumption `GET`) is a redirect to follow; ask before [`on_exchange_response`]
-    /// (or [`on_resume_response`]). `Ok(None)`: it is not one; read the response as usual.
+    /// resumption `GET`) is a redirect to follow; ask before `on_exchange_response`
+    /// (or `on_resume_response`). `Ok(None)`: it is not one; read the response as usual.
     /// `Ok(Some(url))`: make the same request again at `url` — for a POST,
-    /// [`post_again`](Self::post_again) — and read its response in this one's place; the rules
+    /// `post_again` — and read its response in this one's place; the rules
     /// use `url` for every later request too. `Err`: a redirect not followed, which fails the
     /// request ([`HttpError::Redirect`]); nothing is sent where it points.
     ///
@@ -150,9 +150,7 @@ impl HttpRules {
     /// trailing slash to `/mcp`), where asking the old URL again would only double every POST,
     /// and the session and the resumption `GET`s belong to the endpoint that answers.
     ///
-    /// [`on_exchange_response`]: Self::on_exchange_response
-    /// [`on_resume_response`]: Self::on_resume_response
-    pub fn on_redirect(
+    pub(super) fn on_redirect(
         &mut self,
         exchange: &mut Exchange,
         method: Method,
