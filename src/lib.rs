@@ -16,8 +16,8 @@
 //! - [`capabilities`]: what the client declares it answers (elicitation, sampling, roots)
 //! - [`sse`]: the server-sent events decoder (Streamable HTTP responses)
 //! - [`http`]: the Streamable HTTP transport's rules: requests, responses, sessions, resumption
-//! - [`headers`]: the request-metadata headers of Streamable HTTP (2026-07-28): `Mcp-Method`,
-//!   `Mcp-Name`, `x-mcp-header` parameters, the Base64 value encoding
+//! - [`http::metadata`]: the request-metadata headers of Streamable HTTP (2026-07-28):
+//!   `Mcp-Method`, `Mcp-Name`, `x-mcp-header` parameters, the Base64 value encoding
 //! - [`oauth`]: OAuth 2.1 as a sans-IO flow: discovery, client identity, PKCE, tokens, step-up
 //! - [`bridge`]: tools as an agent registers them, results as a model reads them
 //! - [`server_set`]: the pure half of a set of servers: tool names, filters, routes,
@@ -54,13 +54,13 @@
 //!   ([`Event`]), and the vocabulary an application sets or reads for information ([`Era`],
 //!   [`EraChoice`], [`State`], [`TransportKind`], [`TransmitKind`], [`oauth::Grant`],
 //!   [`oauth::AuthMethod`], [`oauth::ApplicationType`], [`oauth::ClientKind`],
-//!   [`oauth::Reason`], [`toolset::Prefix`]) are `#[non_exhaustive]`: a new revision of the
+//!   [`oauth::Reason`], [`server_set::Prefix`]) are `#[non_exhaustive]`: a new revision of the
 //!   protocol adds to them, and that must not break a build that passes them on or ignores what
 //!   it does not know.
 //! - **What to do is closed**: the outputs a driver acts on, one arm per action, are exhaustive
 //!   on purpose: [`oauth::Step`], [`oauth::Verdict`], [`oauth::Redirect`], [`http::Body`],
-//!   [`http::StreamEnd`], [`toolset::RestartVerdict`] and [`toolset::Skipped`] (every tool left
-//!   out is explained to the user). A new variant there is a new thing the driver must do; it
+//!   [`http::StreamEnd`], [`server_set::RestartVerdict`] and [`server_set::Skipped`] (every tool
+//!   left out is explained to the user). A new variant there is a new thing the driver must do; it
 //!   should fail the driver's build, not fall into a `_` arm that does nothing.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -69,7 +69,6 @@ pub mod bridge;
 pub mod capabilities;
 pub mod error;
 pub mod framing;
-pub mod headers;
 pub mod http;
 pub mod jsonrpc;
 pub mod methods;
@@ -79,7 +78,6 @@ pub mod secret;
 pub mod server_set;
 pub mod session;
 pub mod sse;
-mod syntax;
 pub mod terminal;
 pub mod text;
 pub mod types;

@@ -212,8 +212,17 @@ fn the_http_rules_see_the_answer_in_a_body_with_bad_text() {
         wire: RequestId(3),
         method: "tools/call".into(),
     };
-    assert!(rules.observe_message(&call, &call_answer(3, b"caf\xe9")));
-    assert!(rules.observe_message(&call, &call_answer(3, br"\ud800")));
+    let transmit = mcp_proto::Transmit {
+        payload: b"{}".to_vec(),
+        kind: call,
+        headers: Vec::new(),
+        modern: false,
+    };
+    for body in [call_answer(3, b"caf\xe9"), call_answer(3, br"\ud800")] {
+        assert!(json_exchange(&mut rules, &transmit, 200, &body)
+            .1
+            .answered());
+    }
 }
 
 // ---- lone surrogate escapes --------------------------------------------------------------------
@@ -581,10 +590,8 @@ fn over_http_the_exchange_tells_which_request_a_null_id_error_answers() {
 
 #[test]
 fn a_legacy_servers_null_id_refusal_of_the_http_probe_still_means_legacy() {
-    use mcp_proto::http::Body;
     // What the TypeScript SDK's stateful server answers a POST without a session id.
     const REFUSAL: &[u8] = br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#;
-    let json = vec![("Content-Type".to_owned(), "application/json".to_owned())];
     for era in [EraChoice::Auto, EraChoice::Modern] {
         let now = Instant::now();
         let mut s = Session::new(Config {
@@ -594,16 +601,8 @@ fn a_legacy_servers_null_id_refusal_of_the_http_probe_still_means_legacy() {
         let mut rules = HttpRules::new(HttpConfig::new("http://127.0.0.1:1/mcp"));
         s.initialize(now).unwrap();
         let probe = s.poll_transmit().unwrap();
-        let (_, mut exchange) = rules.begin(&probe);
-        assert_eq!(
-            rules.on_exchange_response(&exchange, 400, &json),
-            Ok(Body::Refused { status: 400 })
-        );
-        assert_eq!(
-            rules.on_error_body(&mut exchange, 400, REFUSAL),
-            Ok(()),
-            "the probe's answer"
-        );
+        let (delivered, exchange) = json_exchange(&mut rules, &probe, 400, REFUSAL);
+        assert!(delivered, "the probe's answer");
         assert!(exchange.answered());
         s.handle_message_for(exchange.wire().unwrap(), REFUSAL, now);
         match era {
@@ -660,20 +659,42 @@ fn the_http_rules_take_an_error_without_an_id_for_the_exchanges_answer() {
             headers: Vec::new(),
             modern: false,
         };
-        let (_, mut exchange) = rules.begin(&transmit);
         assert_eq!(
-            rules
-                .on_error_body(&mut exchange, 400, body.as_bytes())
-                .is_ok(),
+            json_exchange(&mut rules, &transmit, 400, body.as_bytes()).0,
             answers,
             "{body}"
         );
         if body.contains("\"error\":{") && !body.contains("method") {
             assert_eq!(
-                rules.observe_message(&call, body.as_bytes()),
+                json_exchange(&mut rules, &transmit, 200, body.as_bytes())
+                    .1
+                    .answered(),
                 answers,
                 "{body}"
             );
         }
     }
+}
+
+/// `transmit`'s exchange, run through the HTTP rules' machine against one JSON response
+/// (`status`, `body`): whether the body was delivered (it is the request's answer, or a JSON
+/// body read in any case) rather than the status failing the request, and the exchange.
+fn json_exchange(
+    rules: &mut HttpRules,
+    transmit: &mcp_proto::Transmit,
+    status: u16,
+    body: &[u8],
+) -> (bool, mcp_proto::http::Exchange) {
+    use mcp_proto::http::Step;
+    let json = [("Content-Type".to_owned(), "application/json".to_owned())];
+    let mut exchange = rules.start(transmit, 1 << 20, false);
+    assert!(matches!(rules.step(&mut exchange, transmit), Step::Send(_)));
+    rules.on_head(&mut exchange, status, &json);
+    assert!(matches!(
+        rules.step(&mut exchange, transmit),
+        Step::ReadBody { .. }
+    ));
+    rules.on_body(&mut exchange, body.to_vec());
+    let delivered = matches!(rules.step(&mut exchange, transmit), Step::Deliver(_));
+    (delivered, exchange)
 }

@@ -55,10 +55,8 @@ use event_listener::IntoNotification;
 use isahc::config::{Configurable, RedirectPolicy};
 use isahc::{AsyncBody, HttpClient, Response};
 use mcp_proto::http::{
-    redact_url, Body, Exchange, HttpConfig, HttpError, HttpRequest, HttpRules, Listening, Method,
-    StreamEnd, MAX_ERROR_BODY,
+    redact_url, Exchange, HttpConfig, HttpError, HttpRequest, HttpRules, Listening, Step,
 };
-use mcp_proto::sse::{SseDecoder, SseItem};
 use mcp_proto::{RequestError, RequestId, Transmit, TransmitKind};
 use smol::channel::{self, Receiver, Sender};
 use smol::io::AsyncReadExt;
@@ -92,8 +90,9 @@ pub struct HttpTransportConfig {
     /// The isahc client to use. The default one keeps connections alive and has no wall-clock
     /// timeout: a response stream lasts as long as the caller's request timeout allows. Whatever
     /// the client's own redirect policy, isahc follows no redirect: the core's rules decide
-    /// ([`HttpRules::on_redirect`]: same-origin 307 and 308 only, so credentials never travel to
-    /// another origin), and the transport only sends the request again.
+    /// ([`redirect_target`](mcp_proto::http::redirect_target): same-origin 307 and 308 only, so
+    /// credentials never travel to another origin), and the transport only sends the request
+    /// again.
     pub client: Option<HttpClient>,
     /// The largest JSON body or SSE event accepted, in bytes (default 64 MiB).
     pub max_message: usize,
@@ -559,11 +558,6 @@ impl Shared {
         })
     }
 
-    /// The POST for `transmit`, and the exchange the rules follow its answer with.
-    fn begin(&self, transmit: &Transmit) -> (HttpRequest, Exchange) {
-        lock(&self.rules).begin(transmit)
-    }
-
     /// One message leaves the count of those queued: `close` may be waiting for the last.
     fn done(&self, queued: &AtomicUsize) {
         queued.fetch_sub(1, Ordering::SeqCst);
@@ -654,14 +648,15 @@ async fn send_one(
                     return;
                 }
                 // The handshake is done: listen on the standalone stream if the rules say so.
-                let listen = lock(&shared.rules).listen();
-                if let (Some((request, listening)), Some(running)) = (listen, exchanges.upgrade()) {
+                let listen =
+                    lock(&shared.rules).start_listening(shared.max_message, shared.oauth.is_some());
+                if let (Some(listening), Some(running)) = (listen, exchanges.upgrade()) {
                     if !shared.closed.load(Ordering::SeqCst) {
                         let (stop_tx, stop_rx) = channel::bounded::<()>(1);
                         lock(&running).listening = Some(stop_tx);
                         let shared = shared.clone();
                         smol::spawn(async move {
-                            smol::future::or(listen_loop(&shared, request, listening), async {
+                            smol::future::or(listen_loop(&shared, listening), async {
                                 let _ = stop_rx.recv().await;
                             })
                             .await;
@@ -778,100 +773,92 @@ async fn post_message(
     accepted: Sender<()>,
 ) {
     let posted = async {
-        // A message for a session being renewed is dropped: it belonged to the old one.
-        if lock(&shared.rules).check_post(&transmit.kind).is_err() {
-            return Ok(None);
-        }
+        let mut exchange =
+            lock(&shared.rules).start(&transmit, shared.max_message, shared.oauth.is_some());
         let mut attempt = mcp_proto::oauth::Attempt::default();
+        let mut generation = 0;
+        let mut response = None;
         loop {
-            // A token past its expiry is refreshed first; the message carries the current one.
-            let generation = match &shared.oauth {
-                Some(oauth) => oauth.prepare(&shared.rules).await.map_err(Error::Auth)?,
-                None => 0,
-            };
-            let (mut request, mut exchange) = shared.begin(&transmit);
-            let (response, status, verdict) = loop {
-                // Each attempt within the deadline; a flow it leads to has limits of its own.
-                let response = smol::future::or(shared.send(request), async {
-                    smol::Timer::after(shared.post_timeout).await;
-                    Err(Error::io(
-                        format!("POST {}", lock(&shared.rules).redacted_url()),
-                        std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            format!("no answer within {:?}", shared.post_timeout),
-                        ),
-                    ))
-                })
-                .await?;
-                let head = head(&response);
-                let status = response.status().as_u16();
-                let mut rules = lock(&shared.rules);
-                if rules
-                    .on_redirect(&mut exchange, Method::Post, status, &head)
-                    .map_err(http_error)?
-                    .is_some()
-                {
-                    request = rules.post_again(&exchange, &transmit);
-                    continue;
+            let step = lock(&shared.rules).step(&mut exchange, &transmit);
+            match step {
+                // A token past its expiry is refreshed first; the message carries the current one.
+                Step::Prepare => {
+                    if let Some(oauth) = &shared.oauth {
+                        generation = oauth.prepare(&shared.rules).await.map_err(Error::Auth)?;
+                    }
                 }
-                break (
-                    response,
-                    status,
-                    rules.on_exchange_response(&exchange, status, &head),
-                );
-            };
-            // A 401 or 403: the OAuth flow decides whether to authorize (again) and send it again.
-            if let (
-                Some(oauth),
-                Err(
-                    HttpError::Unauthorized { challenge, .. }
-                    | HttpError::Forbidden { challenge, .. },
-                ),
-            ) = (&shared.oauth, &verdict)
-            {
-                let again = oauth
-                    .on_response(
-                        &mut attempt,
-                        generation,
-                        status,
-                        challenge.as_deref(),
-                        &shared.rules,
-                    )
-                    .await
-                    .map_err(Error::Auth)?;
-                if again {
-                    continue;
+                Step::Send(request) => {
+                    // Each attempt within the deadline; a flow it leads to has limits of its own.
+                    let sent = smol::future::or(shared.send(request), async {
+                        smol::Timer::after(shared.post_timeout).await;
+                        Err(Error::io(
+                            format!("POST {}", lock(&shared.rules).redacted_url()),
+                            std::io::Error::new(
+                                std::io::ErrorKind::TimedOut,
+                                format!("no answer within {:?}", shared.post_timeout),
+                            ),
+                        ))
+                    })
+                    .await?;
+                    let head = head(&sent);
+                    lock(&shared.rules).on_head(&mut exchange, sent.status().as_u16(), &head);
+                    response = Some(sent);
                 }
+                // A 401 or 403: the OAuth flow decides whether to authorize (again) and send it
+                // again.
+                Step::Authorize { status, challenge } => {
+                    let again = match &shared.oauth {
+                        Some(oauth) => oauth
+                            .on_response(
+                                &mut attempt,
+                                generation,
+                                status,
+                                challenge.as_deref(),
+                                &shared.rules,
+                            )
+                            .await
+                            .map_err(Error::Auth)?,
+                        None => false,
+                    };
+                    lock(&shared.rules).on_authorized(&mut exchange, again);
+                }
+                Step::Failed(e) => return Ok((response, Some(e))),
+                // Its status is all a notification or response gets (the rules read no body
+                // for it): done, or dropped (it belonged to a session since replaced).
+                Step::Done
+                | Step::Dropped(_)
+                | Step::ReadBody { .. }
+                | Step::ReadStream
+                | Step::Deliver(_)
+                | Step::Wait(_) => return Ok((response, None)),
             }
-            return Ok(Some((response, verdict)));
         }
     };
     let answered: Result<_, Error> = posted.await;
     drop(accepted);
     let outcome = match answered {
-        Ok(None) => Posted::Dropped,
-        Ok(Some((mut response, verdict))) => match verdict {
-            Ok(_) => {
-                drain(shared, &mut response).await;
-                Posted::Answered
-            }
-            Err(HttpError::SessionExpired { url }) => {
-                shared
-                    .deliver(Inbound::SessionExpired {
-                        id: None,
-                        error: Error::Http {
-                            status: 404,
-                            url,
-                            body: String::new(),
-                        },
-                    })
-                    .await;
-                Posted::Answered
-            }
-            // A late 404 from a replaced session: it belonged to that one.
-            Err(HttpError::Resend { .. }) => Posted::Dropped,
-            Err(e) => Posted::Failed(http_failure(e, response.body_mut()).await),
-        },
+        Ok((Some(mut response), None)) => {
+            drain(shared, &mut response).await;
+            Posted::Answered
+        }
+        Ok((None, None)) => Posted::Dropped,
+        Ok((_, Some(HttpError::SessionExpired { url }))) => {
+            shared
+                .deliver(Inbound::SessionExpired {
+                    id: None,
+                    error: Error::Http {
+                        status: 404,
+                        url,
+                        body: String::new(),
+                    },
+                })
+                .await;
+            Posted::Answered
+        }
+        Ok((Some(mut response), Some(e))) => {
+            Posted::Failed(http_failure(e, response.body_mut()).await)
+        }
+        Ok((None, Some(e))) => Posted::Failed(http_error(e)),
         Err(error) => Posted::Failed(error),
     };
     let Posted::Failed(error) = outcome else {
@@ -910,139 +897,149 @@ async fn drain(shared: &Shared, response: &mut Response<AsyncBody>) {
     .await;
 }
 
-/// One request's exchange: POST, then read its JSON body or event stream (resuming it if it
-/// breaks), handing every message to the client.
+/// One request's exchange: the steps the rules give ([`HttpRules::step`]: the POST and its
+/// redirects, authorization, the body or the event stream and its resumptions), executed one by
+/// one, every message handed to the client.
 async fn exchange(shared: &Shared, id: RequestId, transmit: &Transmit) {
-    if let Err(error) = exchange_inner(shared, id, transmit).await {
+    if let Err(error) = run_exchange(shared, id, transmit).await {
         shared.deliver(error).await;
     }
 }
 
-async fn exchange_inner(
-    shared: &Shared,
-    id: RequestId,
-    transmit: &Transmit,
-) -> Result<(), Inbound> {
+async fn run_exchange(shared: &Shared, id: RequestId, transmit: &Transmit) -> Result<(), Inbound> {
     let failed = |error: Error| Inbound::Failed { id, error };
-    let expired = |url: String| Inbound::SessionExpired {
-        id: Some(id),
-        error: Error::Http {
-            status: 404,
-            url,
-            body: String::new(),
-        },
-    };
+    let mut exchange =
+        lock(&shared.rules).start(transmit, shared.max_message, shared.oauth.is_some());
     let mut attempt = mcp_proto::oauth::Attempt::default();
-    let (mut response, mut exchange, verdict) = loop {
-        // While the session is being renewed, the request waits for the new one without being
-        // sent.
-        if let Err(HttpError::SessionExpired { url }) =
-            lock(&shared.rules).check_post(&transmit.kind)
-        {
-            return Err(expired(url));
-        }
-        // A token past its expiry is refreshed first; the request carries the current one.
-        let generation = match &shared.oauth {
-            Some(oauth) => match oauth.ready(&shared.rules) {
-                Some(generation) => generation,
-                // A flow first (a refresh, the authorization up front): the request's timeout
-                // waits for it.
-                None => Box::pin(authorizing(shared, id, oauth.prepare(&shared.rules)))
-                    .await
-                    .map_err(|e| failed(Error::Auth(e)))?,
-            },
-            None => 0,
-        };
-        let (mut request, mut exchange) = shared.begin(transmit);
-        let (response, status, head) = loop {
-            let response = shared.send(request).await.map_err(failed)?;
-            let status = response.status().as_u16();
-            let head = head(&response);
-            let mut rules = lock(&shared.rules);
-            match rules.on_redirect(&mut exchange, Method::Post, status, &head) {
-                Ok(Some(_)) => request = rules.post_again(&exchange, transmit),
-                Ok(None) => break (response, status, head),
-                Err(e) => return Err(failed(http_error(e))),
+    let mut generation = 0;
+    let mut response: Option<Response<AsyncBody>> = None;
+    // Small at first (most streams carry one small answer: a 16 KiB buffer zeroed for each
+    // request cost more than the rest of the read); doubled, up to `READ_BUF`, each time a read
+    // fills it. None for a JSON body.
+    let mut buf = Vec::new();
+    loop {
+        let step = lock(&shared.rules).step(&mut exchange, transmit);
+        match step {
+            Step::Prepare => {
+                let Some(oauth) = &shared.oauth else {
+                    continue;
+                };
+                // A token past its expiry is refreshed first; the request carries the current
+                // one.
+                generation = match oauth.ready(&shared.rules) {
+                    Some(generation) => generation,
+                    // A flow first (a refresh, the authorization up front): the request's
+                    // timeout waits for it.
+                    None => Box::pin(authorizing(shared, id, oauth.prepare(&shared.rules)))
+                        .await
+                        .map_err(|e| failed(Error::Auth(e)))?,
+                };
             }
-        };
-        let verdict = lock(&shared.rules).on_exchange_response(&exchange, status, &head);
-        // A 401 or 403: the OAuth flow decides whether to authorize (again) and send it again.
-        if let (
-            Some(oauth),
-            Err(HttpError::Unauthorized { challenge, .. } | HttpError::Forbidden { challenge, .. }),
-        ) = (&shared.oauth, &verdict)
-        {
-            use mcp_proto::oauth::Verdict;
-            let again = match oauth.verdict(&mut attempt, generation, status, challenge.as_deref())
-            {
-                Verdict::Proceed => false,
-                Verdict::Retry => true,
-                Verdict::Fail(e) => return Err(failed(Error::Auth(e))),
-                // The flow (this request's, or the one running that it waits for) may wait
-                // for a person: the request's timeout waits for it.
-                Verdict::Authorize(start) => Box::pin(authorizing(
-                    shared,
-                    id,
-                    oauth.authorize_for(*start, generation, &shared.rules),
-                ))
-                .await
-                .map_err(|e| failed(Error::Auth(e)))?,
-            };
-            if again {
-                continue;
+            Step::Send(request) => {
+                let sent = shared.send(request).await.map_err(failed)?;
+                let head = head(&sent);
+                lock(&shared.rules).on_head(&mut exchange, sent.status().as_u16(), &head);
+                response = Some(sent);
             }
-        }
-        // A late 404 from a replaced session: POST it again, in the current one.
-        if !matches!(verdict, Err(HttpError::Resend { .. })) {
-            break (response, exchange, verdict);
-        }
-    };
-    match verdict {
-        Ok(Body::None) => Ok(()),
-        Ok(Body::Json) => {
-            let body = read_limited(response.body_mut(), shared.max_message)
-                .await
-                .map_err(|e| match e {
-                    Error::Request(RequestError::TooLarge { len, limit }) => Inbound::Oversized {
-                        len,
-                        limit,
-                        id: Some(id),
-                    },
-                    e => failed(e),
-                })?;
-            lock(&shared.rules).on_exchange_message(&mut exchange, &body);
-            shared.deliver(reply(&exchange, body)).await;
-            // Nothing else comes for this request. (Should the body have answered it after all,
-            // as a batch would, the client has already completed it and ignores a failure.)
-            match lock(&shared.rules).on_exchange_end(&mut exchange, None) {
-                StreamEnd::Failed(e) => Err(failed(Error::HttpProtocol(e))),
-                _ => Ok(()),
+            Step::Authorize { status, challenge } => {
+                use mcp_proto::oauth::Verdict;
+                let Some(oauth) = &shared.oauth else {
+                    lock(&shared.rules).on_authorized(&mut exchange, false);
+                    continue;
+                };
+                let again =
+                    match oauth.verdict(&mut attempt, generation, status, challenge.as_deref()) {
+                        Verdict::Proceed => false,
+                        Verdict::Retry => true,
+                        Verdict::Fail(e) => return Err(failed(Error::Auth(e))),
+                        // The flow (this request's, or the one running that it waits for) may wait
+                        // for a person: the request's timeout waits for it.
+                        Verdict::Authorize(start) => Box::pin(authorizing(
+                            shared,
+                            id,
+                            oauth.authorize_for(*start, generation, &shared.rules),
+                        ))
+                        .await
+                        .map_err(|e| failed(Error::Auth(e)))?,
+                    };
+                lock(&shared.rules).on_authorized(&mut exchange, again);
             }
-        }
-        Ok(Body::EventStream) => Box::pin(read_stream(shared, id, exchange, response)).await,
-        Ok(Body::Refused { status }) => {
-            // The refusal may be the request's JSON-RPC answer (a modern server's error): the
-            // rules say; the session then reads it.
-            let limit = shared.max_message.min(MAX_ERROR_BODY);
-            let body = read_limited(response.body_mut(), limit)
-                .await
-                .unwrap_or_default();
-            let verdict = lock(&shared.rules).on_error_body(&mut exchange, status, &body);
-            match verdict {
-                Ok(()) => {
-                    shared.deliver(reply(&exchange, body)).await;
-                    Ok(())
+            Step::ReadBody { limit } => {
+                let Some(body) = response.as_mut().map(Response::body_mut) else {
+                    continue;
+                };
+                match read_limited(body, limit).await {
+                    Ok(body) => lock(&shared.rules).on_body(&mut exchange, body),
+                    Err(Error::Request(RequestError::TooLarge { len, .. })) => {
+                        lock(&shared.rules).on_oversized(&mut exchange, len)
+                    }
+                    Err(e) => {
+                        if !lock(&shared.rules).on_unreadable(&mut exchange) {
+                            return Err(failed(e));
+                        }
+                    }
                 }
-                Err(HttpError::Status { status, url }) => Err(failed(Error::Http {
-                    status,
-                    url,
-                    body: excerpt(&body),
-                })),
-                Err(e) => Err(failed(http_error(e))),
+            }
+            Step::ReadStream => {
+                if buf.is_empty() {
+                    buf = vec![0u8; 1024];
+                }
+                // A broken stream is resumed like an ended one.
+                let n = match response.as_mut() {
+                    Some(response) => response.body_mut().read(&mut buf).await.unwrap_or_default(),
+                    None => 0,
+                };
+                let mut rules = lock(&shared.rules);
+                if n == 0 {
+                    rules.on_end(&mut exchange);
+                } else {
+                    rules.on_data(&mut exchange, &buf[..n]);
+                    drop(rules);
+                    if n == buf.len() && buf.len() < READ_BUF {
+                        buf.resize(buf.len() * 2, 0);
+                    }
+                }
+            }
+            Step::Deliver(message) => shared.deliver(reply(&exchange, message)).await,
+            // A request's stream fails with an event over the limit instead.
+            Step::Dropped(_) => {}
+            Step::Wait(after) => {
+                smol::Timer::after(after).await;
+            }
+            Step::Done => return Ok(()),
+            Step::Failed(HttpError::SessionExpired { url }) => {
+                return Err(Inbound::SessionExpired {
+                    id: Some(id),
+                    error: Error::Http {
+                        status: 404,
+                        url,
+                        body: String::new(),
+                    },
+                })
+            }
+            Step::Failed(HttpError::TooLarge { len, limit }) => {
+                return Err(Inbound::Oversized {
+                    // An event is not buffered, so its length past the limit is unknown.
+                    len: len.unwrap_or((limit as u64).saturating_add(1)),
+                    limit,
+                    id: Some(id),
+                });
+            }
+            Step::Failed(e) => {
+                let error = match (exchange.error_body(), e) {
+                    (Some(body), HttpError::Status { status, url }) => Error::Http {
+                        status,
+                        url,
+                        body: excerpt(body),
+                    },
+                    (_, e) => match response.as_mut() {
+                        Some(response) => Box::pin(http_failure(e, response.body_mut())).await,
+                        None => http_error(e),
+                    },
+                };
+                return Err(failed(error));
             }
         }
-        Err(HttpError::SessionExpired { url }) => Err(expired(url)),
-        Err(e) => Err(failed(Box::pin(http_failure(e, response.body_mut())).await)),
     }
 }
 
@@ -1057,165 +1054,84 @@ async fn authorizing<T>(shared: &Shared, id: RequestId, flow: impl Future<Output
     outcome
 }
 
-/// Reads an event stream as it arrives; resumes it with GET + Last-Event-ID when it ends before
-/// the answer, as the rules say.
-async fn read_stream(
-    shared: &Shared,
-    id: RequestId,
-    mut exchange: Exchange,
-    mut response: Response<AsyncBody>,
-) -> Result<(), Inbound> {
-    let failed = |error: Error| Inbound::Failed { id, error };
-    let mut decoder = SseDecoder::with_limit(shared.max_message);
-    // Small at first (most streams carry one small answer: a 16 KiB buffer zeroed for each
-    // request cost more than the rest of the read); doubled, up to `READ_BUF`, each time a
-    // read fills it.
-    let mut buf = vec![0u8; 1024];
-    loop {
-        loop {
-            // A broken stream is resumed like an ended one.
-            let n: usize = response.body_mut().read(&mut buf).await.unwrap_or_default();
-            if n == 0 {
-                break;
-            }
-            decoder.feed(&buf[..n]);
-            if n == buf.len() && buf.len() < READ_BUF {
-                buf.resize(buf.len() * 2, 0);
-            }
-            while let Some(item) = decoder.poll_event() {
-                match item {
-                    SseItem::Event(event) => {
-                        if let Some(message) = HttpRules::event_message(&event) {
-                            lock(&shared.rules).on_exchange_message(&mut exchange, message);
-                            shared.deliver(reply(&exchange, message.to_vec())).await;
-                        }
-                    }
-                    SseItem::Overflow => {
-                        // Not buffered, so its length past the limit is unknown.
-                        return Err(Inbound::Oversized {
-                            len: (shared.max_message as u64).saturating_add(1),
-                            limit: shared.max_message,
-                            id: Some(id),
-                        });
-                    }
-                }
-            }
-            if exchange.answered() {
-                // The answer is in; a server that keeps the stream open is not waited for.
-                return Ok(());
-            }
-        }
-        decoder.finish();
-        let plan = lock(&shared.rules).on_exchange_end(&mut exchange, Some(&decoder));
-        match plan {
-            StreamEnd::Done => return Ok(()),
-            StreamEnd::Failed(e) => return Err(failed(Error::HttpProtocol(e))),
-            StreamEnd::Resume { after, mut request } => {
-                smol::Timer::after(after).await;
-                let head = loop {
-                    // A GET has no body: keeping a copy for a redirect costs little.
-                    response = shared.send(request.clone()).await.map_err(failed)?;
-                    let head = head(&response);
-                    let status = response.status().as_u16();
-                    match lock(&shared.rules).on_redirect(&mut exchange, Method::Get, status, &head)
-                    {
-                        Ok(Some(url)) => request.url = url,
-                        Ok(None) => break head,
-                        Err(e) => return Err(failed(http_error(e))),
-                    }
-                };
-                let verdict =
-                    lock(&shared.rules).on_resume_response(response.status().as_u16(), &head);
-                if let Err(e) = verdict {
-                    return Err(failed(http_failure(e, response.body_mut()).await));
-                }
-            }
-        }
-    }
-}
-
-/// Reads the standalone event stream, handing every message to the client, and reconnects to
-/// it when it ends, as the rules say; stops quietly when the server offers none (405, any other
-/// answer) or cannot be reached.
-async fn listen_loop(shared: &Shared, mut request: HttpRequest, mut listening: Listening) {
+/// The standalone event stream: the steps the rules give ([`HttpRules::listen_step`]), executed
+/// one by one: every message handed to the client, reconnections as the rules say; stops
+/// quietly when the server offers none (405, any other answer) or cannot be reached.
+async fn listen_loop(shared: &Shared, mut listening: Listening) {
     let mut buf = vec![0u8; READ_BUF];
     let mut attempt = mcp_proto::oauth::Attempt::default();
+    let mut generation = 0;
+    let mut response = None;
     loop {
-        // A token that expired while the stream was open is refreshed before reconnecting.
-        let generation = match &shared.oauth {
-            Some(oauth) => match oauth.prepare(&shared.rules).await {
-                Ok(generation) => {
-                    lock(&shared.rules).refresh_authorization(&mut request);
-                    generation
-                }
-                Err(_) => return,
-            },
-            None => 0,
-        };
-        // A GET has no body: keeping a copy for a retry after authorizing costs little.
-        let Ok(mut response) = shared.send(request.clone()).await else {
-            return;
-        };
-        let head = head(&response);
-        let status = response.status().as_u16();
-        if let (Some(oauth), 401 | 403) = (&shared.oauth, status) {
-            let challenge = head
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case("www-authenticate"))
-                .map(|(_, v)| v.as_str());
-            match oauth
-                .on_response(&mut attempt, generation, status, challenge, &shared.rules)
-                .await
-            {
-                Ok(true) => continue,
-                _ => return,
-            }
-        }
-        let verdict = lock(&shared.rules).on_listen_response(status, &head);
-        if verdict.is_err() {
-            return;
-        }
-        // Connected: the next reconnection may authorize again.
-        attempt = mcp_proto::oauth::Attempt::default();
-        let mut decoder = SseDecoder::with_limit(shared.max_message);
-        loop {
-            let n: usize = response.body_mut().read(&mut buf).await.unwrap_or_default();
-            if n == 0 {
-                break;
-            }
-            decoder.feed(&buf[..n]);
-            while let Some(item) = decoder.poll_event() {
-                match item {
-                    SseItem::Event(event) => {
-                        let message = lock(&shared.rules)
-                            .on_listen_event(&mut listening, &event)
-                            .map(<[u8]>::to_vec);
-                        if let Some(message) = message {
-                            shared.deliver(Inbound::Message(message)).await;
-                        }
-                    }
-                    SseItem::Overflow => {
-                        shared
-                            .deliver(Inbound::Oversized {
-                                len: (shared.max_message as u64).saturating_add(1),
-                                limit: shared.max_message,
-                                id: None,
-                            })
-                            .await;
+        let step = lock(&shared.rules).listen_step(&mut listening);
+        match step {
+            // A token that expired while the stream was open is refreshed before reconnecting.
+            Step::Prepare => {
+                if let Some(oauth) = &shared.oauth {
+                    match oauth.prepare(&shared.rules).await {
+                        Ok(current) => generation = current,
+                        Err(_) => return,
                     }
                 }
             }
+            Step::Send(request) => {
+                let Ok(sent) = shared.send(request).await else {
+                    return;
+                };
+                let head = head(&sent);
+                lock(&shared.rules).listen_head(&mut listening, sent.status().as_u16(), &head);
+                response = Some(sent);
+            }
+            Step::Authorize { status, challenge } => {
+                let again = match &shared.oauth {
+                    Some(oauth) => matches!(
+                        oauth
+                            .on_response(
+                                &mut attempt,
+                                generation,
+                                status,
+                                challenge.as_deref(),
+                                &shared.rules,
+                            )
+                            .await,
+                        Ok(true)
+                    ),
+                    None => false,
+                };
+                lock(&shared.rules).listen_authorized(&mut listening, again);
+            }
+            Step::ReadStream => {
+                // Connected: the next reconnection may authorize again.
+                attempt = mcp_proto::oauth::Attempt::default();
+                let n = match response.as_mut() {
+                    Some(response) => response.body_mut().read(&mut buf).await.unwrap_or_default(),
+                    None => 0,
+                };
+                let mut rules = lock(&shared.rules);
+                if n == 0 {
+                    rules.listen_end(&mut listening);
+                } else {
+                    rules.listen_data(&mut listening, &buf[..n]);
+                }
+            }
+            Step::Deliver(message) => shared.deliver(Inbound::Message(message)).await,
+            Step::Dropped(HttpError::TooLarge { len, limit }) => {
+                shared
+                    .deliver(Inbound::Oversized {
+                        len: len.unwrap_or((limit as u64).saturating_add(1)),
+                        limit,
+                        id: None,
+                    })
+                    .await;
+            }
+            Step::Wait(after) => {
+                smol::Timer::after(after).await;
+                if shared.closed.load(Ordering::SeqCst) {
+                    return;
+                }
+            }
+            Step::Dropped(_) | Step::ReadBody { .. } | Step::Done | Step::Failed(_) => return,
         }
-        decoder.finish();
-        let next = lock(&shared.rules).on_listen_end(&mut listening, &decoder);
-        let Some((after, next)) = next else {
-            return;
-        };
-        smol::Timer::after(after).await;
-        if shared.closed.load(Ordering::SeqCst) {
-            return;
-        }
-        request = next;
     }
 }
 
@@ -1230,7 +1146,7 @@ fn reply(exchange: &Exchange, message: Vec<u8>) -> Inbound {
 /// The isahc request for one the core built (checked first with [`HttpRequest::check`]: isahc
 /// panics on a header value that is not visible ASCII).
 ///
-/// Redirects are the rules' to follow (`HttpRules::on_redirect`), never the HTTP library's, even
+/// Redirects are the rules' to follow ([`Step::Send`] again), never the HTTP library's, even
 /// with a client of the application's that would follow them: the request's own policy wins
 /// over the client's. The OAuth flow follows none at all.
 pub(crate) fn isahc_request(

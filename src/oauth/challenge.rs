@@ -1,7 +1,7 @@
 //! The `WWW-Authenticate` header: its challenges (RFC 9110 § 11.6.1) and the `Bearer` one's
 //! parameters (RFC 6750 § 3, RFC 9728 § 5.1).
 
-use crate::syntax::is_tchar;
+use crate::http::is_tchar;
 
 /// One challenge of a `WWW-Authenticate` header: its scheme, and its parameters (names in lower
 /// case, values unquoted) or its `token68`.

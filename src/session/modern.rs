@@ -9,7 +9,7 @@
 use super::pending::Wake;
 use super::{Core, Era, Event, Reply, Request, Transmit, TransmitKind, TransportKind};
 use crate::error::{RequestError, SessionError, Warning};
-use crate::headers::{self, ParamHeaders};
+use crate::http::metadata::{self, ParamHeaders};
 use crate::jsonrpc::{RequestId, RpcError};
 use crate::types::{
     DiscoverResult, Implementation, InputRequiredResult, ResultType, MODERN_PROTOCOL_VERSIONS,
@@ -225,7 +225,7 @@ impl Modern {
             crate::http::PROTOCOL_VERSION_HEADER.to_owned(),
             self.version.to_owned(),
         )];
-        if let Ok(standard) = headers::standard_headers(method, params) {
+        if let Ok(standard) = metadata::standard_headers(method, params) {
             out.extend(standard.into_iter().map(|(k, v)| (k.to_owned(), v)));
         }
         if method == "tools/call" {

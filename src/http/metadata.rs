@@ -31,20 +31,15 @@
 //! > "Clients using other transports (e.g., stdio) MAY ignore `x-mcp-header` annotations
 //! > entirely." — MCP 2026-07-28, Transports § Streamable HTTP § Schema Extension
 
-use crate::syntax::is_header_name;
+use super::wire::{
+    is_header_name, is_header_value, METHOD_HEADER, NAME_HEADER, PARAM_HEADER_PREFIX,
+};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::fmt;
 
-/// The header mirroring a request's `method`.
-pub const METHOD_HEADER: &str = "Mcp-Method";
-/// The header mirroring `params.name` (`tools/call`, `prompts/get`) or `params.uri`
-/// (`resources/read`).
-pub const NAME_HEADER: &str = "Mcp-Name";
-/// What precedes an `x-mcp-header` value in the name of the header it makes.
-pub const PARAM_HEADER_PREFIX: &str = "Mcp-Param-";
 /// The JSON Schema extension keyword marking a tool parameter as mirrored into a header.
 pub const ANNOTATION: &str = "x-mcp-header";
 /// How deep (in nested JSON objects and arrays from the root) [`ParamHeaders::from_input_schema`]
@@ -111,7 +106,7 @@ pub fn encode_value(value: &str) -> Cow<'_, str> {
 /// with `=?base64?` and ends with `?=` but whose middle is not canonical padded standard Base64 of
 /// UTF-8 text (or is missing, as in `=?base64?=`).
 pub fn decode_value(header: &str) -> Result<Cow<'_, str>, MalformedValue> {
-    if !crate::syntax::is_header_value(header) {
+    if !is_header_value(header) {
         return Err(MalformedValue::Characters);
     }
     if !looks_encoded(header) {

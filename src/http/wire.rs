@@ -1,0 +1,157 @@
+//! The wire vocabulary of Streamable HTTP: the requests the rules build ([`HttpRequest`],
+//! [`Method`]), every header name the transport sets, HTTP's syntax for header names and values,
+//! and how a URL may appear in a message ([`redact_url`]). It depends on nothing else in
+//! [`http`](super) but the error a request check returns.
+
+use super::error::HttpError;
+use std::fmt;
+
+/// The header carrying the session id (header names compare case-insensitively).
+pub const SESSION_ID_HEADER: &str = "Mcp-Session-Id";
+/// The header carrying the negotiated protocol revision after the handshake.
+pub const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
+/// The header mirroring a request's `method`.
+pub const METHOD_HEADER: &str = "Mcp-Method";
+/// The header mirroring `params.name` (`tools/call`, `prompts/get`) or `params.uri`
+/// (`resources/read`).
+pub const NAME_HEADER: &str = "Mcp-Name";
+/// What precedes an `x-mcp-header` value in the name of the header it makes.
+pub const PARAM_HEADER_PREFIX: &str = "Mcp-Param-";
+
+/// Whether `b` may appear in a token: visible ASCII except the delimiters. The one copy of the
+/// rule: header names, and the schemes and parameter names of a `WWW-Authenticate` challenge.
+///
+/// > `tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|"
+/// > / "~" / DIGIT / ALPHA` — RFC 9110 § 5.6.2
+pub(crate) fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Whether `name` can be sent as a header name: a token.
+///
+/// > `field-name = token`, `token = 1*tchar` — RFC 9110 § 5.1, § 5.6.2
+pub fn is_header_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(is_tchar)
+}
+
+/// Whether `value` can be sent as a header value: visible ASCII, spaces and tabs only. (HTTP
+/// libraries refuse control characters, and some panic on bytes above 0x7e.)
+pub fn is_header_value(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
+}
+
+/// A header's value, by case-insensitive name.
+pub fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// `url` as it may appear in an error message or a log: `scheme://host:port/path`, without user
+/// info (`user:password@`), query or fragment, which often carry credentials or API keys.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => (&url[..i + 3], &url[i + 3..]),
+        None => ("", url),
+    };
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    let rest = &rest[..end];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    format!("{scheme}{host}{path}")
+}
+
+/// Header pairs for `Debug`: names shown, values hidden.
+pub(super) struct RedactedHeaders<'a>(pub(super) &'a [(String, String)]);
+
+impl fmt::Debug for RedactedHeaders<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| (name, "<redacted>")))
+            .finish()
+    }
+}
+
+/// An HTTP method this transport uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// Every client message.
+    Post,
+    /// Resuming a response stream.
+    Get,
+    /// Ending the session.
+    Delete,
+}
+
+impl Method {
+    /// The method's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Post => "POST",
+            Method::Get => "GET",
+            Method::Delete => "DELETE",
+        }
+    }
+}
+
+/// One HTTP request to make. `Debug` hides header values and the URL's credentials and query.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HttpRequest {
+    /// The method.
+    pub method: Method,
+    /// The URL.
+    pub url: String,
+    /// Headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body, for a POST.
+    pub body: Option<Vec<u8>>,
+}
+
+impl HttpRequest {
+    /// Checks that every header can be sent as it is (see [`is_header_name`] and
+    /// [`is_header_value`]); a driver calls it before handing the request to its HTTP library.
+    pub fn check(&self) -> Result<(), HttpError> {
+        match self
+            .headers
+            .iter()
+            .find(|(name, value)| !is_header_name(name) || !is_header_value(value))
+        {
+            Some((name, _)) => Err(HttpError::InvalidHeader {
+                name: name.clone(),
+                url: redact_url(&self.url),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpRequest")
+            .field("method", &self.method)
+            .field("url", &redact_url(&self.url))
+            .field("headers", &RedactedHeaders(&self.headers))
+            .field("body", &self.body.as_ref().map(Vec::len))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_in_messages_lose_credentials_and_query() {
+        assert_eq!(
+            redact_url("http://bob:hunter2@127.0.0.1:9/mcp?key=SECRET#frag"),
+            "http://127.0.0.1:9/mcp"
+        );
+        assert_eq!(redact_url("https://h.example"), "https://h.example");
+        assert_eq!(redact_url("http://h/a@b/c"), "http://h/a@b/c");
+        assert_eq!(redact_url("u:p@h/x?y"), "h/x");
+    }
+}
