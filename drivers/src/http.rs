@@ -35,7 +35,7 @@
 //! (they would turn it into a GET), and one request follows at most
 //! [`MAX_REDIRECTS`](mcp_proto::http::MAX_REDIRECTS), never in a loop
 //! ([`HttpRules::on_redirect`]). A refused request's JSON-RPC error is read from its body (at
-//! most [`MAX_ERROR_BODY`]); a JSON-RPC error with `"id": null`
+//! most [`MAX_ERROR_BODY`](mcp_proto::http::MAX_ERROR_BODY)); a JSON-RPC error with `"id": null`
 //! fails the request whose response carried it. Authorization is the [`auth`](crate::auth)
 //! module's.
 //!
@@ -43,7 +43,7 @@
 //!
 //! In the 2026-07-28 era every POST mirrors its method, name and the arguments a tool's schema
 //! marks with `x-mcp-header` into `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers
-//! (Base64-encoded where not plain ASCII; the rules are [`mcp_proto::headers`]); tools whose
+//! (Base64-encoded where not plain ASCII; the rules are [`mcp_proto::http::metadata`]); tools whose
 //! annotations are invalid are left out of the list (with a warning); a -32020 header mismatch
 //! re-lists the tools and retries the call once; cancelling closes the request's stream and
 //! posts nothing. There is no session and no standalone stream.
