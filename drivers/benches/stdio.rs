@@ -87,14 +87,14 @@ impl Cost {
     }
 
     fn measure(f: impl FnOnce()) -> Cost {
-        let (cpu0, sw0) = (cpu_time(), context_switches());
+        let (cpu0, sw0) = (cpu_time(), mcp_testkit::cpu::context_switches());
         let started = Instant::now();
         f();
         let wall = started.elapsed();
         Cost {
             wall,
             cpu: cpu_time().saturating_sub(cpu0),
-            switches: context_switches().saturating_sub(sw0),
+            switches: mcp_testkit::cpu::context_switches().saturating_sub(sw0),
         }
     }
 }
@@ -102,24 +102,6 @@ impl Cost {
 /// CPU time of this process, all its live threads, in nanoseconds (their schedstat).
 fn cpu_time() -> Duration {
     mcp_testkit::cpu::process_cpu()
-}
-
-/// Voluntary + involuntary context switches of this process's live threads.
-fn context_switches() -> u64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    tasks
-        .filter_map(|t| t.ok())
-        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
-        .flat_map(|status| {
-            status
-                .lines()
-                .filter(|l| l.contains("ctxt_switches:"))
-                .filter_map(|l| l.split(':').nth(1)?.trim().parse::<u64>().ok())
-                .collect::<Vec<_>>()
-        })
-        .sum()
 }
 
 struct Params {

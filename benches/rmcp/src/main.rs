@@ -308,7 +308,7 @@ impl Meter {
             server,
             server_cpu: tasks_cpu(format!("/proc/{server}/task")),
             cpu: process_cpu(),
-            switches: context_switches(),
+            switches: mcp_testkit::cpu::context_switches(),
             started: Instant::now(),
         }
     }
@@ -317,7 +317,7 @@ impl Meter {
     fn stop(self, calls: usize) -> Figures {
         let wall = self.started.elapsed();
         let cpu = process_cpu().saturating_sub(self.cpu);
-        let switches = context_switches().saturating_sub(self.switches);
+        let switches = mcp_testkit::cpu::context_switches().saturating_sub(self.switches);
         let server =
             tasks_cpu(format!("/proc/{}/task", self.server)).saturating_sub(self.server_cpu);
         let per = |d: Duration| d.as_secs_f64() * 1e6 / calls as f64;
@@ -330,23 +330,6 @@ impl Meter {
     }
 }
 
-/// Voluntary + involuntary context switches of this process's live threads.
-fn context_switches() -> u64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    tasks
-        .filter_map(|t| t.ok())
-        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
-        .flat_map(|status| {
-            status
-                .lines()
-                .filter(|l| l.contains("ctxt_switches:"))
-                .filter_map(|l| l.split(':').nth(1)?.trim().parse::<u64>().ok())
-                .collect::<Vec<_>>()
-        })
-        .sum()
-}
 
 /// Our side: `Client` with `config` (the default one has a request timeout, as users get it).
 fn ours(width: usize, a: &Args, config: ClientConfig) -> Figures {
