@@ -1016,6 +1016,11 @@ trait Mailbox {
         state: &Mutex<State>,
         cx: Option<&mut Context<'_>>,
     ) -> Poll<Option<Self::Item>>;
+
+    /// The request whose slot this is (`None`: not a slot).
+    fn slot(&self) -> Option<RequestId> {
+        None
+    }
 }
 
 /// A request's answer slot: its entry in [`State::waiters`].
@@ -1023,6 +1028,10 @@ struct Slot(RequestId);
 
 impl Mailbox for Slot {
     type Item = ToWaiter;
+
+    fn slot(&self) -> Option<RequestId> {
+        Some(self.0)
+    }
 
     fn poll_take(
         &mut self,
@@ -1135,7 +1144,7 @@ impl<T: Transport> Shared<T> {
             }
             if !looked {
                 looked = true;
-                next = self.pump(timers);
+                next = self.pump(timers, None);
                 continue;
             }
             if !yielded && one_cpu() {
@@ -1143,7 +1152,7 @@ impl<T: Transport> Shared<T> {
                 // the request) and look again, rather than pay a wait in the reactor.
                 yielded = true;
                 std::thread::yield_now();
-                next = self.pump(timers);
+                next = self.pump(timers, None);
                 continue;
             }
             if !self.idle_reader {
@@ -1172,7 +1181,10 @@ impl<T: Transport> Shared<T> {
                 }
                 Wake::Readable => {
                     if self.pumps.load(Ordering::Acquire) == pumped {
-                        next = self.pump(timers);
+                        // This caller looks at its slot next: an answer put there by this pump
+                        // must not wake it (a wake-up of the running task costs its executor a
+                        // needless turn of the reactor before the next wait).
+                        next = self.pump(timers, mailbox.slot());
                     }
                 }
                 Wake::Deadline => {
@@ -1193,9 +1205,14 @@ impl<T: Transport> Shared<T> {
     }
 
     /// Takes what the transport received, feeds it to the session, sends what the session queued
-    /// and hands out the answers. Never waits. Returns the next timer `timers` names.
-    fn pump(&self, timers: Timers) -> Option<Instant> {
+    /// and hands out the answers. Never waits. Returns the next timer `timers` names. `running`
+    /// is the slot of the caller that pumps, which looks at it next: what this puts there does
+    /// not wake it.
+    fn pump(&self, timers: Timers, running: Option<RequestId>) -> Option<Instant> {
         let mut st = lock(&self.state);
+        if let Some(w) = running.and_then(|id| st.waiters.get_mut(&id)) {
+            w.waker = None;
+        }
         self.pumps.fetch_add(1, Ordering::Release);
         let now = Instant::now();
         for _ in 0..RECV_BATCH {
@@ -1383,7 +1400,7 @@ async fn idle_reader<T: Transport>(shared: Arc<Shared<T>>) {
             // is ending: the loop looks again, re-arming first.
             IdleWake::Woken => {}
             IdleWake::Look => {
-                shared.pump(Timers::Session);
+                shared.pump(Timers::Session, None);
                 shared.expire(Timers::Session);
             }
             IdleWake::Timer => {
