@@ -188,12 +188,26 @@ fn a_parked_futures_timeout_fires_on_time_with_nobody_polling() {
 #[test]
 fn the_server_is_answered_while_the_only_waiting_future_is_parked() {
     // `ping-first`: the server asks the client a ping and a sampling request before it answers the
-    // call, and waits for both answers. The only call future is parked after one poll: the idle
-    // reader's watchdog answers for it.
+    // call, and waits for both answers; `ask-on-roots-change`: it asks only once the client says
+    // its roots changed, sent after the call's future was polled once and parked. So the first
+    // poll cannot finish the call (the server has not asked yet), and the questions come while
+    // nobody polls: the idle reader's watchdog answers for the parked future.
     smol::block_on(async {
-        let client = connect(serve(&["ping-first"])).await;
+        let settings = mcp_connect::ClientConfig {
+            session: mcp_connect::proto::Config {
+                era: mcp_connect::proto::EraChoice::Legacy,
+                ..mcp_connect::ClientConfig::default().session
+            },
+            handlers: mcp_connect::Handlers::new().roots(true, || async { Ok(Vec::new()) }),
+            ..mcp_connect::ClientConfig::default()
+        };
+        let transport =
+            StdioTransport::spawn(serve(&["ping-first", "ask-on-roots-change"])).expect("spawn");
+        let client = Client::with_config(transport, settings);
+        client.initialize().await.expect("initialize");
         let mut call = Box::pin(client.call_tool("echo", json!({"text": "parked"})));
         assert!(smol::future::poll_once(&mut call).await.is_none());
+        assert!(client.roots_changed(), "the roots change was not sent");
         assert!(
             wait_until(Duration::from_secs(30), || client.stats().pings_answered
                 == 1),

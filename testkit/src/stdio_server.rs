@@ -19,7 +19,9 @@
 //! Behaviours of either era: `crash-on-call` (exits with code 3 on `tools/call`), `hang`
 //! (`tools/call` is never answered), `stderr-flood` (20 MiB on stderr before answering a call),
 //! `junk` (non-JSON lines on stdout before a call's answer), `ping-first` (a call first sends the
-//! client a `ping` and a `sampling/createMessage`, and appends their answers to its text),
+//! client a `ping` and a `sampling/createMessage`, and appends their answers to its text;
+//! with `ask-on-roots-change` too, it asks only once the client sent
+//! `notifications/roots/list_changed`),
 //! `ping-idle` (pings the client after each call and logs whether it answered), `ignore-eof`
 //! (keeps running after its stdin ends), `threaded` (each call answered from a thread of its own,
 //! out of order), `exit-before-handshake` (exits with code 4 at once), `progress-burst` (a
@@ -103,6 +105,8 @@ struct Behaviour {
     stderr_flood: usize,
     junk: bool,
     ping_first: bool,
+    /// `ask-on-roots-change`: `ping-first` asks only after `notifications/roots/list_changed`.
+    ask_on_roots_change: bool,
     ignore_eof: bool,
     ping_idle: bool,
     threaded: bool,
@@ -224,6 +228,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "stderr-flood" => b.stderr_flood = 20 * 1024 * 1024,
                         "junk" => b.junk = true,
                         "ping-first" => b.ping_first = true,
+                        "ask-on-roots-change" => b.ask_on_roots_change = true,
                         "ignore-eof" => b.ignore_eof = true,
                         "ping-idle" => b.ping_idle = true,
                         "threaded" => b.threaded = true,
@@ -829,6 +834,9 @@ fn call(
         .map(|t| format!("[{t}]"))
         .unwrap_or_default();
     if b.ping_first {
+        if b.ask_on_roots_change {
+            wait_for_roots_change(input);
+        }
         extra = ask_client(input, out);
     }
     Some(tools::call(&msg["params"], &extra))
@@ -901,6 +909,20 @@ fn hostile_call(
 }
 
 /// Sends the client a ping and a request it does not implement; returns what it answered.
+/// Reads the client's lines until `notifications/roots/list_changed` (or the end of input).
+fn wait_for_roots_change(input: &mut impl BufRead) {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if input.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        if line.contains("\"notifications/roots/list_changed\"") {
+            return;
+        }
+    }
+}
+
 fn ask_client(input: &mut impl BufRead, out: &mut impl Write) -> String {
     let _ = out.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"srv-ping\",\"method\":\"ping\"}\n");
     let _ = out.write_all(
