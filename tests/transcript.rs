@@ -35,12 +35,12 @@ use mcp_proto::{
     bridge, CallToolResult, Config, ContentBlock, Event, Reply, Request, RequestError, RequestId,
     Session, SessionError, Stats, UsageError, Warning,
 };
+mod common;
+
+use common::{json_matches, unescape, warning_kind};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// In an expected frame, a string that matches any value.
-const ANY: &str = "<any>";
 
 fn transcripts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/transcripts")
@@ -515,32 +515,6 @@ fn parse_check(args: &mut Args<'_>) -> Result<Check, String> {
 }
 
 /// `<-x` text: `\\`, `\n`, `\r`, `\t`, `\0` and `\xHH` escapes, any other character as itself.
-fn unescape(text: &str) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            let mut buf = [0; 4];
-            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-            continue;
-        }
-        match chars.next() {
-            Some('\\') => out.push(b'\\'),
-            Some('n') => out.push(b'\n'),
-            Some('r') => out.push(b'\r'),
-            Some('t') => out.push(b'\t'),
-            Some('0') => out.push(0),
-            Some('x') => {
-                let hex: String = chars.by_ref().take(2).collect();
-                let b = u8::from_str_radix(&hex, 16).map_err(|_| format!("bad \\x{hex}"))?;
-                out.push(b);
-            }
-            other => return Err(format!("unknown escape \\{}", other.unwrap_or(' '))),
-        }
-    }
-    Ok(out)
-}
-
 /// `<-file FILE [N | N-M]`: those lines (1-based, inclusive; all without a range) of a file beside
 /// the transcripts, each with its line end exactly as in the file.
 fn read_lines(args: &mut Args<'_>) -> Result<Vec<u8>, String> {
@@ -862,35 +836,6 @@ fn check(t: &Transcript, trace: &[Out]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// JSON equality, but for `"<any>"` in `want`, which matches any value.
-fn json_matches(want: &Value, got: &Value) -> bool {
-    match (want, got) {
-        (Value::String(s), _) if s == ANY => true,
-        (Value::Object(w), Value::Object(g)) => {
-            w.len() == g.len()
-                && w.iter()
-                    .all(|(k, v)| g.get(k).is_some_and(|g| json_matches(v, g)))
-        }
-        (Value::Array(w), Value::Array(g)) => {
-            w.len() == g.len() && w.iter().zip(g).all(|(w, g)| json_matches(w, g))
-        }
-        _ => want == got,
-    }
-}
-
-fn warning_kind(w: &Warning) -> &'static str {
-    match w {
-        Warning::NotJson { .. } => "not_json",
-        Warning::NotJsonRpc(_) => "not_json_rpc",
-        Warning::UnknownId(_) => "unknown_id",
-        Warning::ErrorWithoutId(_) => "error_without_id",
-        Warning::RequestIdTooLong { .. } => "request_id_too_long",
-        Warning::Oversized { .. } => "oversized",
-        Warning::ToolRejected { .. } => "tool_rejected",
-        _ => "other",
-    }
 }
 
 fn failed_kind(e: &SessionError) -> &'static str {
