@@ -653,15 +653,28 @@ async fn send_one(
                 if let (Some(listening), Some(running)) = (listen, exchanges.upgrade()) {
                     if !shared.closed.load(Ordering::SeqCst) {
                         let (stop_tx, stop_rx) = channel::bounded::<()>(1);
+                        let (open_tx, open_rx) = channel::bounded::<()>(1);
                         lock(&running).listening = Some(stop_tx);
-                        let shared = shared.clone();
+                        let listener = shared.clone();
                         smol::spawn(async move {
-                            smol::future::or(listen_loop(&shared, listening), async {
+                            smol::future::or(listen_loop(&listener, listening, open_tx), async {
                                 let _ = stop_rx.recv().await;
                             })
                             .await;
                         })
                         .detach();
+                        // The next messages wait for the stream to be open (or refused), at
+                        // most as long as the rules say: what the server sends on it at once
+                        // is not lost.
+                        smol::future::or(
+                            async {
+                                let _ = open_rx.recv().await;
+                            },
+                            async {
+                                smol::Timer::after(HttpRules::listen_wait()).await;
+                            },
+                        )
+                        .await;
                     }
                 }
             }
@@ -1057,7 +1070,9 @@ async fn authorizing<T>(shared: &Shared, id: RequestId, flow: impl Future<Output
 /// The standalone event stream: the steps the rules give ([`HttpRules::listen_step`]), executed
 /// one by one: every message handed to the client, reconnections as the rules say; stops
 /// quietly when the server offers none (405, any other answer) or cannot be reached.
-async fn listen_loop(shared: &Shared, mut listening: Listening) {
+/// `opened` is dropped when the first `GET`'s status came (whatever it is) or the loop ended.
+async fn listen_loop(shared: &Shared, mut listening: Listening, opened: Sender<()>) {
+    let mut opened = Some(opened);
     let mut buf = vec![0u8; READ_BUF];
     let mut attempt = mcp_proto::oauth::Attempt::default();
     let mut generation = 0;
@@ -1081,6 +1096,7 @@ async fn listen_loop(shared: &Shared, mut listening: Listening) {
                 let head = head(&sent);
                 lock(&shared.rules).listen_head(&mut listening, sent.status().as_u16(), &head);
                 response = Some(sent);
+                drop(opened.take());
             }
             Step::Authorize { status, challenge } => {
                 let again = match &shared.oauth {

@@ -90,6 +90,38 @@ fn a_ping_inside_the_stream_is_answered_by_its_own_post() {
     });
 }
 
+/// A server may send requests of its own on the standalone stream as soon as the first request
+/// after the handshake comes, and drops them when no stream is open yet (the TypeScript SDK's
+/// server does; the conformance suite's elicitation scenario lost its question that way now and
+/// then): so nothing goes after the handshake before the `GET` has its status. This server gives
+/// it after 300 ms; the call reaches it only after that.
+#[test]
+fn requests_after_the_handshake_wait_for_the_standalone_stream() {
+    let srv = start(Behaviour {
+        slow_listen: Some(Duration::from_millis(300)),
+        ..Behaviour::default()
+    });
+    let mut config = HttpTransportConfig::new(srv.url.as_str());
+    config.rules.standalone_stream = mcp_connect::proto::http::StandaloneStream::Always;
+    smol::block_on(async {
+        let c = Client::new(HttpTransport::new(config).unwrap());
+        c.initialize().await.expect("initialize");
+        c.call_tool("echo", json!({"text": "x"})).await.unwrap();
+        c.close().await.unwrap();
+    });
+    let log = srv.log();
+    let get = log.iter().find(|l| l.method == "GET").expect("a GET");
+    let call = log
+        .iter()
+        .find(|l| l.rpc_method().as_deref() == Some("tools/call"))
+        .expect("the call");
+    let after = call.at.saturating_duration_since(get.at);
+    assert!(
+        after >= Duration::from_millis(300),
+        "the call came {after:?} after the GET, before the stream's status"
+    );
+}
+
 #[test]
 fn request_headers_session_and_delete() {
     let srv = start(Behaviour::default());

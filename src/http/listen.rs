@@ -2,6 +2,7 @@
 //! any request, followed across its reconnections.
 
 use super::error::HttpError;
+use super::exchange::ORDER_WAIT;
 use super::wire::{is_header_value, HttpRequest};
 use super::Step;
 use super::{HttpRules, StandaloneStream};
@@ -69,6 +70,21 @@ impl HttpRules {
     /// `notifications/initialized`, which ends the handshake.
     pub fn listens_after(kind: &TransmitKind) -> bool {
         matches!(kind, TransmitKind::Notification { method } if method == "notifications/initialized")
+    }
+
+    /// How long the messages after the handshake wait for the standalone stream to be open —
+    /// its `GET`'s status, whatever it is — before they go: [`ORDER_WAIT`], once a session.
+    ///
+    /// > "The server MAY send JSON-RPC requests and notifications on the stream." — MCP
+    /// > 2025-11-25, Transports § Streamable HTTP § Listening for Messages from the Server
+    ///
+    /// A server may do so as soon as the first request after the handshake comes (a tool that
+    /// asks the client for elicitation while it runs), and one that has no stream open yet drops
+    /// the message (the TypeScript SDK's server does: "it's ok to discard if no stream"), leaving
+    /// the request waiting for an answer to a question nobody heard. So the stream opens first:
+    /// one round trip, once a session.
+    pub fn listen_wait() -> Duration {
+        ORDER_WAIT
     }
 
     fn listen_now(&self) -> Option<(HttpRequest, Listening)> {

@@ -79,6 +79,10 @@ pub struct Behaviour {
     /// The standalone `GET` stream opens (in a known session) and sends this many
     /// `notifications/message` log events, then stays open for 30 s.
     pub flood_listen: Option<usize>,
+    /// The standalone `GET` is answered only after this long (as a server that is slow to open
+    /// it: a request the client sends meanwhile would meet no stream to carry the server's own
+    /// requests).
+    pub slow_listen: Option<Duration>,
     /// The client's answers to the server's requests are refused (`500`), and never seen: with
     /// `ping_in_stream`, the `tools/call` waits its 5 s for the ping's answer in vain.
     pub refuse_answers: bool,
@@ -388,6 +392,9 @@ fn handle_get(
     b: &Behaviour,
     shared: &Shared,
 ) -> std::io::Result<()> {
+    if let Some(delay) = b.slow_listen {
+        std::thread::sleep(delay);
+    }
     let known = req
         .header("mcp-session-id")
         .is_some_and(|s| shared.0.lock().unwrap().sessions.contains(s));
