@@ -122,6 +122,7 @@
 //! [`PreRegistered::private_key`]: mcp_proto::oauth::PreRegistered::private_key
 //! [`PreRegistered::issuer`]: mcp_proto::oauth::PreRegistered::issuer
 
+use crate::sync::lock;
 use crate::transport::BoxFuture;
 use isahc::{AsyncReadResponseExt, HttpClient};
 use mcp_proto::http::{redact_url, HttpRequest, HttpRules};
@@ -998,10 +999,6 @@ trait MapUnit: std::future::Future + Sized {
 }
 
 impl<F: std::future::Future> MapUnit for F {}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 #[allow(dead_code)]
 fn _assert_send() {

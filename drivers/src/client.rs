@@ -25,6 +25,7 @@
 //! pending on stdio it is only reported ([`Warning::ErrorWithoutId`]).
 
 use crate::handlers::Handlers;
+use crate::sync::lock;
 use crate::transport::{Inbound, Transport};
 use crate::Error;
 use mcp_proto::{
@@ -1494,8 +1495,4 @@ fn internal(message: String) -> RpcError {
 /// Runs the application's code, catching a panic in it.
 fn quietly(f: &dyn Fn()) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

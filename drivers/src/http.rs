@@ -49,6 +49,7 @@
 //! posts nothing. There is no session and no standalone stream.
 
 use crate::auth::{OAuth, OAuthConfig};
+use crate::sync::lock;
 use crate::transport::{BoxFuture, Inbound, Transport};
 use crate::Error;
 use event_listener::IntoNotification;
@@ -65,7 +66,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Wake, Waker};
 use std::time::Duration;
 
@@ -1259,8 +1260,4 @@ fn http_error(e: HttpError) -> Error {
         },
         other => Error::HttpProtocol(other),
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

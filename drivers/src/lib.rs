@@ -119,6 +119,7 @@ pub mod http;
 pub mod servers;
 #[cfg(feature = "stdio")]
 pub mod stdio;
+mod sync;
 pub mod tools;
 #[cfg(feature = "tracing")]
 pub mod trace;
