@@ -312,10 +312,11 @@ impl State {
                 self.session.handle_oversized(len, limit, id, now)
             }
             Inbound::Failed { id, error } => {
-                let hit = match error {
-                    Error::Auth(_) => self.session.handle_unreachable(id, now),
-                    _ => self.session.handle_undeliverable(id, now),
-                };
+                let hit = self.session.handle_undeliverable(id, now);
+                self.report(hit, error);
+            }
+            Inbound::Unreachable { id, error } => {
+                let hit = self.session.handle_unreachable(id, now);
                 self.report(hit, error);
             }
             Inbound::Authorizing { id } => self.session.handle_authorizing(id, now),

@@ -1627,7 +1627,7 @@ fn the_redirect_listener_waits_for_its_own_state_and_serves_connections_at_once(
     serve_mcp(&mut mcp, &auth.origin, gate);
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let record = seen.clone();
-    let show: mcp_connect::auth::ShowUrl =
+    let show: mcp_connect::oauth::ShowUrl =
         Arc::new(move |request: &AuthorizationRequest, opened| {
             assert!(!opened);
             let port: u16 = request
