@@ -82,6 +82,15 @@ pub enum Error {
         /// The transport, which is also the feature's name: `"stdio"` or `"http"`.
         transport: &'static str,
     },
+    /// The server asks for authorization (HTTP `401`) and this build has no OAuth: the driver
+    /// crate's `oauth` feature is off. (With the feature on and no
+    /// [`HttpTransportConfig::oauth`](crate::http::HttpTransportConfig::oauth) set, a `401` is
+    /// [`Error::Http`].)
+    #[error("HTTP 401 from {url}: the server asks for authorization, and this build has no OAuth (the driver crate's `oauth` feature is off)")]
+    OAuthUnavailable {
+        /// The URL requested.
+        url: String,
+    },
     /// `tools/list` pagination went wrong: a repeated cursor, more pages or more bytes than the
     /// caps.
     #[error("tools/list pagination: {0}")]

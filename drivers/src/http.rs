@@ -37,7 +37,7 @@
 //! ([`HttpRules::on_redirect`]). A refused request's JSON-RPC error is read from its body (at
 //! most [`MAX_ERROR_BODY`](mcp_proto::http::MAX_ERROR_BODY)); a JSON-RPC error with `"id": null`
 //! fails the request whose response carried it. Authorization is the [`oauth`](crate::oauth)
-//! module's.
+//! module's (the `oauth` feature).
 //!
 //! # The modern era over HTTP
 //!
@@ -48,7 +48,9 @@
 //! re-lists the tools and retries the call once; cancelling closes the request's stream and
 //! posts nothing. There is no session and no standalone stream.
 
-use crate::oauth::{OAuth, OAuthConfig};
+use crate::oauth::OAuth;
+#[cfg(feature = "oauth")]
+use crate::oauth::OAuthConfig;
 use crate::sync::lock;
 use crate::transport::{BoxFuture, Inbound, Transport};
 use crate::Error;
@@ -113,6 +115,7 @@ pub struct HttpTransportConfig {
     /// OAuth: when set, a `401` (or a `403 insufficient_scope`) runs the authorization flow and
     /// the request is sent again with its token (see [`crate::oauth`]). Not used when
     /// [`rules`](Self::rules) carry an `Authorization` header of their own.
+    #[cfg(feature = "oauth")]
     pub oauth: Option<OAuthConfig>,
 }
 
@@ -126,11 +129,13 @@ impl HttpTransportConfig {
             post_timeout: Duration::from_secs(10),
             close_timeout: Duration::from_secs(2),
             max_queued: 1024,
+            #[cfg(feature = "oauth")]
             oauth: None,
         }
     }
 
     /// Authorizes with OAuth when the server asks (see [`oauth`](Self::oauth)).
+    #[cfg(feature = "oauth")]
     pub fn oauth(mut self, oauth: OAuthConfig) -> Self {
         self.oauth = Some(oauth);
         self
@@ -145,15 +150,16 @@ impl HttpTransportConfig {
 
 impl std::fmt::Debug for HttpTransportConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpTransportConfig")
-            .field("rules", &self.rules)
+        let mut d = f.debug_struct("HttpTransportConfig");
+        d.field("rules", &self.rules)
             .field("client", &self.client.as_ref().map(|_| "HttpClient"))
             .field("max_message", &self.max_message)
             .field("post_timeout", &self.post_timeout)
             .field("close_timeout", &self.close_timeout)
-            .field("max_queued", &self.max_queued)
-            .field("oauth", &self.oauth)
-            .finish()
+            .field("max_queued", &self.max_queued);
+        #[cfg(feature = "oauth")]
+        d.field("oauth", &self.oauth);
+        d.finish()
     }
 }
 
@@ -358,12 +364,15 @@ impl HttpTransport {
         // Bounded: a server streaming faster than the client reads is slowed down, not buffered.
         let (in_tx, in_rx) = channel::bounded(INBOUND_QUEUE);
         let rules = HttpRules::new(config.rules);
+        #[cfg(feature = "oauth")]
         let oauth = match config.oauth {
             Some(oauth) if !rules.has_configured_authorization() => {
                 Some(OAuth::new(rules.url(), oauth, client.clone()))
             }
             _ => None,
         };
+        #[cfg(not(feature = "oauth"))]
+        let oauth: Option<OAuth> = None;
         let shared = Arc::new(Shared {
             oauth,
             client,
@@ -1232,6 +1241,7 @@ async fn http_failure(e: HttpError, body: &mut AsyncBody) -> Error {
     let (status, url) = match e {
         HttpError::Status { status, url } => (status, url),
         // Until the OAuth flow answers them, 401 and 403 reach the caller as their status.
+        #[cfg(feature = "oauth")]
         HttpError::Unauthorized { url, .. } => (401, url),
         HttpError::Forbidden { url, .. } => (403, url),
         other => return http_error(other),
@@ -1255,11 +1265,14 @@ fn http_error(e: HttpError) -> Error {
             url,
             body: String::new(),
         },
+        #[cfg(feature = "oauth")]
         HttpError::Unauthorized { url, .. } => Error::Http {
             status: 401,
             url,
             body: String::new(),
         },
+        #[cfg(not(feature = "oauth"))]
+        HttpError::Unauthorized { url, .. } => Error::OAuthUnavailable { url },
         HttpError::Forbidden { url, .. } => Error::Http {
             status: 403,
             url,

@@ -44,14 +44,17 @@
 //! | feature | default | what it brings |
 //! |---|---|---|
 //! | `stdio` | yes | [`StdioTransport`], [`connect_stdio`]: a server run as a child process (`async-process`) |
-//! | `http` | yes | [`HttpTransport`], [`connect_http`], OAuth 2.1 ([`oauth`]): Streamable HTTP through `isahc`, and so libcurl (the only C code in the tree) |
+//! | `http` | yes | [`HttpTransport`], [`connect_http`]: Streamable HTTP through `isahc`, and so libcurl (the only C code in the tree) |
+//! | `oauth` | yes | OAuth 2.1 for the HTTP transport ([`oauth`]: [`OAuthConfig`], the token stores, the browser flow); turns `http` on. Without it a server that answers `401` fails with [`Error::OAuthUnavailable`] |
 //! | `tracing` | no | a span per request and events for what the server says (the `trace` module) |
 //!
 //! A stdio-only agent takes `default-features = false, features = ["stdio"]`: no C compiler, no
 //! HTTP stack. A [`ServerSet`] built without one of the transports still reads every server of a
 //! config file; a server that needs the missing one fails to start with
 //! [`Error::TransportUnavailable`], naming the feature. With neither transport, the [`Client`]
-//! runs over a [`Transport`] of the application's own.
+//! runs over a [`Transport`] of the application's own. An agent whose HTTP servers need no
+//! authorization (or get an `Authorization` header from it) may take `features = ["http"]`
+//! without `oauth`.
 //!
 //! # Who drives the connection
 //!
@@ -113,11 +116,15 @@ pub mod error;
 pub mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
-#[cfg(feature = "http")]
+#[cfg(feature = "oauth")]
 pub mod oauth;
+// Without the feature, what the HTTP transport asks of OAuth, answered by a type with no value.
+#[cfg(all(feature = "http", not(feature = "oauth")))]
+#[path = "oauth/off.rs"]
+mod oauth;
 /// The OAuth module's name until the driver's modules took the core's names: code written
 /// against `mcp_connect::auth::…` still builds.
-#[cfg(feature = "http")]
+#[cfg(feature = "oauth")]
 #[doc(hidden)]
 pub use oauth as auth;
 #[cfg(any(feature = "stdio", feature = "http"))]
@@ -141,7 +148,7 @@ pub use handlers::{ElicitAnswer, Elicitation, HandlerError, Handlers, Root};
 pub use http::{HttpTransport, HttpTransportConfig};
 pub use mcp_proto as proto;
 pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput};
-#[cfg(feature = "http")]
+#[cfg(feature = "oauth")]
 pub use oauth::{Authorize, FileStore, MemoryStore, OAuthConfig, TokenStore};
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub use servers::{Launch, ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
