@@ -69,10 +69,12 @@ pub enum Error {
     /// sent).
     #[error(transparent)]
     Config(#[from] mcp_proto::http::ConfigError),
-    /// The OAuth flow failed, or the server refused its tokens (see
-    /// [`mcp_proto::oauth::AuthError`]; no token or secret is in the message).
-    #[error("authorization: {0}")]
-    Auth(mcp_proto::oauth::AuthError),
+    /// The OAuth flow failed, or the server refused its tokens. What happened is the
+    /// [`source`](std::error::Error::source), a [`mcp_proto::oauth::AuthError`] (no token or
+    /// secret is in its message); this variant's own message does not repeat it, so an error
+    /// chain says it once.
+    #[error("authorization failed")]
+    Auth(#[source] mcp_proto::oauth::AuthError),
     /// A server needs a transport this build leaves out: its cargo feature (`stdio` or `http`)
     /// is off.
     #[error(
