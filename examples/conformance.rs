@@ -206,8 +206,15 @@ async fn follow_authorization(request: AuthorizationRequest) -> Result<String, S
     Ok(location.to_owned())
 }
 
-fn s(e: impl std::fmt::Display) -> String {
-    e.to_string()
+/// An error and its causes, on one line.
+fn s(e: impl std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text = format!("{text}: {cause}");
+        source = cause.source();
+    }
+    text
 }
 
 async fn run_flow(
@@ -290,7 +297,7 @@ async fn call(
     let result = client
         .call_tool(name, arguments)
         .await
-        .map_err(|e| format!("{name}: {e}"))?;
+        .map_err(|e| format!("{name}: {}", s(e)))?;
     let text = result.text();
     eprintln!("{name} -> {text}");
     if result.is_error {
@@ -348,7 +355,7 @@ async fn raw(client: &Client<HttpTransport>, method: &str, params: Value) -> Res
     match client
         .request(Request::new(method, Some(params)))
         .await
-        .map_err(|e| format!("{method}: {e}"))?
+        .map_err(|e| format!("{method}: {}", s(e)))?
     {
         Reply::Raw(v) => Ok(v),
         other => Err(format!("{method}: unexpected reply {other:?}")),

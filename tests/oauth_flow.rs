@@ -7,7 +7,7 @@ use mcp_proto::http::{HttpRequest, Method};
 use mcp_proto::oauth::{
     parse_challenges, Attempt, AuthError, AuthMethod, AuthOptions, AuthorizationRequest,
     Authorizer, BearerChallenge, Client, ClientKind, Credentials, FetchRefusal, Flow, FlowStart,
-    Grant, Pkce, PreRegistered, Randomness, Reason, Redirect, Secret, Step, Tokens, Verdict,
+    Grant, Pkce, PreRegistered, Randomness, Reason, Redirect, Secret, Step, Tokens, Turn, Verdict,
     MAX_STEP_UPS,
 };
 use serde_json::{json, Value};
@@ -1208,6 +1208,151 @@ fn private_key_jwt_sends_a_signed_assertion_and_no_secret() {
     );
     assert!(!r.err().to_string().contains("nope"));
     assert!(r.urls().iter().all(|u| !u.ends_with("/token")));
+}
+
+#[test]
+fn with_nobody_to_ask_the_flow_ends_once_it_knows_the_authorization_server() {
+    // The application has no way to show a person the URL (the driver's `Authorize::Refuse`).
+    let mut o = options();
+    assert!(o.interactive && o.asks_person());
+    o.interactive = false;
+    assert!(!o.asks_person());
+    let stored = credentials(AS, "STORED", Some("R"), None);
+    let r = drive(
+        unauthorized(None),
+        o.clone(),
+        &World::standard(),
+        Some(stored),
+        &|_| panic!("nobody is asked"),
+    );
+    let AuthError::NotAuthorized {
+        issuer,
+        resource,
+        reason,
+    } = r.err()
+    else {
+        panic!("{:?}", r.result)
+    };
+    assert_eq!(
+        (issuer.as_str(), resource.as_str(), reason.as_str()),
+        (AS, MCP, "authorizing is turned off")
+    );
+    // Discovery only: nothing loaded, registered, refreshed or authorized.
+    assert_eq!(r.urls(), [format!("GET {PRM}"), format!("GET {AS_META}")]);
+    assert!(r.loads.is_empty() && r.authorizations.is_empty());
+    // The client credentials grant needs no person: not affected.
+    o.grant = Grant::ClientCredentials;
+    assert!(!o.asks_person());
+    o.pre_registered = Some(PreRegistered {
+        client_id: "m2m".into(),
+        client_secret: Some(Secret::new("m2m-secret")),
+        private_key: None,
+        auth_method: None,
+        issuer: Some(AS.into()),
+    });
+    let r = drive(unauthorized(None), o, &World::standard(), None, &approve);
+    assert_eq!(r.ok().tokens.access_token.expose(), "AT1");
+}
+
+#[test]
+fn requests_that_meet_a_401_together_share_one_flow_and_its_outcome() {
+    let mut a = Authorizer::new(MCP);
+    let g = a.generation();
+    // Two requests sent with no token meet a 401 each, and each queues for the flow.
+    let (mut one, mut two) = (Attempt::default(), Attempt::default());
+    let Verdict::Authorize(first) = a.on_response(&mut one, g, 401, None) else {
+        panic!()
+    };
+    let first_ticket = a.ticket(g);
+    let Verdict::Authorize(second) = a.on_response(&mut two, g, 401, None) else {
+        panic!()
+    };
+    let second_ticket = a.ticket(g);
+    // The first gets the flow lock: nothing ran meanwhile, so it runs the flow.
+    let Turn::Run(start) = a.on_turn(first_ticket, *first) else {
+        panic!()
+    };
+    assert_eq!(start.reason, Reason::Unauthorized);
+    assert_eq!(
+        a.flow_ended(start.reason, Ok(credentials(AS, "T1", None, None))),
+        Ok(())
+    );
+    // The second, its turn come, is sent again with the first one's token: no second flow.
+    assert_eq!(a.on_turn(second_ticket, *second.clone()), Turn::Retry);
+
+    // Both tokens refused later: the first request's flow fails, and the second, which waited
+    // for it, fails with the same error instead of asking the person again.
+    let g = a.generation();
+    let (mut one, mut two) = (Attempt::default(), Attempt::default());
+    let Verdict::Authorize(first) = a.on_response(&mut one, g, 401, None) else {
+        panic!()
+    };
+    let first_ticket = a.ticket(g);
+    let Verdict::Authorize(second) = a.on_response(&mut two, g, 401, None) else {
+        panic!()
+    };
+    let second_ticket = a.ticket(g);
+    let Turn::Run(start) = a.on_turn(first_ticket, *first) else {
+        panic!()
+    };
+    let denied = AuthError::Misuse("the person said no");
+    assert_eq!(
+        a.flow_ended(start.reason, Err(denied.clone())),
+        Err(denied.clone())
+    );
+    assert_eq!(
+        a.on_turn(second_ticket, *second.clone()),
+        Turn::Fail(denied)
+    );
+    // A request that meets a 401 after that flow is a new question: it runs a flow of its own.
+    let later = a.ticket(g);
+    assert!(matches!(a.on_turn(later, *second), Turn::Run(_)));
+}
+
+#[test]
+fn a_refresh_before_sending_is_run_once_and_its_failure_is_not_shared() {
+    let mut a = Authorizer::new(MCP);
+    a.install(credentials(AS, "T", Some("R"), Some(unix(now()) - 1)));
+    let g = a.generation();
+    // A request waiting for a 401 flow meanwhile.
+    let mut waiting = Attempt::default();
+    let Verdict::Authorize(its) = a.on_response(&mut waiting, g, 401, None) else {
+        panic!()
+    };
+    let ticket = a.ticket(g);
+    // Another request, before sending, refreshes (it holds the flow lock); the refresh fails.
+    let refresh = a.before_send(now()).expect("a refresh");
+    assert_eq!(refresh.reason, Reason::Expired);
+    let refused = AuthError::Misuse("refused");
+    assert_eq!(a.flow_ended(Reason::Expired, Err(refused)), Ok(()));
+    // The expired token is dropped: no refresh is due any more, and the waiting request is
+    // sent again (without it) rather than failed with the refresh's error.
+    assert!(a.before_send(now()).is_none() && a.bearer().is_none());
+    assert_eq!(a.on_turn(ticket, *its), Turn::Retry);
+}
+
+#[test]
+fn the_authorization_up_front_is_due_until_a_flow_ended() {
+    let a = Authorizer::new(MCP);
+    assert!(a.before_send(now()).is_none());
+    let mut a = a.with_upfront(true);
+    let start = a.before_send(now()).expect("the flow up front");
+    assert_eq!(start.reason, Reason::Upfront);
+    // Still due for a request that asks before it ended (it waits for the flow lock, and asks
+    // again once it has it).
+    assert!(a.before_send(now()).is_some());
+    let e = AuthError::Misuse("no");
+    assert_eq!(a.flow_ended(Reason::Upfront, Err(e.clone())), Err(e));
+    // Failed, it is not run again: the next requests go without a token, and a 401 decides.
+    assert!(a.before_send(now()).is_none() && a.bearer().is_none());
+    // Succeeded, its credentials are used.
+    let mut a = Authorizer::new(MCP).with_upfront(true);
+    assert_eq!(
+        a.flow_ended(Reason::Upfront, Ok(credentials(AS, "UP", None, None))),
+        Ok(())
+    );
+    assert!(a.before_send(now()).is_none());
+    assert_eq!(a.bearer().unwrap().expose(), "Bearer UP");
 }
 
 #[test]

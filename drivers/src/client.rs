@@ -25,6 +25,7 @@
 //! pending on stdio it is only reported ([`Warning::ErrorWithoutId`]).
 
 use crate::handlers::Handlers;
+use crate::sync::lock;
 use crate::transport::{Inbound, Transport};
 use crate::Error;
 use mcp_proto::{
@@ -311,10 +312,11 @@ impl State {
                 self.session.handle_oversized(len, limit, id, now)
             }
             Inbound::Failed { id, error } => {
-                let hit = match error {
-                    Error::Auth(_) => self.session.handle_unreachable(id, now),
-                    _ => self.session.handle_undeliverable(id, now),
-                };
+                let hit = self.session.handle_undeliverable(id, now);
+                self.report(hit, error);
+            }
+            Inbound::Unreachable { id, error } => {
+                let hit = self.session.handle_unreachable(id, now);
                 self.report(hit, error);
             }
             Inbound::Authorizing { id } => self.session.handle_authorizing(id, now),
@@ -1494,8 +1496,4 @@ fn internal(message: String) -> RpcError {
 /// Runs the application's code, catching a panic in it.
 fn quietly(f: &dyn Fn()) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

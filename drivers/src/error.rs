@@ -69,10 +69,12 @@ pub enum Error {
     /// sent).
     #[error(transparent)]
     Config(#[from] mcp_proto::http::ConfigError),
-    /// The OAuth flow failed, or the server refused its tokens (see
-    /// [`mcp_proto::oauth::AuthError`]; no token or secret is in the message).
-    #[error("authorization: {0}")]
-    Auth(mcp_proto::oauth::AuthError),
+    /// The OAuth flow failed, or the server refused its tokens. What happened is the
+    /// [`source`](std::error::Error::source), a [`mcp_proto::oauth::AuthError`] (no token or
+    /// secret is in its message); this variant's own message does not repeat it, so an error
+    /// chain says it once.
+    #[error("authorization failed")]
+    Auth(#[source] mcp_proto::oauth::AuthError),
     /// A server needs a transport this build leaves out: its cargo feature (`stdio` or `http`)
     /// is off.
     #[error(
@@ -81,6 +83,15 @@ pub enum Error {
     TransportUnavailable {
         /// The transport, which is also the feature's name: `"stdio"` or `"http"`.
         transport: &'static str,
+    },
+    /// The server asks for authorization (HTTP `401`) and this build has no OAuth: the driver
+    /// crate's `oauth` feature is off. (With the feature on and no
+    /// [`HttpTransportConfig::oauth`](crate::http::HttpTransportConfig::oauth) set, a `401` is
+    /// [`Error::Http`].)
+    #[error("HTTP 401 from {url}: the server asks for authorization, and this build has no OAuth (the driver crate's `oauth` feature is off)")]
+    OAuthUnavailable {
+        /// The URL requested.
+        url: String,
     },
     /// `tools/list` pagination went wrong: a repeated cursor, more pages or more bytes than the
     /// caps.

@@ -36,8 +36,8 @@
 //! [`MAX_REDIRECTS`](mcp_proto::http::MAX_REDIRECTS), never in a loop
 //! ([`HttpRules::on_redirect`]). A refused request's JSON-RPC error is read from its body (at
 //! most [`MAX_ERROR_BODY`](mcp_proto::http::MAX_ERROR_BODY)); a JSON-RPC error with `"id": null`
-//! fails the request whose response carried it. Authorization is the [`auth`](crate::auth)
-//! module's.
+//! fails the request whose response carried it. Authorization is the [`oauth`](crate::oauth)
+//! module's (the `oauth` feature).
 //!
 //! # The modern era over HTTP
 //!
@@ -48,7 +48,10 @@
 //! re-lists the tools and retries the call once; cancelling closes the request's stream and
 //! posts nothing. There is no session and no standalone stream.
 
-use crate::auth::{OAuth, OAuthConfig};
+use crate::oauth::OAuth;
+#[cfg(feature = "oauth")]
+use crate::oauth::OAuthConfig;
+use crate::sync::lock;
 use crate::transport::{BoxFuture, Inbound, Transport};
 use crate::Error;
 use event_listener::IntoNotification;
@@ -57,6 +60,7 @@ use isahc::{AsyncBody, HttpClient, Response};
 use mcp_proto::http::{
     redact_url, Exchange, HttpConfig, HttpError, HttpRequest, HttpRules, Listening, Step,
 };
+use mcp_proto::oauth::{Attempt, AuthError, Verdict};
 use mcp_proto::{RequestError, RequestId, Transmit, TransmitKind};
 use smol::channel::{self, Receiver, Sender};
 use smol::io::AsyncReadExt;
@@ -65,7 +69,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Wake, Waker};
 use std::time::Duration;
 
@@ -109,8 +113,9 @@ pub struct HttpTransportConfig {
     /// error ("outbound queue is full"), and the client fails a refused request at once with it.
     pub max_queued: usize,
     /// OAuth: when set, a `401` (or a `403 insufficient_scope`) runs the authorization flow and
-    /// the request is sent again with its token (see [`crate::auth`]). Not used when
+    /// the request is sent again with its token (see [`crate::oauth`]). Not used when
     /// [`rules`](Self::rules) carry an `Authorization` header of their own.
+    #[cfg(feature = "oauth")]
     pub oauth: Option<OAuthConfig>,
 }
 
@@ -124,11 +129,13 @@ impl HttpTransportConfig {
             post_timeout: Duration::from_secs(10),
             close_timeout: Duration::from_secs(2),
             max_queued: 1024,
+            #[cfg(feature = "oauth")]
             oauth: None,
         }
     }
 
     /// Authorizes with OAuth when the server asks (see [`oauth`](Self::oauth)).
+    #[cfg(feature = "oauth")]
     pub fn oauth(mut self, oauth: OAuthConfig) -> Self {
         self.oauth = Some(oauth);
         self
@@ -143,15 +150,16 @@ impl HttpTransportConfig {
 
 impl std::fmt::Debug for HttpTransportConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpTransportConfig")
-            .field("rules", &self.rules)
+        let mut d = f.debug_struct("HttpTransportConfig");
+        d.field("rules", &self.rules)
             .field("client", &self.client.as_ref().map(|_| "HttpClient"))
             .field("max_message", &self.max_message)
             .field("post_timeout", &self.post_timeout)
             .field("close_timeout", &self.close_timeout)
-            .field("max_queued", &self.max_queued)
-            .field("oauth", &self.oauth)
-            .finish()
+            .field("max_queued", &self.max_queued);
+        #[cfg(feature = "oauth")]
+        d.field("oauth", &self.oauth);
+        d.finish()
     }
 }
 
@@ -356,12 +364,15 @@ impl HttpTransport {
         // Bounded: a server streaming faster than the client reads is slowed down, not buffered.
         let (in_tx, in_rx) = channel::bounded(INBOUND_QUEUE);
         let rules = HttpRules::new(config.rules);
+        #[cfg(feature = "oauth")]
         let oauth = match config.oauth {
             Some(oauth) if !rules.has_configured_authorization() => {
                 Some(OAuth::new(rules.url(), oauth, client.clone()))
             }
             _ => None,
         };
+        #[cfg(not(feature = "oauth"))]
+        let oauth: Option<OAuth> = None;
         let shared = Arc::new(Shared {
             oauth,
             client,
@@ -820,19 +831,10 @@ async fn post_message(
                 // A 401 or 403: the OAuth flow decides whether to authorize (again) and send it
                 // again.
                 Step::Authorize { status, challenge } => {
-                    let again = match &shared.oauth {
-                        Some(oauth) => oauth
-                            .on_response(
-                                &mut attempt,
-                                generation,
-                                status,
-                                challenge.as_deref(),
-                                &shared.rules,
-                            )
+                    let again =
+                        authorize(shared, None, &mut attempt, generation, status, challenge)
                             .await
-                            .map_err(Error::Auth)?,
-                        None => false,
-                    };
+                            .map_err(Error::Auth)?;
                     lock(&shared.rules).on_authorized(&mut exchange, again);
                 }
                 Step::Failed(e) => return Ok((response, Some(e))),
@@ -921,6 +923,10 @@ async fn exchange(shared: &Shared, id: RequestId, transmit: &Transmit) {
 
 async fn run_exchange(shared: &Shared, id: RequestId, transmit: &Transmit) -> Result<(), Inbound> {
     let failed = |error: Error| Inbound::Failed { id, error };
+    let unauthorized = |e| Inbound::Unreachable {
+        id,
+        error: Error::Auth(e),
+    };
     let mut exchange =
         lock(&shared.rules).start(transmit, shared.max_message, shared.oauth.is_some());
     let mut attempt = mcp_proto::oauth::Attempt::default();
@@ -945,7 +951,7 @@ async fn run_exchange(shared: &Shared, id: RequestId, transmit: &Transmit) -> Re
                     // timeout waits for it.
                     None => Box::pin(authorizing(shared, id, oauth.prepare(&shared.rules)))
                         .await
-                        .map_err(|e| failed(Error::Auth(e)))?,
+                        .map_err(unauthorized)?,
                 };
             }
             Step::Send(request) => {
@@ -955,26 +961,16 @@ async fn run_exchange(shared: &Shared, id: RequestId, transmit: &Transmit) -> Re
                 response = Some(sent);
             }
             Step::Authorize { status, challenge } => {
-                use mcp_proto::oauth::Verdict;
-                let Some(oauth) = &shared.oauth else {
-                    lock(&shared.rules).on_authorized(&mut exchange, false);
-                    continue;
-                };
-                let again =
-                    match oauth.verdict(&mut attempt, generation, status, challenge.as_deref()) {
-                        Verdict::Proceed => false,
-                        Verdict::Retry => true,
-                        Verdict::Fail(e) => return Err(failed(Error::Auth(e))),
-                        // The flow (this request's, or the one running that it waits for) may wait
-                        // for a person: the request's timeout waits for it.
-                        Verdict::Authorize(start) => Box::pin(authorizing(
-                            shared,
-                            id,
-                            oauth.authorize_for(*start, generation, &shared.rules),
-                        ))
-                        .await
-                        .map_err(|e| failed(Error::Auth(e)))?,
-                    };
+                let again = authorize(
+                    shared,
+                    Some(id),
+                    &mut attempt,
+                    generation,
+                    status,
+                    challenge,
+                )
+                .await
+                .map_err(unauthorized)?;
                 lock(&shared.rules).on_authorized(&mut exchange, again);
             }
             Step::ReadBody { limit } => {
@@ -1067,6 +1063,40 @@ async fn authorizing<T>(shared: &Shared, id: RequestId, flow: impl Future<Output
     outcome
 }
 
+/// A `401` or `403` ([`Step::Authorize`]) to a message sent with the token of `generation`:
+/// what the core's [`Authorizer`](mcp_proto::oauth::Authorizer) decides, carried out. `Ok(true)`:
+/// send it again (after a flow when one was needed: this message's own, or the one it waited
+/// for). While request `id` waits for a flow (which may wait for a person), its timeout waits
+/// too ([`authorizing`]). Without OAuth, `Ok(false)`: the status is the error. Boxed: the flow
+/// is large, and rare, and no exchange's future carries its size.
+fn authorize<'a>(
+    shared: &'a Shared,
+    id: Option<RequestId>,
+    attempt: &'a mut Attempt,
+    generation: u64,
+    status: u16,
+    challenge: Option<String>,
+) -> BoxFuture<'a, Result<bool, AuthError>> {
+    Box::pin(async move {
+        let Some(oauth) = &shared.oauth else {
+            return Ok(false);
+        };
+        let (verdict, ticket) = oauth.verdict(attempt, generation, status, challenge.as_deref());
+        match verdict {
+            Verdict::Proceed => Ok(false),
+            Verdict::Retry => Ok(true),
+            Verdict::Fail(e) => Err(e),
+            Verdict::Authorize(start) => {
+                let flow = oauth.authorize_for(*start, ticket, &shared.rules);
+                match id {
+                    Some(id) => authorizing(shared, id, flow).await,
+                    None => flow.await,
+                }
+            }
+        }
+    })
+}
+
 /// The standalone event stream: the steps the rules give ([`HttpRules::listen_step`]), executed
 /// one by one: every message handed to the client, reconnections as the rules say; stops
 /// quietly when the server offers none (405, any other answer) or cannot be reached.
@@ -1099,21 +1129,8 @@ async fn listen_loop(shared: &Shared, mut listening: Listening, opened: Sender<(
                 drop(opened.take());
             }
             Step::Authorize { status, challenge } => {
-                let again = match &shared.oauth {
-                    Some(oauth) => matches!(
-                        oauth
-                            .on_response(
-                                &mut attempt,
-                                generation,
-                                status,
-                                challenge.as_deref(),
-                                &shared.rules,
-                            )
-                            .await,
-                        Ok(true)
-                    ),
-                    None => false,
-                };
+                let again = authorize(shared, None, &mut attempt, generation, status, challenge);
+                let again = matches!(again.await, Ok(true));
                 lock(&shared.rules).listen_authorized(&mut listening, again);
             }
             Step::ReadStream => {
@@ -1240,6 +1257,7 @@ async fn http_failure(e: HttpError, body: &mut AsyncBody) -> Error {
     let (status, url) = match e {
         HttpError::Status { status, url } => (status, url),
         // Until the OAuth flow answers them, 401 and 403 reach the caller as their status.
+        #[cfg(feature = "oauth")]
         HttpError::Unauthorized { url, .. } => (401, url),
         HttpError::Forbidden { url, .. } => (403, url),
         other => return http_error(other),
@@ -1263,11 +1281,14 @@ fn http_error(e: HttpError) -> Error {
             url,
             body: String::new(),
         },
+        #[cfg(feature = "oauth")]
         HttpError::Unauthorized { url, .. } => Error::Http {
             status: 401,
             url,
             body: String::new(),
         },
+        #[cfg(not(feature = "oauth"))]
+        HttpError::Unauthorized { url, .. } => Error::OAuthUnavailable { url },
         HttpError::Forbidden { url, .. } => Error::Http {
             status: 403,
             url,
@@ -1275,8 +1296,4 @@ fn http_error(e: HttpError) -> Error {
         },
         other => Error::HttpProtocol(other),
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -13,7 +13,7 @@
 //! - [`connect_stdio`]: start a server as a child process and open its session in the era it
 //!   speaks (remembered for next time; a legacy server that exits on the probe is started again).
 //! - [`connect_http`]: the same for a Streamable HTTP endpoint, with OAuth 2.1 when
-//!   [`HttpTransportConfig::oauth`] is set ([`auth`]).
+//!   [`HttpTransportConfig::oauth`] is set ([`oauth`]).
 //! - [`as_tools`] and [`AgentTool`]: the server's tools as values an agent registers (name,
 //!   description, input schema, a call taking the model's raw arguments).
 //! - [`ServerSet`]: many servers, from the config files people already write ([`config`]), as one
@@ -44,14 +44,17 @@
 //! | feature | default | what it brings |
 //! |---|---|---|
 //! | `stdio` | yes | [`StdioTransport`], [`connect_stdio`]: a server run as a child process (`async-process`) |
-//! | `http` | yes | [`HttpTransport`], [`connect_http`], OAuth 2.1 ([`auth`]): Streamable HTTP through `isahc`, and so libcurl (the only C code in the tree) |
+//! | `http` | yes | [`HttpTransport`], [`connect_http`]: Streamable HTTP through `isahc`, and so libcurl (the only C code in the tree) |
+//! | `oauth` | yes | OAuth 2.1 for the HTTP transport ([`oauth`]: [`OAuthConfig`], the token stores, the browser flow); turns `http` on. Without it a server that answers `401` fails with [`Error::OAuthUnavailable`] |
 //! | `tracing` | no | a span per request and events for what the server says (the `trace` module) |
 //!
 //! A stdio-only agent takes `default-features = false, features = ["stdio"]`: no C compiler, no
 //! HTTP stack. A [`ServerSet`] built without one of the transports still reads every server of a
 //! config file; a server that needs the missing one fails to start with
 //! [`Error::TransportUnavailable`], naming the feature. With neither transport, the [`Client`]
-//! runs over a [`Transport`] of the application's own.
+//! runs over a [`Transport`] of the application's own. An agent whose HTTP servers need no
+//! authorization (or get an `Authorization` header from it) may take `features = ["http"]`
+//! without `oauth`.
 //!
 //! # Who drives the connection
 //!
@@ -105,8 +108,6 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-#[cfg(feature = "http")]
-pub mod auth;
 pub mod client;
 pub mod config;
 #[cfg(any(feature = "stdio", feature = "http"))]
@@ -115,17 +116,27 @@ pub mod error;
 pub mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "oauth")]
+pub mod oauth;
+// Without the feature, what the HTTP transport asks of OAuth, answered by a type with no value.
+#[cfg(all(feature = "http", not(feature = "oauth")))]
+#[path = "oauth/off.rs"]
+mod oauth;
+/// The OAuth module's name until the driver's modules took the core's names: code written
+/// against `mcp_connect::auth::…` still builds.
+#[cfg(feature = "oauth")]
+#[doc(hidden)]
+pub use oauth as auth;
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub mod servers;
 #[cfg(feature = "stdio")]
 pub mod stdio;
+mod sync;
 pub mod tools;
 #[cfg(feature = "tracing")]
 pub mod trace;
 pub mod transport;
 
-#[cfg(feature = "http")]
-pub use auth::{Authorize, FileStore, MemoryStore, OAuthConfig, TokenStore};
 pub use client::{Client, ClientConfig, ListChangedCallback, LogCallback, WarningCallback};
 #[cfg(feature = "http")]
 pub use connect::connect_http;
@@ -137,6 +148,8 @@ pub use handlers::{ElicitAnswer, Elicitation, HandlerError, Handlers, Root};
 pub use http::{HttpTransport, HttpTransportConfig};
 pub use mcp_proto as proto;
 pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput};
+#[cfg(feature = "oauth")]
+pub use oauth::{Authorize, FileStore, MemoryStore, OAuthConfig, TokenStore};
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub use servers::{Launch, ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
 #[cfg(feature = "stdio")]

@@ -40,6 +40,7 @@ use crate::connect::connect_stdio;
 use crate::http::{HttpTransport, HttpTransportConfig};
 #[cfg(feature = "stdio")]
 use crate::stdio::{StdioConfig, StdioTransport};
+use crate::sync::lock;
 use crate::tools::{AgentTool, ToolError};
 use crate::transport::BoxFuture;
 use crate::{Client, ClientConfig, Error};
@@ -951,8 +952,4 @@ impl AgentTool for SetTool {
             }
         })
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -34,6 +34,7 @@
 //! subreaper, neither a library's to impose. The process group is only signalled while its leader
 //! is unreaped, so a reused pid is never hit. Process groups and signals are Unix-only.
 
+use crate::sync::lock;
 use crate::transport::{BoxFuture, Chunk, Home, Inbound, Transport};
 use crate::Error;
 use async_io::Async;
@@ -49,7 +50,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// What happens to the lines the server writes to stderr. They are always kept in a bounded tail
@@ -1228,11 +1229,6 @@ impl ReadState {
         bytes.extend_from_slice(&st.buf);
         st.buf = bytes;
     }
-}
-
-/// Locks a mutex, ignoring poisoning: every critical section here leaves the data consistent.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -151,6 +151,7 @@ fn error_type(e: &Error) -> &'static str {
         Error::Auth(_) => "authorization",
         Error::Pagination(_) => "pagination",
         Error::TransportUnavailable { .. } => "transport_unavailable",
+        Error::OAuthUnavailable { .. } => "oauth_unavailable",
     }
 }
 

@@ -94,6 +94,18 @@ pub enum Inbound {
         /// Why.
         error: Error,
     },
+    /// Request `id` cannot reach the server, and no other request could: its authorization was
+    /// refused or could not be obtained (the HTTP transport's OAuth flow failed). It fails with
+    /// `error` as for [`Failed`](Self::Failed), except that the session applies its rule for
+    /// such failures ([`mcp_proto::Session::handle_unreachable`]: a probe that meets one is no
+    /// sign of a legacy server, so the opening fails rather than send `initialize` into the same
+    /// refusal).
+    Unreachable {
+        /// The request that failed.
+        id: mcp_proto::RequestId,
+        /// Why.
+        error: Error,
+    },
 }
 
 /// Bytes a transport read from a stream, for [`Inbound::Bytes`]; derefs to `[u8]`.

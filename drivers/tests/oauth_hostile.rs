@@ -392,6 +392,10 @@ fn opening_fails(mcp: &str, oauth: OAuthConfig, expected: fn(&AuthError) -> bool
         Error::Auth(e) if expected(e) => {}
         other => panic!("unexpected: {other:?} ({other})"),
     }
+    // What happened is the source, and the error's own message does not repeat it: a chain
+    // says it once.
+    let cause = std::error::Error::source(&error).expect("the AuthError is the source");
+    assert!(!error.to_string().contains(&cause.to_string()), "{error}");
     assert_no_secret(&error);
     error
 }
@@ -402,9 +406,21 @@ fn assert_no_secret(error: &impl std::fmt::Debug) {
     assert!(!debug.contains("TOPSECRET"), "a secret in {debug}");
 }
 
-fn assert_no_secret_display(error: &impl std::fmt::Display) {
-    let shown = error.to_string();
+fn assert_no_secret_display(error: &Error) {
+    let shown = shown(error);
     assert!(!shown.contains("TOPSECRET"), "a secret in {shown}");
+}
+
+/// `error` and its causes, one after the other, as an application that prints the chain
+/// shows them.
+fn shown(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text = format!("{text}: {cause}");
+        source = cause.source();
+    }
+    text
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -542,7 +558,7 @@ fn a_resource_mismatch_is_refused_before_authorizing() {
     let error = opening_fails(&mcp.url("/mcp"), oauth(&person), |e| {
         matches!(e, AuthError::ResourceMismatch { .. })
     });
-    let shown = error.to_string();
+    let shown = shown(&error);
     assert!(shown.contains(&evil.url("/mcp")), "{shown}");
     assert_eq!(evil.count("GET", PRM_PATH), 1, "the document was read");
     assert!(evil_as.log().is_empty(), "{:?}", evil_as.log());
@@ -581,7 +597,11 @@ fn metadata_naming_another_issuer_is_not_used() {
         matches!(e, AuthError::NoServerMetadata { reason: Some(r), tried, .. }
             if r.contains("https://evil.example") && tried.len() == 2)
     });
-    assert!(error.to_string().contains("names the issuer"), "{error}");
+    assert!(
+        shown(&error).contains("names the issuer"),
+        "{}",
+        shown(&error)
+    );
     assert_eq!(
         auth.count("GET", "/.well-known/oauth-authorization-server"),
         1
@@ -650,7 +670,7 @@ fn plain_http_to_another_host_is_refused() {
             oauth(&person),
             |e| matches!(e, AuthError::InsecureEndpoint { url, .. } if url == "http://example.com/oauth"),
         );
-        assert!(error.to_string().contains("neither HTTPS"), "{error}");
+        assert!(shown(&error).contains("neither HTTPS"), "{}", shown(&error));
         assert_eq!(person.calls(), 0);
         assert!(
             auth.log().iter().all(|r| r.method == "GET"),
@@ -782,8 +802,9 @@ fn a_server_that_keeps_refusing_gets_one_reauthorization() {
         matches!(e, AuthError::Rejected { .. })
     });
     assert!(
-        error.to_string().contains("refused the new token"),
-        "{error}"
+        shown(&error).contains("refused the new token"),
+        "{}",
+        shown(&error)
     );
     assert_eq!(person.calls(), 1);
     assert_eq!(auth.count("POST", "/token"), 1);
@@ -1392,7 +1413,7 @@ fn a_secret_goes_only_to_the_issuer_it_is_bound_to() {
         config,
         |e| matches!(e, AuthError::UnboundSecret { client_id } if client_id == "real-client"),
     );
-    assert!(error.to_string().contains("bind it"), "{error}");
+    assert!(shown(&error).contains("bind it"), "{}", shown(&error));
     assert!(auth.log().is_empty(), "{:?}", auth.log());
     assert_eq!(mcp.count("GET", PRM_PATH), 0, "discovery ran");
     // The same with the authorization code grant, and with a private key.
@@ -1573,7 +1594,7 @@ fn urls_a_server_names_are_fetched_only_where_it_may_send_the_client() {
             }
         )
     });
-    assert!(error.to_string().contains("not fetched"), "{error}");
+    assert!(shown(&error).contains("not fetched"), "{}", shown(&error));
     assert_eq!(person.calls(), 0);
     // A token endpoint on a link-local address: the person is not even asked.
     let mut auth = Fake::new();
@@ -1627,7 +1648,7 @@ fn the_redirect_listener_waits_for_its_own_state_and_serves_connections_at_once(
     serve_mcp(&mut mcp, &auth.origin, gate);
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let record = seen.clone();
-    let show: mcp_connect::auth::ShowUrl =
+    let show: mcp_connect::oauth::ShowUrl =
         Arc::new(move |request: &AuthorizationRequest, opened| {
             assert!(!opened);
             let port: u16 = request

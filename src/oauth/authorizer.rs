@@ -24,6 +24,30 @@ pub struct Attempt {
     pub raced: u8,
 }
 
+/// A request's place in the queue for the connection's one flow, taken with the verdict that
+/// sent it there ([`Authorizer::ticket`]) and shown when its turn comes
+/// ([`Authorizer::on_turn`]): what the credentials and the flows were when it started waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket {
+    generation: u64,
+    flows: u64,
+}
+
+/// What a request whose verdict was [`Verdict::Authorize`] does when its turn comes
+/// ([`Authorizer::on_turn`]). Exhaustive on purpose: each variant is an action of the driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Turn {
+    /// A flow that ran while it waited changed the credentials: send the request again with
+    /// them, without a flow of its own.
+    Retry,
+    /// A flow that ran while it waited failed: the request fails with the same error, rather
+    /// than ask the person again once per waiting request.
+    Fail(AuthError),
+    /// Run this flow (the request's own), hand its outcome to [`Authorizer::flow_ended`], then
+    /// send the request again.
+    Run(Box<FlowStart>),
+}
+
 /// What to do with a response. Exhaustive on purpose: each variant is an action of the driver
 /// (see the crate docs, "Which enums are `#[non_exhaustive]`").
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +66,23 @@ pub enum Verdict {
 /// re-authorization and one retry; a `403 insufficient_scope` to at most [`MAX_STEP_UPS`]
 /// step-ups; an expired token (by the clock) to a refresh before the request is sent.
 ///
+/// One flow at a time, for every request that needs one: a driver runs each flow while holding
+/// the connection's one flow lock, and the authorizer says what each request does when it gets
+/// the lock. In this order:
+///
+/// 1. Before sending: [`before_send`](Self::before_send). `None`: send with
+///    [`bearer`](Self::bearer) and remember [`generation`](Self::generation). `Some`: take the
+///    flow lock, ask `before_send` again (another request may have run it meanwhile), run the
+///    flow it still gives, and hand its outcome to [`flow_ended`](Self::flow_ended).
+/// 2. After a response: [`on_response`](Self::on_response). On [`Verdict::Authorize`], take a
+///    [`ticket`](Self::ticket) at once, then the flow lock, then ask
+///    [`on_turn`](Self::on_turn): [`Turn::Run`] runs the flow and hands its outcome to
+///    [`flow_ended`](Self::flow_ended); [`Turn::Retry`] and [`Turn::Fail`] carry the outcome of
+///    the flow that ran while the request waited.
+///
+/// So several requests that meet a `401` together share one authorization, and a person is
+/// asked once, not once per waiting request.
+///
 /// > "Invalid or expired tokens **MUST** receive a HTTP 401 response." — MCP 2025-11-25,
 /// > Authorization § Token Handling
 #[derive(Debug, Clone)]
@@ -49,6 +90,14 @@ pub struct Authorizer {
     resource_url: String,
     current: Option<Credentials>,
     generation: u64,
+    /// Authorize before the first request.
+    upfront: bool,
+    /// A flow ended (so the up-front one is no longer due).
+    flowed: bool,
+    /// Flows ended that ran after a `401` or `403` ([`Turn::Run`]).
+    flows: u64,
+    /// How the last of them failed, if it did.
+    failed: Option<AuthError>,
 }
 
 impl Authorizer {
@@ -58,7 +107,19 @@ impl Authorizer {
             resource_url: resource_url.into(),
             current: None,
             generation: 0,
+            upfront: false,
+            flowed: false,
+            flows: 0,
+            failed: None,
         }
+    }
+
+    /// Authorizes before the first request (the application asked to), instead of waiting for
+    /// the server's `401`: [`before_send`](Self::before_send) gives [`upfront`](Self::upfront)'s
+    /// start until a flow has ended.
+    pub fn with_upfront(mut self, upfront: bool) -> Authorizer {
+        self.upfront = upfront;
+        self
     }
 
     /// The credentials in use.
@@ -107,9 +168,14 @@ impl Authorizer {
         Err(error)
     }
 
-    /// Before sending at `now`: a flow to run first when the access token is past its expiry (a
-    /// refresh, when there is a refresh token; else nothing, and the server's `401` decides).
+    /// Before sending at `now`: a flow to run first — a refresh when the access token is past
+    /// its expiry and there is a refresh token (without one, nothing: the server's `401`
+    /// decides), or the authorization up front ([`with_upfront`](Self::with_upfront)) when no
+    /// flow has ended yet and there are no credentials.
     pub fn before_send(&self, now: SystemTime) -> Option<FlowStart> {
+        if self.upfront && !self.flowed && self.current.is_none() {
+            return Some(self.upfront());
+        }
         let c = self.current.as_ref()?;
         let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         (!c.tokens.is_fresh(now) && c.tokens.refresh_token.is_some()).then(|| FlowStart {
@@ -128,6 +194,57 @@ impl Authorizer {
             reason: Reason::Upfront,
             previous: self.current.clone(),
         }
+    }
+
+    /// The place in the queue for the flow of a request sent with credentials of
+    /// `sent_generation` whose verdict was [`Verdict::Authorize`]: taken with the verdict,
+    /// before waiting for the flow lock.
+    pub fn ticket(&self, sent_generation: u64) -> Ticket {
+        Ticket {
+            generation: sent_generation,
+            flows: self.flows,
+        }
+    }
+
+    /// What the request holding `ticket` does now that the flow lock is its: the flow `start`
+    /// its verdict gave, unless one that ran while it waited decided for it — changed
+    /// credentials are used as they are ([`Turn::Retry`]), a failure is shared
+    /// ([`Turn::Fail`]).
+    pub fn on_turn(&self, ticket: Ticket, start: FlowStart) -> Turn {
+        if self.generation != ticket.generation {
+            return Turn::Retry;
+        }
+        if self.flows != ticket.flows {
+            if let Some(e) = &self.failed {
+                return Turn::Fail(e.clone());
+            }
+        }
+        Turn::Run(Box::new(start))
+    }
+
+    /// A flow started for `reason` (from [`before_send`](Self::before_send) or
+    /// [`Turn::Run`]) ended with `outcome`: its credentials are installed, or its failure is
+    /// handled as [`flow_failed`](Self::flow_failed) says; what the request that ran it does
+    /// next (`Ok`: send it). A flow run after a `401` or `403` is remembered for the requests
+    /// that waited for it ([`on_turn`](Self::on_turn)).
+    pub fn flow_ended(
+        &mut self,
+        reason: Reason,
+        outcome: Result<Credentials, AuthError>,
+    ) -> Result<(), AuthError> {
+        self.flowed = true;
+        let next = match outcome {
+            Ok(credentials) => {
+                self.install(credentials);
+                Ok(())
+            }
+            Err(e) => self.flow_failed(reason, e),
+        };
+        if matches!(reason, Reason::Unauthorized | Reason::InsufficientScope) {
+            self.flows += 1;
+            self.failed = next.as_ref().err().cloned();
+        }
+        next
     }
 
     /// The verdict on a response to a request sent with credentials of `sent_generation`:

@@ -593,6 +593,16 @@ impl Flow {
                 });
             }
         }
+        // Nobody to ask (the application said so): the flow ends here, naming the authorization
+        // server, before stored credentials are loaded (neither stored nor refreshed tokens
+        // are used).
+        if self.options.grant == Grant::AuthorizationCode && !self.options.interactive {
+            return self.fail(AuthError::NotAuthorized {
+                issuer: found.issuer.clone(),
+                resource: redact_url(&self.start.resource_url),
+                reason: "authorizing is turned off".into(),
+            });
+        }
         let load = Step::Load {
             issuer: found.issuer.clone(),
             resource: self.resource.clone(),

@@ -9,9 +9,10 @@
 //!   next ([`Step::Send`]), which stored credentials it wants ([`Step::Load`]), when a person
 //!   must visit a URL ([`Step::Authorize`]), and ends with [`Step::Done`] (credentials) or
 //!   [`Step::Failed`]. Time and randomness are inputs.
-//! - [`Authorizer`] keeps one connection's credentials and decides, on each `401`/`403`, whether
-//!   to retry, to run a flow (one refresh or re-authorization per request, at most
-//!   [`MAX_STEP_UPS`] step-ups) or to fail.
+//! - [`Authorizer`] keeps one connection's credentials and decides, before each request and on
+//!   each `401`/`403`, whether to retry, to run a flow (one refresh or re-authorization per
+//!   request, at most [`MAX_STEP_UPS`] step-ups) or to fail — and, since a connection runs one
+//!   flow at a time, what each request that waited for one does with its outcome ([`Turn`]).
 //! - [`metadata`] reads the documents; the rest of this module is the vocabulary, one concept
 //!   a file: the challenge (`challenge.rs`), the discovery URLs and the fetch rule
 //!   (`discovery.rs`), the PKCE pair (`pkce.rs`), the options (`options.rs`), the credentials
@@ -35,7 +36,7 @@ mod pkce;
 /// The secret type the flow's tokens and client secrets are kept in (it lives in
 /// [`crate::secret`], a leaf the HTTP rules use too).
 pub use crate::secret::Secret;
-pub use authorizer::{Attempt, Authorizer, Verdict, MAX_STEP_UPS};
+pub use authorizer::{Attempt, Authorizer, Ticket, Turn, Verdict, MAX_STEP_UPS};
 pub use challenge::{parse_challenges, BearerChallenge, Challenge, MAX_CHALLENGE_PARTS};
 pub use credentials::{
     AuthorizationRequest, Client, ClientKind, Credentials, FlowStart, Randomness, Reason, Tokens,

@@ -146,6 +146,12 @@ pub struct AuthOptions {
     /// asked for a Bearer token: the authorization server's metadata at the MCP server's
     /// origin, else its default endpoints `/authorize`, `/token`, `/register` (default on).
     pub legacy_fallbacks: bool,
+    /// A person can be asked to authorize (default on). Off, a flow of the authorization code
+    /// grant fails with [`AuthError::NotAuthorized`] as soon as it knows the authorization
+    /// server, before it loads stored credentials or asks anyone: the application has nobody
+    /// to ask (a headless service that was given no way to show the URL). The client
+    /// credentials grant needs no person and is not affected.
+    pub interactive: bool,
 }
 
 impl AuthOptions {
@@ -160,6 +166,15 @@ impl AuthOptions {
             application_type: ApplicationType::Native,
             offline_access: true,
             legacy_fallbacks: true,
+            interactive: true,
         }
+    }
+
+    /// Whether a flow with these options may send a person to the authorization endpoint, and
+    /// so needs a redirect URI to come back to: the authorization code grant, with a person to
+    /// ask ([`interactive`](Self::interactive)). A driver that listens for the redirect itself
+    /// sets [`redirect_uri`](Self::redirect_uri) to its listener then, and only then.
+    pub fn asks_person(&self) -> bool {
+        self.grant == Grant::AuthorizationCode && self.interactive
     }
 }
