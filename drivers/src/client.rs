@@ -328,7 +328,7 @@ impl State {
             } => {
                 self.warn(Warning::Undelivered {
                     what,
-                    reason: error.to_string(),
+                    reason: error.chain(),
                 });
                 if let Some(id) = request {
                     let hit = self.session.handle_undeliverable(id, now);

@@ -99,6 +99,23 @@ pub enum Error {
     Pagination(mcp_proto::PaginationError),
 }
 
+impl Error {
+    /// The message with every cause after it (`authorization failed: the token endpoint …`),
+    /// each said once: for a line that has room for one text (a warning, a log record).
+    pub fn chain(&self) -> String {
+        let mut text = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            let more = cause.to_string();
+            if !text.contains(&more) {
+                text = format!("{text}: {more}");
+            }
+            source = cause.source();
+        }
+        text
+    }
+}
+
 fn stderr_suffix(stderr: &str) -> String {
     if stderr.trim().is_empty() {
         String::new()
@@ -126,5 +143,30 @@ impl From<RequestError> for Error {
             RequestError::Closed => Error::Closed,
             other => Error::Request(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chain_says_every_cause_once() {
+        let auth = Error::Auth(mcp_proto::oauth::AuthError::NoResourceMetadata {
+            resource: "https://mcp.example/mcp".into(),
+            tried: vec!["https://mcp.example/.well-known/oauth-protected-resource".into()],
+        });
+        assert_eq!(auth.to_string(), "authorization failed");
+        let chain = auth.chain();
+        assert!(
+            chain.starts_with("authorization failed: no protected resource metadata for "),
+            "{chain}"
+        );
+        assert_eq!(chain.matches("no protected resource metadata").count(), 1);
+        // No cause: the message alone.
+        assert_eq!(
+            Error::Timeout(Duration::from_secs(1)).chain(),
+            "request timed out after 1s"
+        );
     }
 }

@@ -189,6 +189,7 @@ pub enum SetError {
         /// The server.
         server: String,
         /// Why (its last failure).
+        #[source]
         cause: Error,
     },
     /// The server failed the call.
@@ -197,6 +198,7 @@ pub enum SetError {
         /// The server.
         server: String,
         /// The error.
+        #[source]
         cause: Error,
     },
 }
