@@ -651,6 +651,19 @@ impl Transport for StdioTransport {
             }
             let done = self.start_shutdown();
             let _ = done.recv().await;
+            // The server's last stderr lines are copied (and kept in the tail) before `close`
+            // returns: a program that exits right after would lose what the drain had not read
+            // yet. Its group has ended, so the pipe reaches its end at once; bounded all the same
+            // (a process that left the group may still hold it).
+            smol::future::or(
+                async {
+                    let _ = self.stderr_done.recv().await;
+                },
+                async {
+                    smol::Timer::after(STDERR_WAIT).await;
+                },
+            )
+            .await;
             Ok(())
         })
     }
