@@ -203,20 +203,28 @@ impl Default for ClientConfig {
     }
 }
 
-/// An MCP client over a transport. Share it (`Arc<Client<T>>`) between tasks and tools: requests
-/// may be in flight concurrently, and each has its own timeout, which fires on time whoever else
-/// waits.
+/// An MCP client over any [`Transport`] (stdio, HTTP, or one of the application's own), held as
+/// a `dyn Transport`: one type whichever carries the messages. A `Client` is a handle: its
+/// clones share one connection, cheaply (a reference count), so give one to each task and tool
+/// ([`as_tools`] takes `&Client`) with no `Arc` around it. Requests may be in flight
+/// concurrently, and each has its own timeout, which fires on time whoever else waits. The
+/// connection ends with [`close`](Self::close), or once the last clone is dropped.
 ///
 /// Dropping a request's future gives up on it: the server is sent `notifications/cancelled` and
 /// the client stays usable.
-pub struct Client<T: Transport> {
-    shared: Arc<Shared<T>>,
+///
+/// [`as_tools`]: crate::as_tools
+pub struct Client {
+    shared: Arc<Shared>,
     max_tool_pages: usize,
     max_tool_bytes: usize,
 }
 
-struct Shared<T> {
-    transport: T,
+/// What the clones of a [`Client`] share. The transport is its last field, unsized: a client
+/// made over a concrete transport is coerced to this one type with its transport in the same
+/// allocation (no box, no pointer more to follow than a generic client had); the calls to it go
+/// through its vtable.
+struct Shared<T: ?Sized = dyn Transport> {
     state: Mutex<State>,
     /// Callers waiting for an answer now.
     callers: AtomicUsize,
@@ -240,7 +248,10 @@ struct Shared<T> {
     /// The client was dropped: the idle reader ends.
     dropped: AtomicBool,
     /// Itself, for the handler tasks, which answer through it when they finish.
-    me: Weak<Shared<T>>,
+    me: Weak<Shared>,
+    /// The [`Client`]s over it: the last one dropped ends the idle reader.
+    handles: AtomicUsize,
+    transport: T,
 }
 
 struct State {
@@ -378,14 +389,14 @@ impl State {
     }
 
     /// Sends what the session queued and hands its events to whoever waits for them.
-    fn flush(&mut self, transport: &impl Transport) {
+    fn flush(&mut self, transport: &dyn Transport) {
         self.flush_with(transport, false);
     }
 
     /// [`flush`](Self::flush); with `batch`, while other callers are about to run
     /// ([`State::ready`]), what is sent may wait for what they send, to go out together (the
     /// caller then writes it itself if nobody did by its next turn: [`Shared::wait`]).
-    fn flush_with(&mut self, transport: &impl Transport, batch: bool) {
+    fn flush_with(&mut self, transport: &dyn Transport, batch: bool) {
         while let Some(t) = self.session.poll_transmit() {
             let request = match &t.kind {
                 mcp_proto::TransmitKind::Request { id, .. } => Some(*id),
@@ -513,19 +524,23 @@ impl State {
     }
 }
 
-impl<T: Transport> Client<T> {
-    /// A client over `transport` with default settings. Call [`initialize`](Self::initialize) first.
-    pub fn new(transport: T) -> Self {
+impl Client {
+    /// A client over `transport` with default settings. Call [`initialize`](Self::initialize)
+    /// first. [`connect_stdio`](crate::connect_stdio) and [`connect_http`](crate::connect_http)
+    /// do both, and more.
+    pub fn new(transport: impl Transport) -> Self {
         Self::with_config(transport, ClientConfig::default())
     }
 
-    /// A client with these settings.
-    pub fn with_config(transport: T, mut config: ClientConfig) -> Self {
+    /// A client with these settings. To keep a handle on the concrete transport (for what only
+    /// it tells), pass an `Arc` of it and keep a clone.
+    pub fn with_config<T: Transport>(transport: T, mut config: ClientConfig) -> Self {
         config.session.transport = transport.kind();
         config.session.capabilities = config.handlers.capabilities();
         let idle_wake = Arc::new(event_listener::Event::new());
-        let shared = Arc::new_cyclic(|me| Shared {
+        let shared: Arc<Shared<T>> = Arc::new_cyclic(|me: &Weak<Shared<T>>| Shared {
             me: me.clone(),
+            handles: AtomicUsize::new(1),
             transport,
             state: Mutex::new(State {
                 session: Session::new(config.session),
@@ -557,6 +572,7 @@ impl<T: Transport> Client<T> {
             idle_reader: config.idle_reader,
             dropped: AtomicBool::new(false),
         });
+        let shared: Arc<Shared> = shared;
         if config.idle_reader {
             smol::spawn(idle_reader(shared.clone())).detach();
         }
@@ -567,8 +583,9 @@ impl<T: Transport> Client<T> {
         }
     }
 
-    /// The transport.
-    pub fn transport(&self) -> &T {
+    /// The transport: what every transport tells ([`Transport::pid`],
+    /// [`Transport::stderr_tail`], [`Transport::session_id`], …).
+    pub fn transport(&self) -> &dyn Transport {
         &self.shared.transport
     }
 
@@ -913,10 +930,33 @@ impl<T: Transport> Client<T> {
     }
 }
 
-impl<T: Transport> Drop for Client<T> {
+impl Clone for Client {
+    /// Another handle on the same connection.
+    fn clone(&self) -> Self {
+        self.shared.handles.fetch_add(1, Ordering::Relaxed);
+        Client {
+            shared: self.shared.clone(),
+            max_tool_pages: self.max_tool_pages,
+            max_tool_bytes: self.max_tool_bytes,
+        }
+    }
+}
+
+impl Drop for Client {
     fn drop(&mut self) {
-        self.shared.dropped.store(true, Ordering::SeqCst);
-        self.shared.idle_wake.notify(usize::MAX);
+        // The last handle: nobody can call any more, the idle reader ends.
+        if self.shared.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.dropped.store(true, Ordering::SeqCst);
+            self.shared.idle_wake.notify(usize::MAX);
+        }
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("transport", &self.shared.transport.kind())
+            .finish_non_exhaustive()
     }
 }
 
@@ -925,9 +965,9 @@ fn pagination(e: mcp_proto::PaginationError) -> Error {
 }
 
 /// Counts a caller in [`Shared::wait`] for as long as it waits.
-struct CallerPresent<'a, T>(&'a Shared<T>);
+struct CallerPresent<'a>(&'a Shared);
 
-impl<T> Drop for CallerPresent<'_, T> {
+impl Drop for CallerPresent<'_> {
     fn drop(&mut self) {
         self.0.callers.fetch_sub(1, Ordering::SeqCst);
     }
@@ -936,19 +976,19 @@ impl<T> Drop for CallerPresent<'_, T> {
 /// A caller's messages kept back for a batch ([`State::held`]): written when the caller is
 /// done waiting for others to add theirs ([`release`](Self::release)), or when it stops waiting
 /// at all (its future dropped), whichever comes first.
-struct Held<'a, T: Transport> {
-    shared: &'a Shared<T>,
+struct Held<'a> {
+    shared: &'a Shared,
     armed: bool,
 }
 
-impl<T: Transport> Held<'_, T> {
+impl Held<'_> {
     fn release(&mut self) {
         self.armed = false;
         self.shared.release();
     }
 }
 
-impl<T: Transport> Drop for Held<'_, T> {
+impl Drop for Held<'_> {
     fn drop(&mut self) {
         if self.armed {
             self.shared.release();
@@ -957,13 +997,13 @@ impl<T: Transport> Drop for Held<'_, T> {
 }
 
 /// Cancels request `id` if the future waiting for it is dropped before its answer.
-struct CancelOnDrop<'a, T: Transport> {
-    shared: &'a Shared<T>,
+struct CancelOnDrop<'a> {
+    shared: &'a Shared,
     id: RequestId,
     armed: bool,
 }
 
-impl<T: Transport> Drop for CancelOnDrop<'_, T> {
+impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         if !self.armed {
             return;
@@ -1089,7 +1129,7 @@ enum Wake<M> {
     Deadline,
 }
 
-impl<T: Transport> Shared<T> {
+impl Shared {
     /// Waits for the answer `rx` will carry, reading for everyone meanwhile. `take` opens what
     /// `rx` carries: the answer, or something for this caller to handle on the way (`None`: its
     /// request's progress, whose callback it ran).
@@ -1348,7 +1388,7 @@ impl<T: Transport> Shared<T> {
 /// earlier one ([`State::flush`] wakes it then). A timer set later than the armed one (each
 /// back-to-back call's deadline) waits for the armed one to fire first, which then finds
 /// nothing due and arms the next: a re-arm per timeout period, not per call.
-async fn idle_reader<T: Transport>(shared: Arc<Shared<T>>) {
+async fn idle_reader(shared: Arc<Shared>) {
     let mut seen = shared.waits_begun.load(Ordering::Relaxed);
     let mut timer = LazyTimer::new();
     while !shared.finished() {

@@ -535,6 +535,10 @@ impl Transport for HttpTransport {
             result
         })
     }
+
+    fn session_id(&self) -> Option<String> {
+        HttpTransport::session_id(self)
+    }
 }
 
 impl Shared {

@@ -653,6 +653,21 @@ impl Transport for StdioTransport {
             Ok(())
         })
     }
+
+    fn pid(&self) -> Option<u32> {
+        Some(StdioTransport::pid(self))
+    }
+
+    fn stderr_tail(&self) -> Option<String> {
+        Some(StdioTransport::stderr_tail(self))
+    }
+
+    fn ended(&self) -> Option<Error> {
+        self.exit_status().map(|status| Error::ServerExited {
+            status: Some(status),
+            stderr: StdioTransport::stderr_tail(self),
+        })
+    }
 }
 
 impl Drop for StdioTransport {

@@ -195,4 +195,102 @@ pub trait Transport: Send + Sync + 'static {
     fn kind(&self) -> mcp_proto::TransportKind {
         mcp_proto::TransportKind::Stream
     }
+    /// The process the server runs in, when the transport started it (stdio: the child's id,
+    /// also its process group's). By default `None`.
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+    /// The last lines the server wrote to its diagnostic output, when the transport keeps them
+    /// (stdio: the child's stderr, bounded). By default `None`.
+    fn stderr_tail(&self) -> Option<String> {
+        None
+    }
+    /// Why the server is gone, when the transport knows it before the client has read its end
+    /// (stdio: a child that exited, as [`Error::ServerExited`] with its status and stderr tail):
+    /// a supervisor ([`ServerSet`](crate::ServerSet)) sees a dead server between calls. By
+    /// default `None`.
+    fn ended(&self) -> Option<Error> {
+        None
+    }
+    /// The transport's session with the server, when it has one (Streamable HTTP: the
+    /// `MCP-Session-Id` the server assigned). By default `None`.
+    fn session_id(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A boxed transport is one (a [`Client`](crate::Client) holds any transport boxed already:
+/// this is for an application that picks one at run time before it makes the client).
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn send(&self, message: Transmit) -> Result<(), Error> {
+        (**self).send(message)
+    }
+    fn send_batched(&self, message: Transmit) -> Result<bool, Error> {
+        (**self).send_batched(message)
+    }
+    fn flush(&self) {
+        (**self).flush()
+    }
+    fn try_recv(&self) -> Option<Inbound> {
+        (**self).try_recv()
+    }
+    fn ready(&self) -> BoxFuture<'_, ()> {
+        (**self).ready()
+    }
+    fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
+        (**self).close()
+    }
+    fn kind(&self) -> mcp_proto::TransportKind {
+        (**self).kind()
+    }
+    fn pid(&self) -> Option<u32> {
+        (**self).pid()
+    }
+    fn stderr_tail(&self) -> Option<String> {
+        (**self).stderr_tail()
+    }
+    fn ended(&self) -> Option<Error> {
+        (**self).ended()
+    }
+    fn session_id(&self) -> Option<String> {
+        (**self).session_id()
+    }
+}
+
+/// A shared transport is one: a client made over an `Arc` of a transport leaves its maker a
+/// handle on the concrete type (for what only it tells: a stdio transport's backlog, say).
+impl<T: Transport + ?Sized> Transport for Arc<T> {
+    fn send(&self, message: Transmit) -> Result<(), Error> {
+        (**self).send(message)
+    }
+    fn send_batched(&self, message: Transmit) -> Result<bool, Error> {
+        (**self).send_batched(message)
+    }
+    fn flush(&self) {
+        (**self).flush()
+    }
+    fn try_recv(&self) -> Option<Inbound> {
+        (**self).try_recv()
+    }
+    fn ready(&self) -> BoxFuture<'_, ()> {
+        (**self).ready()
+    }
+    fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
+        (**self).close()
+    }
+    fn kind(&self) -> mcp_proto::TransportKind {
+        (**self).kind()
+    }
+    fn pid(&self) -> Option<u32> {
+        (**self).pid()
+    }
+    fn stderr_tail(&self) -> Option<String> {
+        (**self).stderr_tail()
+    }
+    fn ended(&self) -> Option<Error> {
+        (**self).ended()
+    }
+    fn session_id(&self) -> Option<String> {
+        (**self).session_id()
+    }
 }
