@@ -1023,8 +1023,8 @@ async fn run_exchange(shared: &Shared, id: RequestId, transmit: &Transmit) -> Re
             }
             Step::Failed(HttpError::TooLarge { len, limit }) => {
                 return Err(Inbound::Oversized {
-                    // An event is not buffered, so its length past the limit is unknown.
-                    len: len.unwrap_or((limit as u64).saturating_add(1)),
+                    // An event is not buffered, so its length past the limit may be unknown.
+                    len,
                     limit,
                     id: Some(id),
                 });
@@ -1122,7 +1122,7 @@ async fn listen_loop(shared: &Shared, mut listening: Listening) {
             Step::Dropped(HttpError::TooLarge { len, limit }) => {
                 shared
                     .deliver(Inbound::Oversized {
-                        len: len.unwrap_or((limit as u64).saturating_add(1)),
+                        len,
                         limit,
                         id: None,
                     })

@@ -50,8 +50,9 @@ pub enum Inbound {
     /// response to request `id` when known: the session applies its rule for oversized messages
     /// ([`mcp_proto::Session::handle_oversized`]).
     Oversized {
-        /// Its length in bytes, or the limit plus one when it was not read to its end.
-        len: u64,
+        /// Its length in bytes; `None` when it was not read to its end (an SSE event past the
+        /// limit is not buffered).
+        len: Option<u64>,
         /// The transport's limit.
         limit: usize,
         /// The request whose response carried it.

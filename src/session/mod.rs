@@ -543,10 +543,12 @@ impl Session {
     /// A transport discarded a message over its own limit (an HTTP body, an SSE event), found on
     /// the response to `request` when it knows which: the same rule as for an oversized line
     /// applies (a warning; that request, or else the only pending one, fails with
-    /// [`RequestError::TooLarge`] at once).
+    /// [`RequestError::TooLarge`] at once). `len` is the message's length, `None` when the
+    /// transport did not read it to its end: it is then reported as `limit + 1`, the least it
+    /// can be.
     pub fn handle_oversized(
         &mut self,
-        len: u64,
+        len: Option<u64>,
         limit: usize,
         request: Option<RequestId>,
         now: Instant,
@@ -555,6 +557,7 @@ impl Session {
             Some(id) => Some(id).filter(|id| self.core.pending.contains_key(id)),
             None => self.core.only_pending(),
         };
+        let len = len.unwrap_or_else(|| (limit as u64).saturating_add(1));
         self.core.oversized(len, limit, target, now);
     }
 
