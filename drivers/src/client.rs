@@ -507,10 +507,10 @@ impl State {
     }
 }
 
-/// Whether a transport refused a message because its outbound queue is full (an I/O error of
-/// kind `WouldBlock`, see [`Transport::send`]), rather than failing for good.
+/// Whether a transport refused a message because its outbound queue is full
+/// ([`Error::QueueFull`], see [`Transport::send`]), rather than failing for good.
 fn is_refusal(error: &Error) -> bool {
-    matches!(error, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::WouldBlock)
+    matches!(error, Error::QueueFull { .. })
 }
 
 impl State {

@@ -426,13 +426,12 @@ impl Transport for HttpTransport {
     fn send(&self, message: Transmit) -> Result<(), Error> {
         if self.queued.fetch_add(1, Ordering::SeqCst) >= self.max_queued {
             self.queued.fetch_sub(1, Ordering::SeqCst);
-            let error = Error::io(
-                format!(
+            let error = Error::QueueFull {
+                context: format!(
                     "the HTTP transport's outbound queue is full ({} messages wait to be sent)",
                     self.max_queued
                 ),
-                std::io::Error::from(std::io::ErrorKind::WouldBlock),
-            );
+            };
             // A refused request fails at once: the client hands this error to its caller (not
             // through the inbound queue, which may be full too).
             return Err(error);

@@ -735,14 +735,13 @@ impl Writer {
         // One message may exceed the cap on its own (it is the application's), but nothing may
         // pile up behind it past the cap: that is a server that stopped reading.
         if !st.backlog.is_empty() && st.queued.saturating_add(queued.left()) > st.max {
-            let error = Error::io(
-                format!(
+            let error = Error::QueueFull {
+                context: format!(
                     "the server stopped reading its input: {} bytes queued, more than the {}-byte cap",
                     st.queued + queued.left(),
                     st.max
                 ),
-                std::io::Error::from(std::io::ErrorKind::WouldBlock),
-            );
+            };
             return Err(self.fail(&mut st, error));
         }
         st.queued += queued.left();

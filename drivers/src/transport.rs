@@ -161,9 +161,8 @@ impl fmt::Debug for Chunk {
 ///
 /// - `send` must not wait for the peer: it writes what the peer takes at once and queues the rest
 ///   (with a cap; past it the transport fails, and `try_recv` says why). A message refused
-///   because the queue is full is an [`Error::Io`] of kind
-///   [`WouldBlock`](std::io::ErrorKind::WouldBlock): the client then fails that request at once
-///   with it (nothing needs to go through `try_recv`). Any other error means the transport is
+///   because the queue is full is an [`Error::QueueFull`]: the client then fails that request
+///   at once with it (nothing needs to go through `try_recv`). Any other error means the transport is
 ///   failing, and `try_recv` says why.
 /// - `try_recv` never blocks. After it returned [`Inbound::Closed`], it keeps returning `Closed`.
 /// - `ready` completes once `try_recv` may have something (a spurious completion is fine). Any

@@ -840,6 +840,7 @@ fn the_outbound_queue_is_bounded() {
         modern: false,
     };
     let err = t.send(request).unwrap_err();
+    assert!(matches!(err, Error::QueueFull { .. }), "{err:?}");
     assert!(err.to_string().contains("queue is full"), "{err}");
     // The refusal is `send`'s answer only (the client fails the request with it): nothing is
     // queued for the client, whose inbound queue may be full.
@@ -887,6 +888,7 @@ fn a_request_refused_by_a_full_queue_fails_at_once_even_with_the_inbound_queue_f
         let err = outcome
             .expect("the refused request never failed")
             .unwrap_err();
+        assert!(matches!(err, Error::QueueFull { .. }), "{err:?}");
         assert!(err.to_string().contains("queue is full"), "{err}");
         assert!(started.elapsed() < Duration::from_secs(10));
     });
