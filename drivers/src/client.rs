@@ -536,6 +536,7 @@ impl Client {
     /// it tells), pass an `Arc` of it and keep a clone.
     pub fn with_config<T: Transport>(transport: T, mut config: ClientConfig) -> Self {
         config.session.transport = transport.kind();
+        transport.set_frame_limit(config.session.frame_limit);
         config.session.capabilities = config.handlers.capabilities();
         let idle_wake = Arc::new(event_listener::Event::new());
         let shared: Arc<Shared<T>> = Arc::new_cyclic(|me: &Weak<Shared<T>>| Shared {

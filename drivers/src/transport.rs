@@ -195,6 +195,13 @@ pub trait Transport: Send + Sync + 'static {
     fn kind(&self) -> mcp_proto::TransportKind {
         mcp_proto::TransportKind::Stream
     }
+    /// The session's limit on one message ([`mcp_proto::Config::frame_limit`]), told by the
+    /// client when it is made, before anything is sent: a transport that holds a message's bytes
+    /// while it waits for the message's end holds no more than this (the session's framer
+    /// refuses a longer message anyway). By default ignored.
+    fn set_frame_limit(&self, limit: usize) {
+        let _ = limit;
+    }
     /// The process the server runs in, when the transport started it (stdio: the child's id,
     /// also its process group's). By default `None`.
     fn pid(&self) -> Option<u32> {
@@ -255,6 +262,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     fn session_id(&self) -> Option<String> {
         (**self).session_id()
     }
+    fn set_frame_limit(&self, limit: usize) {
+        (**self).set_frame_limit(limit)
+    }
 }
 
 /// A shared transport is one: a client made over an `Arc` of a transport leaves its maker a
@@ -292,5 +302,8 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     }
     fn session_id(&self) -> Option<String> {
         (**self).session_id()
+    }
+    fn set_frame_limit(&self, limit: usize) {
+        (**self).set_frame_limit(limit)
     }
 }
