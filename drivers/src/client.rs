@@ -494,6 +494,15 @@ impl State {
                 }
                 // Tolerated peer misbehaviour: counted in the session's stats, kept, reported.
                 Event::Warning(w) => self.warn(w),
+                // An answer nobody waits for any more (its caller stopped waiting), a log message
+                // nobody is told of, and what this client does not act on: resource updates (it
+                // subscribes to none) and the end of a URL-mode elicitation.
+                Event::Response { .. }
+                | Event::Log(_)
+                | Event::ResourceUpdated { .. }
+                | Event::ElicitationComplete { .. } => {}
+                // An event a later core adds (the enum is non-exhaustive): nothing to do until
+                // this driver learns of it.
                 _ => {}
             }
         }
