@@ -126,7 +126,7 @@ impl Waiter {
     }
 
     /// Puts the answer in the slot (the first one stays) and wakes the caller. Returns whether
-    /// the slot was empty (the caller has one more answer to take: [`State::ready`]).
+    /// the slot was empty (the caller has one more answer to take: [`ConnState::ready`]).
     fn answer(&mut self, result: Result<Reply, Error>) -> bool {
         let first = self.answer.is_none();
         self.answer.get_or_insert(result);
@@ -215,7 +215,7 @@ impl Default for ClientConfig {
 ///
 /// [`as_tools`]: crate::as_tools
 pub struct Client {
-    shared: Arc<Shared>,
+    shared: Arc<Connection>,
     max_tool_pages: usize,
     max_tool_bytes: usize,
 }
@@ -224,13 +224,13 @@ pub struct Client {
 /// made over a concrete transport is coerced to this one type with its transport in the same
 /// allocation (no box, no pointer more to follow than a generic client had); the calls to it go
 /// through its vtable.
-struct Shared<T: ?Sized = dyn Transport> {
-    state: Mutex<State>,
+struct Connection<T: ?Sized = dyn Transport> {
+    state: Mutex<ConnState>,
     /// Callers waiting for an answer now.
     callers: AtomicUsize,
     /// Counts every wait that began, so the idle reader can tell recent activity.
     waits_begun: AtomicU64,
-    /// Counts the times someone took what the transport received ([`Shared::pump`]): a caller
+    /// Counts the times someone took what the transport received ([`Connection::pump`]): a caller
     /// woken by the transport's readiness after someone else took what came since it began to
     /// wait leaves the reading to them (the transport's readiness is registered anew when it
     /// waits again, and says so at once if more came), rather than every woken caller reading
@@ -240,7 +240,7 @@ struct Shared<T: ?Sized = dyn Transport> {
     /// so that it steps back.
     idle_listening: AtomicBool,
     /// Wakes the idle reader: a caller came, the client was dropped, or a timer earlier than
-    /// the one it keeps armed was set ([`State::timer_armed`]).
+    /// the one it keeps armed was set ([`ConnState::timer_armed`]).
     idle_wake: Arc<event_listener::Event>,
     /// An idle reader runs ([`ClientConfig::idle_reader`]): it keeps the session's next timer
     /// armed, so callers arm none of their own.
@@ -248,13 +248,13 @@ struct Shared<T: ?Sized = dyn Transport> {
     /// The client was dropped: the idle reader ends.
     dropped: AtomicBool,
     /// Itself, for the handler tasks, which answer through it when they finish.
-    me: Weak<Shared>,
+    me: Weak<Connection>,
     /// The [`Client`]s over it: the last one dropped ends the idle reader.
     handles: AtomicUsize,
     transport: T,
 }
 
-struct State {
+struct ConnState {
     session: Session,
     waiters: BTreeMap<RequestId, Waiter>,
     /// The `initialize` request, while the first handshake is under way.
@@ -294,11 +294,11 @@ struct State {
     /// to go out in one write with them ([`Transport::send_batched`]).
     ready: usize,
     /// The transport may hold messages kept back for a batch: the caller that sent them writes
-    /// them ([`Shared::release`]) unless a later send did.
+    /// them ([`Connection::release`]) unless a later send did.
     held: bool,
 }
 
-impl State {
+impl ConnState {
     fn closed_error(&self) -> Error {
         self.close_reason.clone().unwrap_or(Error::Closed)
     }
@@ -394,8 +394,8 @@ impl State {
     }
 
     /// [`flush`](Self::flush); with `batch`, while other callers are about to run
-    /// ([`State::ready`]), what is sent may wait for what they send, to go out together (the
-    /// caller then writes it itself if nobody did by its next turn: [`Shared::wait`]).
+    /// ([`ConnState::ready`]), what is sent may wait for what they send, to go out together (the
+    /// caller then writes it itself if nobody did by its next turn: [`Connection::wait`]).
     fn flush_with(&mut self, transport: &dyn Transport, batch: bool) {
         while let Some(t) = self.session.poll_transmit() {
             let request = match &t.kind {
@@ -522,7 +522,7 @@ fn is_refusal(error: &Error) -> bool {
     matches!(error, Error::QueueFull { .. })
 }
 
-impl State {
+impl ConnState {
     /// Queues something for after the lock; server requests always get in, the rest only up to
     /// [`MAX_DEFERRED`].
     fn defer(&mut self, item: Deferred) {
@@ -548,11 +548,11 @@ impl Client {
         transport.set_frame_limit(config.session.frame_limit);
         config.session.capabilities = config.handlers.capabilities();
         let idle_wake = Arc::new(event_listener::Event::new());
-        let shared: Arc<Shared<T>> = Arc::new_cyclic(|me: &Weak<Shared<T>>| Shared {
+        let shared: Arc<Connection<T>> = Arc::new_cyclic(|me: &Weak<Connection<T>>| Connection {
             me: me.clone(),
             handles: AtomicUsize::new(1),
             transport,
-            state: Mutex::new(State {
+            state: Mutex::new(ConnState {
                 session: Session::new(config.session),
                 waiters: BTreeMap::new(),
                 init_id: None,
@@ -582,7 +582,7 @@ impl Client {
             idle_reader: config.idle_reader,
             dropped: AtomicBool::new(false),
         });
-        let shared: Arc<Shared> = shared;
+        let shared: Arc<Connection> = shared;
         if config.idle_reader {
             smol::spawn(idle_reader(shared.clone())).detach();
         }
@@ -935,7 +935,7 @@ impl Client {
         self.shared.transport.close().await
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, ConnState> {
         lock(&self.shared.state)
     }
 }
@@ -974,8 +974,8 @@ fn pagination(e: mcp_proto::PaginationError) -> Error {
     Error::Pagination(e)
 }
 
-/// Counts a caller in [`Shared::wait`] for as long as it waits.
-struct CallerPresent<'a>(&'a Shared);
+/// Counts a caller in [`Connection::wait`] for as long as it waits.
+struct CallerPresent<'a>(&'a Connection);
 
 impl Drop for CallerPresent<'_> {
     fn drop(&mut self) {
@@ -983,11 +983,11 @@ impl Drop for CallerPresent<'_> {
     }
 }
 
-/// A caller's messages kept back for a batch ([`State::held`]): written when the caller is
+/// A caller's messages kept back for a batch ([`ConnState::held`]): written when the caller is
 /// done waiting for others to add theirs ([`release`](Self::release)), or when it stops waiting
 /// at all (its future dropped), whichever comes first.
 struct Held<'a> {
-    shared: &'a Shared,
+    shared: &'a Connection,
     armed: bool,
 }
 
@@ -1008,7 +1008,7 @@ impl Drop for Held<'_> {
 
 /// Cancels request `id` if the future waiting for it is dropped before its answer.
 struct CancelOnDrop<'a> {
-    shared: &'a Shared,
+    shared: &'a Connection,
     id: RequestId,
     armed: bool,
 }
@@ -1063,7 +1063,7 @@ trait Mailbox {
     /// context, a caller that finds nothing is woken when something comes.
     fn poll_take(
         &mut self,
-        state: &Mutex<State>,
+        state: &Mutex<ConnState>,
         cx: Option<&mut Context<'_>>,
     ) -> Poll<Option<Self::Item>>;
 
@@ -1073,7 +1073,7 @@ trait Mailbox {
     }
 }
 
-/// A request's answer slot: its entry in [`State::waiters`].
+/// A request's answer slot: its entry in [`ConnState::waiters`].
 struct Slot(RequestId);
 
 impl Mailbox for Slot {
@@ -1085,7 +1085,7 @@ impl Mailbox for Slot {
 
     fn poll_take(
         &mut self,
-        state: &Mutex<State>,
+        state: &Mutex<ConnState>,
         cx: Option<&mut Context<'_>>,
     ) -> Poll<Option<ToWaiter>> {
         let mut st = lock(state);
@@ -1119,7 +1119,7 @@ impl Mailbox for Slot {
 impl<M> Mailbox for std::pin::Pin<Box<Receiver<M>>> {
     type Item = M;
 
-    fn poll_take(&mut self, _: &Mutex<State>, cx: Option<&mut Context<'_>>) -> Poll<Option<M>> {
+    fn poll_take(&mut self, _: &Mutex<ConnState>, cx: Option<&mut Context<'_>>) -> Poll<Option<M>> {
         match cx {
             Some(cx) => smol::stream::Stream::poll_next(self.as_mut(), cx),
             None => match self.try_recv() {
@@ -1139,7 +1139,7 @@ enum Wake<M> {
     Deadline,
 }
 
-impl Shared {
+impl Connection {
     /// Waits for the answer `rx` will carry, reading for everyone meanwhile. `take` opens what
     /// `rx` carries: the answer, or something for this caller to handle on the way (`None`: its
     /// request's progress, whose callback it ran).
@@ -1286,7 +1286,7 @@ impl Shared {
 
     /// Runs what the lock held back, in order: callbacks (a panic in one is caught) and the
     /// start of handlers for server requests.
-    fn deliver(&self, mut st: MutexGuard<'_, State>) {
+    fn deliver(&self, mut st: MutexGuard<'_, ConnState>) {
         let items = std::mem::take(&mut st.deferred);
         st.deferred_warnings = 0;
         let on_warning = st.on_warning.clone();
@@ -1395,10 +1395,10 @@ impl Shared {
 ///
 /// It also keeps the session's next timer armed for everyone (callers arm none of their own),
 /// and fires it on time: it re-arms only when that timer has fired, or when a flush set an
-/// earlier one ([`State::flush`] wakes it then). A timer set later than the armed one (each
+/// earlier one ([`ConnState::flush`] wakes it then). A timer set later than the armed one (each
 /// back-to-back call's deadline) waits for the armed one to fire first, which then finds
 /// nothing due and arms the next: a re-arm per timeout period, not per call.
-async fn idle_reader(shared: Arc<Shared>) {
+async fn idle_reader(shared: Arc<Connection>) {
     let mut seen = shared.waits_begun.load(Ordering::Relaxed);
     let mut timer = LazyTimer::new();
     while !shared.finished() {
@@ -1508,7 +1508,7 @@ fn earlier(at: Instant, armed: Option<Instant>) -> bool {
 
 /// What woke the idle reader.
 enum IdleWake {
-    /// [`Shared::idle_wake`].
+    /// [`Connection::idle_wake`].
     Woken,
     /// The watchdog's period passed, or (nobody waiting) the transport is ready: take what came.
     Look,
@@ -1524,7 +1524,7 @@ fn one_cpu() -> bool {
     *ONE.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() == 1))
 }
 
-/// Where a list's change count is kept in `State::lists_changed`.
+/// Where a list's change count is kept in `ConnState::lists_changed`.
 fn list_slot(kind: ListKind) -> usize {
     match kind {
         ListKind::Tools => 0,
