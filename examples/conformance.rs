@@ -218,7 +218,7 @@ fn s(e: impl std::error::Error) -> String {
 }
 
 async fn run_flow(
-    client: &Client<HttpTransport>,
+    client: &Client,
     scenario: &str,
     version: &str,
     context: Option<&str>,
@@ -289,11 +289,7 @@ fn schema_text(tool: &Tool) -> &str {
 }
 
 /// Calls a tool; a tool error fails the flow. Returns the result's text.
-async fn call(
-    client: &Client<HttpTransport>,
-    name: &str,
-    arguments: Value,
-) -> Result<String, String> {
+async fn call(client: &Client, name: &str, arguments: Value) -> Result<String, String> {
     let result = client
         .call_tool(name, arguments)
         .await
@@ -334,7 +330,7 @@ async fn accepting_user(asked: Elicitation) -> Result<ElicitAnswer, HandlerError
 }
 
 /// `sep-2322-client-request-state`: every multi round-trip case of the scenario.
-async fn request_state(client: &Client<HttpTransport>) -> Result<(), String> {
+async fn request_state(client: &Client) -> Result<(), String> {
     // An unrelated call made while the other waits between its rounds carries none of its
     // round's fields.
     let (echoed, unrelated) = smol::future::zip(
@@ -351,7 +347,7 @@ async fn request_state(client: &Client<HttpTransport>) -> Result<(), String> {
 }
 
 /// Any request, its result as JSON.
-async fn raw(client: &Client<HttpTransport>, method: &str, params: Value) -> Result<Value, String> {
+async fn raw(client: &Client, method: &str, params: Value) -> Result<Value, String> {
     match client
         .request(Request::new(method, Some(params)))
         .await
@@ -374,7 +370,7 @@ fn field_of_each<'v>(result: &'v Value, list: &str, field: &str) -> Vec<&'v str>
 }
 
 /// `http-standard-headers`: one request of each method whose headers the scenario checks.
-async fn standard_headers(client: &Client<HttpTransport>, tools: &[Tool]) -> Result<(), String> {
+async fn standard_headers(client: &Client, tools: &[Tool]) -> Result<(), String> {
     for tool in tools {
         call(client, &tool.name, json!({})).await?;
     }
@@ -393,10 +389,7 @@ async fn standard_headers(client: &Client<HttpTransport>, tools: &[Tool]) -> Res
 }
 
 /// `http-custom-headers`: the context's `toolCalls`, each with its arguments verbatim.
-async fn custom_headers(
-    client: &Client<HttpTransport>,
-    context: Option<&str>,
-) -> Result<(), String> {
+async fn custom_headers(client: &Client, context: Option<&str>) -> Result<(), String> {
     let context = context.ok_or("MCP_CONFORMANCE_CONTEXT is not set")?;
     let context: Value =
         serde_json::from_str(context).map_err(|e| format!("MCP_CONFORMANCE_CONTEXT: {e}"))?;
@@ -418,10 +411,7 @@ async fn custom_headers(
 
 /// `http-invalid-tool-headers`: calls every tool the client kept, then checks that the client
 /// left out the tools it warned about, and only those.
-async fn invalid_tool_headers(
-    client: &Client<HttpTransport>,
-    tools: &[Tool],
-) -> Result<(), String> {
+async fn invalid_tool_headers(client: &Client, tools: &[Tool]) -> Result<(), String> {
     for tool in tools {
         let arguments = match tool.name.as_str() {
             "valid_tool" => json!({"region": "us-west1"}),

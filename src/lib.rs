@@ -59,7 +59,7 @@
 //!   it does not know.
 //! - **What to do is closed**: the outputs a driver acts on, one arm per action, are exhaustive
 //!   on purpose: [`http::Step`], [`oauth::Step`], [`oauth::Verdict`], [`oauth::Turn`], [`oauth::Redirect`],
-//!   [`http::Body`], [`http::StreamEnd`], [`server_set::RestartVerdict`] and [`server_set::Skipped`] (every tool
+//!   [`server_set::RestartVerdict`] and [`server_set::Skipped`] (every tool
 //!   left out is explained to the user). A new variant there is a new thing the driver must do; it
 //!   should fail the driver's build, not fall into a `_` arm that does nothing.
 #![forbid(unsafe_code)]

@@ -366,7 +366,6 @@ impl Driver {
                 self.session.handle_expired(request, self.now)
             }
             (HttpError::TooLarge { len, limit }, request) => {
-                let len = len.unwrap_or(limit as u64 + 1);
                 self.session.handle_oversized(len, limit, request, self.now);
                 return;
             }

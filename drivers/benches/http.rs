@@ -1,4 +1,4 @@
-//! Sequential `tools/call` round trips over Streamable HTTP: our `Client<HttpTransport>` against a
+//! Sequential `tools/call` round trips over Streamable HTTP: our `Client` against a
 //! minimal hand-written blocking HTTP/1.1 client. std only: `Instant` and medians.
 //!
 //! `cargo bench -p mcp-connect --bench http`. Run without `--bench` (as `cargo test --benches` does) it only
@@ -301,7 +301,7 @@ fn run(url: &str, modern_url: &str, p: &Params) {
 
 /// Our client.
 struct Ours {
-    client: Client<HttpTransport>,
+    client: Client,
     /// Calls without a timeout (`--only a0`): what the caller's timer costs.
     no_timeout: bool,
 }

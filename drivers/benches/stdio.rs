@@ -557,7 +557,7 @@ fn vm_kib(field: &str) -> u64 {
 
 /// Our client.
 struct Ours {
-    client: Client<StdioTransport>,
+    client: Client,
 }
 
 impl Ours {

@@ -127,7 +127,7 @@ impl Waiter {
     }
 
     /// Puts the answer in the slot (the first one stays) and wakes the caller. Returns whether
-    /// the slot was empty (the caller has one more answer to take: [`State::ready`]).
+    /// the slot was empty (the caller has one more answer to take: [`ConnState::ready`]).
     fn answer(&mut self, result: Result<Reply, Error>) -> bool {
         let first = self.answer.is_none();
         self.answer.get_or_insert(result);
@@ -204,26 +204,34 @@ impl Default for ClientConfig {
     }
 }
 
-/// An MCP client over a transport. Share it (`Arc<Client<T>>`) between tasks and tools: requests
-/// may be in flight concurrently, and each has its own timeout, which fires on time whoever else
-/// waits.
+/// An MCP client over any [`Transport`] (stdio, HTTP, or one of the application's own), held as
+/// a `dyn Transport`: one type whichever carries the messages. A `Client` is a handle: its
+/// clones share one connection, cheaply (a reference count), so give one to each task and tool
+/// ([`as_tools`] takes `&Client`) with no `Arc` around it. Requests may be in flight
+/// concurrently, and each has its own timeout, which fires on time whoever else waits. The
+/// connection ends with [`close`](Self::close), or once the last clone is dropped.
 ///
 /// Dropping a request's future gives up on it: the server is sent `notifications/cancelled` and
 /// the client stays usable.
-pub struct Client<T: Transport> {
-    shared: Arc<Shared<T>>,
+///
+/// [`as_tools`]: crate::as_tools
+pub struct Client {
+    shared: Arc<Connection>,
     max_tool_pages: usize,
     max_tool_bytes: usize,
 }
 
-struct Shared<T> {
-    transport: T,
-    state: Mutex<State>,
+/// What the clones of a [`Client`] share. The transport is its last field, unsized: a client
+/// made over a concrete transport is coerced to this one type with its transport in the same
+/// allocation (no box, no pointer more to follow than a generic client had); the calls to it go
+/// through its vtable.
+struct Connection<T: ?Sized = dyn Transport> {
+    state: Mutex<ConnState>,
     /// Callers waiting for an answer now.
     callers: AtomicUsize,
     /// Counts every wait that began, so the idle reader can tell recent activity.
     waits_begun: AtomicU64,
-    /// Counts the times someone took what the transport received ([`Shared::pump`]): a caller
+    /// Counts the times someone took what the transport received ([`Connection::pump`]): a caller
     /// woken by the transport's readiness after someone else took what came since it began to
     /// wait leaves the reading to them (the transport's readiness is registered anew when it
     /// waits again, and says so at once if more came), rather than every woken caller reading
@@ -233,7 +241,7 @@ struct Shared<T> {
     /// so that it steps back.
     idle_listening: AtomicBool,
     /// Wakes the idle reader: a caller came, the client was dropped, or a timer earlier than
-    /// the one it keeps armed was set ([`State::timer_armed`]).
+    /// the one it keeps armed was set ([`ConnState::timer_armed`]).
     idle_wake: Arc<event_listener::Event>,
     /// An idle reader runs ([`ClientConfig::idle_reader`]): it keeps the session's next timer
     /// armed, so callers arm none of their own.
@@ -241,10 +249,13 @@ struct Shared<T> {
     /// The client was dropped: the idle reader ends.
     dropped: AtomicBool,
     /// Itself, for the handler tasks, which answer through it when they finish.
-    me: Weak<Shared<T>>,
+    me: Weak<Connection>,
+    /// The [`Client`]s over it: the last one dropped ends the idle reader.
+    handles: AtomicUsize,
+    transport: T,
 }
 
-struct State {
+struct ConnState {
     session: Session,
     waiters: BTreeMap<RequestId, Waiter>,
     /// The `initialize` request, while the first handshake is under way.
@@ -284,11 +295,11 @@ struct State {
     /// to go out in one write with them ([`Transport::send_batched`]).
     ready: usize,
     /// The transport may hold messages kept back for a batch: the caller that sent them writes
-    /// them ([`Shared::release`]) unless a later send did.
+    /// them ([`Connection::release`]) unless a later send did.
     held: bool,
 }
 
-impl State {
+impl ConnState {
     fn closed_error(&self) -> Error {
         self.close_reason.clone().unwrap_or(Error::Closed)
     }
@@ -380,14 +391,14 @@ impl State {
     }
 
     /// Sends what the session queued and hands its events to whoever waits for them.
-    fn flush(&mut self, transport: &impl Transport) {
+    fn flush(&mut self, transport: &dyn Transport) {
         self.flush_with(transport, false);
     }
 
     /// [`flush`](Self::flush); with `batch`, while other callers are about to run
-    /// ([`State::ready`]), what is sent may wait for what they send, to go out together (the
-    /// caller then writes it itself if nobody did by its next turn: [`Shared::wait`]).
-    fn flush_with(&mut self, transport: &impl Transport, batch: bool) {
+    /// ([`ConnState::ready`]), what is sent may wait for what they send, to go out together (the
+    /// caller then writes it itself if nobody did by its next turn: [`Connection::wait`]).
+    fn flush_with(&mut self, transport: &dyn Transport, batch: bool) {
         while let Some(t) = self.session.poll_transmit() {
             let request = match &t.kind {
                 mcp_proto::TransmitKind::Request { id, .. } => Some(*id),
@@ -485,6 +496,15 @@ impl State {
                 }
                 // Tolerated peer misbehaviour: counted in the session's stats, kept, reported.
                 Event::Warning(w) => self.warn(w),
+                // An answer nobody waits for any more (its caller stopped waiting), a log message
+                // nobody is told of, and what this client does not act on: resource updates (it
+                // subscribes to none) and the end of a URL-mode elicitation.
+                Event::Response { .. }
+                | Event::Log(_)
+                | Event::ResourceUpdated { .. }
+                | Event::ElicitationComplete { .. } => {}
+                // An event a later core adds (the enum is non-exhaustive): nothing to do until
+                // this driver learns of it.
                 _ => {}
             }
         }
@@ -498,13 +518,13 @@ impl State {
     }
 }
 
-/// Whether a transport refused a message because its outbound queue is full (an I/O error of
-/// kind `WouldBlock`, see [`Transport::send`]), rather than failing for good.
+/// Whether a transport refused a message because its outbound queue is full
+/// ([`Error::QueueFull`], see [`Transport::send`]), rather than failing for good.
 fn is_refusal(error: &Error) -> bool {
-    matches!(error, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::WouldBlock)
+    matches!(error, Error::QueueFull { .. })
 }
 
-impl State {
+impl ConnState {
     /// Queues something for after the lock; server requests always get in, the rest only up to
     /// [`MAX_DEFERRED`].
     fn defer(&mut self, item: Deferred) {
@@ -515,21 +535,26 @@ impl State {
     }
 }
 
-impl<T: Transport> Client<T> {
-    /// A client over `transport` with default settings. Call [`initialize`](Self::initialize) first.
-    pub fn new(transport: T) -> Self {
+impl Client {
+    /// A client over `transport` with default settings. Call [`initialize`](Self::initialize)
+    /// first. [`connect_stdio`](crate::connect_stdio) and [`connect_http`](crate::connect_http)
+    /// do both, and more.
+    pub fn new(transport: impl Transport) -> Self {
         Self::with_config(transport, ClientConfig::default())
     }
 
-    /// A client with these settings.
-    pub fn with_config(transport: T, mut config: ClientConfig) -> Self {
+    /// A client with these settings. To keep a handle on the concrete transport (for what only
+    /// it tells), pass an `Arc` of it and keep a clone.
+    pub fn with_config<T: Transport>(transport: T, mut config: ClientConfig) -> Self {
         config.session.transport = transport.kind();
+        transport.set_frame_limit(config.session.frame_limit);
         config.session.capabilities = config.handlers.capabilities();
         let idle_wake = Arc::new(event_listener::Event::new());
-        let shared = Arc::new_cyclic(|me| Shared {
+        let shared: Arc<Connection<T>> = Arc::new_cyclic(|me: &Weak<Connection<T>>| Connection {
             me: me.clone(),
+            handles: AtomicUsize::new(1),
             transport,
-            state: Mutex::new(State {
+            state: Mutex::new(ConnState {
                 session: Session::new(config.session),
                 waiters: BTreeMap::new(),
                 init_id: None,
@@ -559,6 +584,7 @@ impl<T: Transport> Client<T> {
             idle_reader: config.idle_reader,
             dropped: AtomicBool::new(false),
         });
+        let shared: Arc<Connection> = shared;
         if config.idle_reader {
             smol::spawn(idle_reader(shared.clone())).detach();
         }
@@ -569,8 +595,9 @@ impl<T: Transport> Client<T> {
         }
     }
 
-    /// The transport.
-    pub fn transport(&self) -> &T {
+    /// The transport: what every transport tells ([`Transport::pid`],
+    /// [`Transport::stderr_tail`], [`Transport::session_id`], …).
+    pub fn transport(&self) -> &dyn Transport {
         &self.shared.transport
     }
 
@@ -910,15 +937,38 @@ impl<T: Transport> Client<T> {
         self.shared.transport.close().await
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, ConnState> {
         lock(&self.shared.state)
     }
 }
 
-impl<T: Transport> Drop for Client<T> {
+impl Clone for Client {
+    /// Another handle on the same connection.
+    fn clone(&self) -> Self {
+        self.shared.handles.fetch_add(1, Ordering::Relaxed);
+        Client {
+            shared: self.shared.clone(),
+            max_tool_pages: self.max_tool_pages,
+            max_tool_bytes: self.max_tool_bytes,
+        }
+    }
+}
+
+impl Drop for Client {
     fn drop(&mut self) {
-        self.shared.dropped.store(true, Ordering::SeqCst);
-        self.shared.idle_wake.notify(usize::MAX);
+        // The last handle: nobody can call any more, the idle reader ends.
+        if self.shared.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.dropped.store(true, Ordering::SeqCst);
+            self.shared.idle_wake.notify(usize::MAX);
+        }
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("transport", &self.shared.transport.kind())
+            .finish_non_exhaustive()
     }
 }
 
@@ -926,31 +976,31 @@ fn pagination(e: mcp_proto::PaginationError) -> Error {
     Error::Pagination(e)
 }
 
-/// Counts a caller in [`Shared::wait`] for as long as it waits.
-struct CallerPresent<'a, T>(&'a Shared<T>);
+/// Counts a caller in [`Connection::wait`] for as long as it waits.
+struct CallerPresent<'a>(&'a Connection);
 
-impl<T> Drop for CallerPresent<'_, T> {
+impl Drop for CallerPresent<'_> {
     fn drop(&mut self) {
         self.0.callers.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
-/// A caller's messages kept back for a batch ([`State::held`]): written when the caller is
+/// A caller's messages kept back for a batch ([`ConnState::held`]): written when the caller is
 /// done waiting for others to add theirs ([`release`](Self::release)), or when it stops waiting
 /// at all (its future dropped), whichever comes first.
-struct Held<'a, T: Transport> {
-    shared: &'a Shared<T>,
+struct Held<'a> {
+    shared: &'a Connection,
     armed: bool,
 }
 
-impl<T: Transport> Held<'_, T> {
+impl Held<'_> {
     fn release(&mut self) {
         self.armed = false;
         self.shared.release();
     }
 }
 
-impl<T: Transport> Drop for Held<'_, T> {
+impl Drop for Held<'_> {
     fn drop(&mut self) {
         if self.armed {
             self.shared.release();
@@ -959,13 +1009,13 @@ impl<T: Transport> Drop for Held<'_, T> {
 }
 
 /// Cancels request `id` if the future waiting for it is dropped before its answer.
-struct CancelOnDrop<'a, T: Transport> {
-    shared: &'a Shared<T>,
+struct CancelOnDrop<'a> {
+    shared: &'a Connection,
     id: RequestId,
     armed: bool,
 }
 
-impl<T: Transport> Drop for CancelOnDrop<'_, T> {
+impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         if !self.armed {
             return;
@@ -1015,7 +1065,7 @@ trait Mailbox {
     /// context, a caller that finds nothing is woken when something comes.
     fn poll_take(
         &mut self,
-        state: &Mutex<State>,
+        state: &Mutex<ConnState>,
         cx: Option<&mut Context<'_>>,
     ) -> Poll<Option<Self::Item>>;
 
@@ -1025,7 +1075,7 @@ trait Mailbox {
     }
 }
 
-/// A request's answer slot: its entry in [`State::waiters`].
+/// A request's answer slot: its entry in [`ConnState::waiters`].
 struct Slot(RequestId);
 
 impl Mailbox for Slot {
@@ -1037,7 +1087,7 @@ impl Mailbox for Slot {
 
     fn poll_take(
         &mut self,
-        state: &Mutex<State>,
+        state: &Mutex<ConnState>,
         cx: Option<&mut Context<'_>>,
     ) -> Poll<Option<ToWaiter>> {
         let mut st = lock(state);
@@ -1071,7 +1121,7 @@ impl Mailbox for Slot {
 impl<M> Mailbox for std::pin::Pin<Box<Receiver<M>>> {
     type Item = M;
 
-    fn poll_take(&mut self, _: &Mutex<State>, cx: Option<&mut Context<'_>>) -> Poll<Option<M>> {
+    fn poll_take(&mut self, _: &Mutex<ConnState>, cx: Option<&mut Context<'_>>) -> Poll<Option<M>> {
         match cx {
             Some(cx) => smol::stream::Stream::poll_next(self.as_mut(), cx),
             None => match self.try_recv() {
@@ -1091,7 +1141,7 @@ enum Wake<M> {
     Deadline,
 }
 
-impl<T: Transport> Shared<T> {
+impl Connection {
     /// Waits for the answer `rx` will carry, reading for everyone meanwhile. `take` opens what
     /// `rx` carries: the answer, or something for this caller to handle on the way (`None`: its
     /// request's progress, whose callback it ran).
@@ -1238,7 +1288,7 @@ impl<T: Transport> Shared<T> {
 
     /// Runs what the lock held back, in order: callbacks (a panic in one is caught) and the
     /// start of handlers for server requests.
-    fn deliver(&self, mut st: MutexGuard<'_, State>) {
+    fn deliver(&self, mut st: MutexGuard<'_, ConnState>) {
         let items = std::mem::take(&mut st.deferred);
         st.deferred_warnings = 0;
         let on_warning = st.on_warning.clone();
@@ -1347,10 +1397,10 @@ impl<T: Transport> Shared<T> {
 ///
 /// It also keeps the session's next timer armed for everyone (callers arm none of their own),
 /// and fires it on time: it re-arms only when that timer has fired, or when a flush set an
-/// earlier one ([`State::flush`] wakes it then). A timer set later than the armed one (each
+/// earlier one ([`ConnState::flush`] wakes it then). A timer set later than the armed one (each
 /// back-to-back call's deadline) waits for the armed one to fire first, which then finds
 /// nothing due and arms the next: a re-arm per timeout period, not per call.
-async fn idle_reader<T: Transport>(shared: Arc<Shared<T>>) {
+async fn idle_reader(shared: Arc<Connection>) {
     let mut seen = shared.waits_begun.load(Ordering::Relaxed);
     let mut timer = LazyTimer::new();
     while !shared.finished() {
@@ -1460,7 +1510,7 @@ fn earlier(at: Instant, armed: Option<Instant>) -> bool {
 
 /// What woke the idle reader.
 enum IdleWake {
-    /// [`Shared::idle_wake`].
+    /// [`Connection::idle_wake`].
     Woken,
     /// The watchdog's period passed, or (nobody waiting) the transport is ready: take what came.
     Look,
@@ -1476,7 +1526,7 @@ fn one_cpu() -> bool {
     *ONE.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() == 1))
 }
 
-/// Where a list's change count is kept in `State::lists_changed`.
+/// Where a list's change count is kept in `ConnState::lists_changed`.
 fn list_slot(kind: ListKind) -> usize {
     match kind {
         ListKind::Tools => 0,

@@ -86,10 +86,7 @@ fn with_era(config: &ClientConfig, era: EraChoice) -> ClientConfig {
 #[cfg(feature = "stdio")]
 /// Starts a stdio server and opens its session in the era it speaks (see the
 /// [module docs](self)). On failure the process is ended and reaped before the error returns.
-pub async fn connect_stdio(
-    stdio: StdioConfig,
-    config: ClientConfig,
-) -> Result<Client<StdioTransport>, Error> {
+pub async fn connect_stdio(stdio: StdioConfig, config: ClientConfig) -> Result<Client, Error> {
     let key = stdio_key(&stdio);
     let era = choice(&config, &key);
     let client = Client::with_config(
@@ -130,7 +127,7 @@ pub async fn connect_stdio(
 pub async fn connect_http(
     http: HttpTransportConfig,
     config: ClientConfig,
-) -> Result<Client<HttpTransport>, Error> {
+) -> Result<Client, Error> {
     let key = http_key(&http);
     let era = choice(&config, &key);
     let client = Client::with_config(HttpTransport::new(http)?, with_era(&config, era));

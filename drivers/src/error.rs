@@ -41,6 +41,15 @@ pub enum Error {
         #[source]
         source: Arc<std::io::Error>,
     },
+    /// The transport's outbound queue is full: the message was not sent, and the request it
+    /// carried fails at once ([`Transport::send`](crate::Transport::send)). Over HTTP the
+    /// connection goes on (`HttpTransportConfig::max_queued`); over stdio it is a server that
+    /// stopped reading its input, past `StdioConfig::max_backlog`, and the connection fails too.
+    #[error("{context}")]
+    QueueFull {
+        /// What is full, and how full.
+        context: String,
+    },
     /// An HTTP request was answered with an unexpected status.
     #[error("HTTP {status} from {url}{}", if body.is_empty() { String::new() } else { format!(": {body}") })]
     Http {

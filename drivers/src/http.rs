@@ -437,13 +437,12 @@ impl Transport for HttpTransport {
     fn send(&self, message: Transmit) -> Result<(), Error> {
         if self.queued.fetch_add(1, Ordering::SeqCst) >= self.max_queued {
             self.queued.fetch_sub(1, Ordering::SeqCst);
-            let error = Error::io(
-                format!(
+            let error = Error::QueueFull {
+                context: format!(
                     "the HTTP transport's outbound queue is full ({} messages wait to be sent)",
                     self.max_queued
                 ),
-                std::io::Error::from(std::io::ErrorKind::WouldBlock),
-            );
+            };
             // A refused request fails at once: the client hands this error to its caller (not
             // through the inbound queue, which may be full too).
             return Err(error);
@@ -545,6 +544,10 @@ impl Transport for HttpTransport {
             self.shared.arrived.notify(usize::MAX);
             result
         })
+    }
+
+    fn session_id(&self) -> Option<String> {
+        HttpTransport::session_id(self)
     }
 }
 
@@ -1028,8 +1031,8 @@ async fn run_exchange(shared: &Shared, id: RequestId, transmit: &Transmit) -> Re
             }
             Step::Failed(HttpError::TooLarge { len, limit }) => {
                 return Err(Inbound::Oversized {
-                    // An event is not buffered, so its length past the limit is unknown.
-                    len: len.unwrap_or((limit as u64).saturating_add(1)),
+                    // An event is not buffered, so its length past the limit may be unknown.
+                    len,
                     limit,
                     id: Some(id),
                 });
@@ -1151,7 +1154,7 @@ async fn listen_loop(shared: &Shared, mut listening: Listening, opened: Sender<(
             Step::Dropped(HttpError::TooLarge { len, limit }) => {
                 shared
                     .deliver(Inbound::Oversized {
-                        len: len.unwrap_or((limit as u64).saturating_add(1)),
+                        len,
                         limit,
                         id: None,
                     })

@@ -26,11 +26,10 @@
 //!
 //! ```no_run
 //! use mcp_connect::{as_tools, connect_stdio, AgentTool, ClientConfig, StdioConfig};
-//! use std::sync::Arc;
 //!
 //! smol::block_on(async {
 //!     let server = StdioConfig::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]);
-//!     let client = Arc::new(connect_stdio(server, ClientConfig::default()).await?);
+//!     let client = connect_stdio(server, ClientConfig::default()).await?;
 //!     for tool in as_tools(&client).await? {
 //!         println!("{}: {}", tool.name(), tool.description());
 //!     }

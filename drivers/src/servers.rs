@@ -37,9 +37,9 @@ use crate::connect::connect_http;
 #[cfg(feature = "stdio")]
 use crate::connect::connect_stdio;
 #[cfg(feature = "http")]
-use crate::http::{HttpTransport, HttpTransportConfig};
+use crate::http::HttpTransportConfig;
 #[cfg(feature = "stdio")]
-use crate::stdio::{StdioConfig, StdioTransport};
+use crate::stdio::StdioConfig;
 use crate::sync::lock;
 use crate::tools::{AgentTool, ToolError};
 use crate::transport::BoxFuture;
@@ -203,67 +203,21 @@ pub enum SetError {
     },
 }
 
-/// A client of either transport.
-#[derive(Clone)]
-enum AnyClient {
-    #[cfg(feature = "stdio")]
-    Stdio(Arc<Client<StdioTransport>>),
-    #[cfg(feature = "http")]
-    Http(Arc<Client<HttpTransport>>),
+/// What the set asks of a server's client besides its calls.
+trait Supervised {
+    /// The client's count of tool-list changes.
+    fn tool_changes(&self) -> u64;
+    /// Whether the server is gone for good: a stdio child that exited, or a closed session.
+    fn dead(&self) -> Option<Error>;
 }
 
-impl AnyClient {
-    async fn call(&self, request: Request) -> Result<CallToolResult, Error> {
-        match self {
-            #[cfg(feature = "stdio")]
-            AnyClient::Stdio(c) => c.call(request).await,
-            #[cfg(feature = "http")]
-            AnyClient::Http(c) => c.call(request).await,
-        }
-    }
-
-    async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
-        match self {
-            #[cfg(feature = "stdio")]
-            AnyClient::Stdio(c) => c.list_tools().await,
-            #[cfg(feature = "http")]
-            AnyClient::Http(c) => c.list_tools().await,
-        }
-    }
-
+impl Supervised for Client {
     fn tool_changes(&self) -> u64 {
-        match self {
-            #[cfg(feature = "stdio")]
-            AnyClient::Stdio(c) => c.lists_changed(ListKind::Tools),
-            #[cfg(feature = "http")]
-            AnyClient::Http(c) => c.lists_changed(ListKind::Tools),
-        }
+        self.lists_changed(ListKind::Tools)
     }
 
-    /// Whether the server is gone for good: a stdio child that exited, or a closed session.
     fn dead(&self) -> Option<Error> {
-        match self {
-            #[cfg(feature = "stdio")]
-            AnyClient::Stdio(c) => c.closed().or_else(|| {
-                c.transport()
-                    .exit_status()
-                    .map(|status| Error::ServerExited {
-                        status: Some(status),
-                        stderr: c.transport().stderr_tail(),
-                    })
-            }),
-            #[cfg(feature = "http")]
-            AnyClient::Http(c) => c.closed(),
-        }
-    }
-
-    async fn close(&self) {
-        let _ = match self {
-            #[cfg(feature = "stdio")]
-            AnyClient::Stdio(c) => c.close().await,
-            #[cfg(feature = "http")]
-            AnyClient::Http(c) => c.close().await,
-        };
+        self.closed().or_else(|| self.transport().ended())
     }
 }
 
@@ -279,7 +233,7 @@ struct Slot {
 
 #[derive(Default)]
 struct SlotState {
-    client: Option<AnyClient>,
+    client: Option<Client>,
     /// The last failure to start, or the exit that ended the last client.
     failure: Option<Error>,
     /// Its last tool list, what the routing is planned from (kept across a failed restart, so
@@ -336,7 +290,7 @@ pub struct ServerSet {
 
 /// A server started: its client and its first tool list.
 struct Started {
-    client: AnyClient,
+    client: Client,
     tools: Vec<Tool>,
     /// The client's count of tool-list changes before the listing.
     changes: u64,
@@ -351,13 +305,9 @@ async fn start(spec: &ServerSpec) -> Result<Started, Error> {
     let connect = async {
         let client = match &spec.launch {
             #[cfg(feature = "stdio")]
-            Launch::Stdio(stdio) => connect_stdio(stdio.clone(), config.clone())
-                .await
-                .map(|c| AnyClient::Stdio(Arc::new(c))),
+            Launch::Stdio(stdio) => connect_stdio(stdio.clone(), config.clone()).await,
             #[cfg(feature = "http")]
-            Launch::Http(http) => connect_http((**http).clone(), config.clone())
-                .await
-                .map(|c| AnyClient::Http(Arc::new(c))),
+            Launch::Http(http) => connect_http((**http).clone(), config.clone()).await,
             Launch::Unavailable { transport } => Err(Error::TransportUnavailable { transport }),
         }?;
         let changes = client.tool_changes();
@@ -368,7 +318,7 @@ async fn start(spec: &ServerSpec) -> Result<Started, Error> {
                 changes,
             }),
             Err(e) => {
-                client.close().await;
+                let _ = client.close().await;
                 Err(e)
             }
         }
@@ -477,11 +427,7 @@ impl ServerSet {
     /// The process id of a stdio server's child while it runs.
     pub async fn server_pid(&self, name: &str) -> Option<u32> {
         let slot = self.inner.slots.iter().find(|s| s.spec.name == name)?;
-        match &lock(&slot.state).client {
-            #[cfg(feature = "stdio")]
-            Some(AnyClient::Stdio(c)) => Some(c.transport().pid()),
-            _ => None,
-        }
+        lock(&slot.state).client.as_ref()?.transport().pid()
     }
 
     /// The servers' names, in order.
@@ -569,7 +515,9 @@ impl ServerSet {
         for slot in &self.inner.slots {
             let client = lock(&slot.state).client.take();
             if let Some(client) = client {
-                closing.push(smol::spawn(async move { client.close().await }));
+                closing.push(smol::spawn(async move {
+                    let _ = client.close().await;
+                }));
             }
         }
         for c in closing {
@@ -614,12 +562,12 @@ impl Drop for Settles<'_> {
 /// again after that backoff, puts the new client in place (unless the set was closed
 /// meanwhile) and re-plans the routing. A task of its own, on smol's executor: no caller's
 /// polling drives it, and no lock is held while it waits.
-async fn restart(inner: Arc<Inner>, i: usize, old: Option<AnyClient>, wait: Option<Duration>) {
+async fn restart(inner: Arc<Inner>, i: usize, old: Option<Client>, wait: Option<Duration>) {
     let slot = &inner.slots[i];
     let _settles = Settles(slot);
     // Reap it before starting another.
     if let Some(old) = old {
-        old.close().await;
+        let _ = old.close().await;
     }
     let Some(wait) = wait else {
         return;
@@ -656,7 +604,9 @@ async fn restart(inner: Arc<Inner>, i: usize, old: Option<AnyClient>, wait: Opti
         None => return,
     };
     match late {
-        Some(client) => client.close().await,
+        Some(client) => {
+            let _ = client.close().await;
+        }
         // Its tools may have changed across the restart.
         None => inner.replan(),
     }
@@ -707,7 +657,7 @@ impl Inner {
     /// Server `i`'s running client and its generation, when the server said its tools changed
     /// since they were listed and a listing may be tried now: not twice for one change, and
     /// after a failed one not before the backoff of the restart policy.
-    fn stale(&self, i: usize, now: Instant) -> Option<(AnyClient, u64)> {
+    fn stale(&self, i: usize, now: Instant) -> Option<(Client, u64)> {
         let (client, seen, generation, relist_at) = {
             let state = lock(&self.slots[i].state);
             let relist_at = match state.relist.not_before {
@@ -728,7 +678,7 @@ impl Inner {
 
     /// Lists server `i` again, with no lock held while it answers; whether its list changed.
     /// A failure keeps the last list.
-    async fn relist(&self, i: usize, client: AnyClient, generation: u64) -> bool {
+    async fn relist(&self, i: usize, client: Client, generation: u64) -> bool {
         let changes = client.tool_changes();
         let listed = client.list_tools().await;
         let mut state = lock(&self.slots[i].state);
@@ -805,7 +755,7 @@ impl Inner {
     /// The running client of server `i`, started again when it is not running and the restart
     /// policy allows: by a task of its own ([`restart`]) that every caller of this server waits
     /// on, so that a caller whose future is parked holds nobody up.
-    async fn client(self: &Arc<Self>, i: usize) -> Result<AnyClient, SetError> {
+    async fn client(self: &Arc<Self>, i: usize) -> Result<Client, SetError> {
         use std::sync::atomic::Ordering::SeqCst;
         let slot = &self.slots[i];
         let down = |cause| SetError::Down {
@@ -835,7 +785,7 @@ impl Inner {
             let asked = state.settled;
             if !state.busy {
                 let old = state.client.take();
-                if let Some(e) = old.as_ref().and_then(AnyClient::dead) {
+                if let Some(e) = old.as_ref().and_then(Supervised::dead) {
                     state.failure = Some(e);
                 }
                 // HTTP servers are not restarted: their client renews sessions itself; one that

@@ -15,11 +15,12 @@
 //! ([`Chunk::lent`]: the session parses the bytes where they landed) and comes back for the next
 //! read. A line not yet ended is held, and read on into the same buffer, growing it, until its
 //! line end: a large message reaches the session in one piece, read once into one allocation
-//! that the next large message reuses. Capped: at most [`HOLD_MAX`] bytes of one line are held;
-//! the rest of a longer line is handed on as it comes, and the session's framer applies its
-//! limit ([`mcp_proto::Config::frame_limit`]: the line is refused, its request fails with
-//! `TooLarge`, the connection goes on). The buffer's allocation is kept while the lines handed on
-//! fill at least a quarter of it: the first short line after a large one releases it.
+//! that the next large message reuses. Capped: at most the session's frame limit
+//! ([`mcp_proto::Config::frame_limit`], which the client tells the transport:
+//! [`Transport::set_frame_limit`]) of one line is held; the rest of a longer line is handed on as
+//! it comes, and the session's framer applies the limit (the line is refused, its request fails
+//! with `TooLarge`, the connection goes on). The buffer's allocation is kept while the lines
+//! handed on fill at least a quarter of it: the first short line after a large one releases it.
 //!
 //! # Closing, and what outlives the program
 //!
@@ -170,8 +171,10 @@ impl StdioConfig {
 const STDERR_LINE_MAX: usize = 2048;
 /// The read buffer's size between large lines (a pipe's default capacity).
 const READ_CHUNK: usize = 64 * 1024;
-/// The most bytes of one line the transport holds while waiting for its end (the session's default
-/// frame limit): a longer line is handed on as it comes, for the session's framer to refuse.
+/// The most bytes of one line the transport holds while waiting for its end, until the client
+/// tells it the session's frame limit ([`Transport::set_frame_limit`]), which it then follows:
+/// the default frame limit. A longer line is handed on as it comes, for the session's framer to
+/// refuse.
 pub const HOLD_MAX: usize = mcp_proto::framing::DEFAULT_FRAME_LIMIT;
 /// After stdout ends: how long to wait for the exit status, then for stderr to drain.
 const EXIT_WAIT: Duration = Duration::from_millis(500);
@@ -594,7 +597,7 @@ impl Transport for StdioTransport {
                             start + at + 1
                         }
                         // Past the cap: hand on what is held, and the rest of the line as it comes.
-                        None if st.passing || st.buf.len() >= HOLD_MAX => {
+                        None if st.passing || st.buf.len() >= st.hold => {
                             st.passing = true;
                             st.buf.len()
                         }
@@ -667,6 +670,25 @@ impl Transport for StdioTransport {
             Ok(())
         })
     }
+
+    fn set_frame_limit(&self, limit: usize) {
+        lock(&self.read).hold = limit;
+    }
+
+    fn pid(&self) -> Option<u32> {
+        Some(StdioTransport::pid(self))
+    }
+
+    fn stderr_tail(&self) -> Option<String> {
+        Some(StdioTransport::stderr_tail(self))
+    }
+
+    fn ended(&self) -> Option<Error> {
+        self.exit_status().map(|status| Error::ServerExited {
+            status: Some(status),
+            stderr: StdioTransport::stderr_tail(self),
+        })
+    }
 }
 
 impl Drop for StdioTransport {
@@ -734,14 +756,13 @@ impl Writer {
         // One message may exceed the cap on its own (it is the application's), but nothing may
         // pile up behind it past the cap: that is a server that stopped reading.
         if !st.backlog.is_empty() && st.queued.saturating_add(queued.left()) > st.max {
-            let error = Error::io(
-                format!(
+            let error = Error::QueueFull {
+                context: format!(
                     "the server stopped reading its input: {} bytes queued, more than the {}-byte cap",
                     st.queued + queued.left(),
                     st.max
                 ),
-                std::io::Error::from(std::io::ErrorKind::WouldBlock),
-            );
+            };
             return Err(self.fail(&mut st, error));
         }
         st.queued += queued.left();
@@ -1191,18 +1212,30 @@ async fn drain_stderr(
 }
 
 /// The read side of stdout: see the [module docs](self).
-#[derive(Default)]
 struct ReadState {
     /// The start of a line whose end has not arrived (no line end in it), read first; its spare
-    /// capacity is where the next read goes. At most [`HOLD_MAX`] bytes plus one read.
+    /// capacity is where the next read goes. At most `hold` bytes plus one read.
     buf: Vec<u8>,
-    /// A line longer than [`HOLD_MAX`] is being handed on as it comes, until its line end.
+    /// A line longer than `hold` is being handed on as it comes, until its line end.
     passing: bool,
+    /// The most bytes of one line held: the session's frame limit ([`HOLD_MAX`] until the client
+    /// says it).
+    hold: usize,
+}
+
+impl Default for ReadState {
+    fn default() -> Self {
+        ReadState {
+            buf: Vec::new(),
+            passing: false,
+            hold: HOLD_MAX,
+        }
+    }
 }
 
 impl ReadState {
     /// Room for the next read: at least a quarter of [`READ_CHUNK`] spare, growing by doubling
-    /// while a line is held, to at most [`HOLD_MAX`] plus [`READ_CHUNK`].
+    /// while a line is held, to at most `hold` plus [`READ_CHUNK`].
     fn make_room(&mut self) {
         let (len, capacity) = (self.buf.len(), self.buf.capacity());
         if capacity - len >= READ_CHUNK / 4 {
@@ -1211,7 +1244,7 @@ impl ReadState {
         let want = capacity
             .saturating_mul(2)
             .max(len + READ_CHUNK)
-            .min(HOLD_MAX + READ_CHUNK);
+            .min(self.hold.saturating_add(READ_CHUNK));
         self.buf.reserve_exact(want - len);
     }
 
@@ -1294,11 +1327,40 @@ mod tests {
     fn the_read_buffer_never_grows_past_the_cap() {
         let mut st = ReadState {
             buf: Vec::with_capacity(HOLD_MAX - 10),
-            passing: false,
+            ..ReadState::default()
         };
         st.buf.resize(HOLD_MAX - 10, b'x');
         st.make_room();
         assert!(st.buf.capacity() >= HOLD_MAX - 10 + READ_CHUNK / 4);
         assert!(st.buf.capacity() <= HOLD_MAX + READ_CHUNK);
+    }
+
+    #[test]
+    fn a_lower_frame_limit_caps_what_is_held_of_one_line() {
+        // A 3 MB line, then a short one, with the session's limit at 1 MiB: no piece handed on,
+        // and no read buffer, is much over the limit; the short line still comes whole.
+        let limit = 1024 * 1024;
+        let t = StdioTransport::spawn(StdioConfig::new("sh").args([
+            "-c",
+            "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo short; exec cat",
+        ]))
+        .unwrap();
+        t.set_frame_limit(limit);
+        let mut read = Vec::new();
+        smol::block_on(async {
+            while !read.ends_with(b"short\n") {
+                match t.try_recv() {
+                    Some(Inbound::Bytes(chunk)) => {
+                        assert!(chunk.len() <= limit + READ_CHUNK, "{}", chunk.len());
+                        read.extend_from_slice(&chunk);
+                    }
+                    Some(other) => panic!("{other:?}"),
+                    None => t.ready().await,
+                }
+                assert!(lock(&t.read).buf.capacity() <= limit + READ_CHUNK);
+            }
+            t.close().await.unwrap();
+        });
+        assert_eq!(read.len(), 3_000_000 + 1 + 6);
     }
 }

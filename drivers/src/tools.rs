@@ -1,6 +1,6 @@
 //! Bridged tools: each server tool as an ordinary tool value an agent registers.
 
-use crate::transport::{BoxFuture, Transport};
+use crate::transport::BoxFuture;
 use crate::{Client, Error};
 use mcp_proto::{tool_output, ToolDefinition, ToolOutput};
 use serde_json::value::RawValue;
@@ -34,13 +34,14 @@ pub trait AgentTool: Send + Sync {
     fn call(&self, arguments: Value) -> BoxFuture<'_, Result<String, ToolError>>;
 }
 
-/// One server tool, bridged. Several share one client; their calls may run concurrently.
-pub struct McpTool<T: Transport> {
-    client: Arc<Client<T>>,
+/// One server tool, bridged. Several share one client (each holds a handle on it); their calls
+/// may run concurrently.
+pub struct McpTool {
+    client: Client,
     definition: ToolDefinition,
 }
 
-impl<T: Transport> McpTool<T> {
+impl McpTool {
     /// The tool's definition: name, description, schema.
     pub fn definition(&self) -> &ToolDefinition {
         &self.definition
@@ -73,7 +74,7 @@ pub(crate) fn bridged(
     }
 }
 
-impl<T: Transport> AgentTool for McpTool<T> {
+impl AgentTool for McpTool {
     fn name(&self) -> &str {
         &self.definition.name
     }
@@ -96,8 +97,9 @@ impl<T: Transport> AgentTool for McpTool<T> {
     }
 }
 
-/// Snapshots the server's tool list (all pages) and returns each tool, bridged.
-pub async fn as_tools<T: Transport>(client: &Arc<Client<T>>) -> Result<Vec<McpTool<T>>, Error> {
+/// Snapshots the server's tool list (all pages) and returns each tool, bridged: each holds a
+/// clone of `client`.
+pub async fn as_tools(client: &Client) -> Result<Vec<McpTool>, Error> {
     Ok(client
         .list_tools()
         .await?
@@ -114,17 +116,17 @@ pub async fn as_tools<T: Transport>(client: &Arc<Client<T>>) -> Result<Vec<McpTo
 ///
 /// > "When the list of available tools changes, servers that declared the `listChanged`
 /// > capability SHOULD send a notification" — MCP 2025-11-25, Server § Tools
-pub struct LiveTools<T: Transport> {
-    client: Arc<Client<T>>,
+pub struct LiveTools {
+    client: Client,
     /// The tools, once listed.
-    current: smol::lock::Mutex<Option<Arc<Vec<McpTool<T>>>>>,
+    current: smol::lock::Mutex<Option<Arc<Vec<McpTool>>>>,
     /// The client's count of tool-list changes when they were listed.
     seen: std::sync::atomic::AtomicU64,
 }
 
-impl<T: Transport> LiveTools<T> {
+impl LiveTools {
     /// A tool set over `client` (nothing is listed until [`tools`](Self::tools)).
-    pub fn new(client: Arc<Client<T>>) -> Self {
+    pub fn new(client: Client) -> Self {
         LiveTools {
             client,
             current: smol::lock::Mutex::new(None),
@@ -142,7 +144,7 @@ impl<T: Transport> LiveTools<T> {
     /// The current tools: listed the first time, and again whenever the server announced a
     /// change since. Concurrent callers share one listing. A failed listing leaves the previous
     /// tools in place for the next attempt.
-    pub async fn tools(&self) -> Result<Arc<Vec<McpTool<T>>>, Error> {
+    pub async fn tools(&self) -> Result<Arc<Vec<McpTool>>, Error> {
         use std::sync::atomic::Ordering;
         let mut current = self.current.lock().await;
         let changes = self.client.lists_changed(mcp_proto::ListKind::Tools);

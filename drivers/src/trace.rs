@@ -142,6 +142,7 @@ fn error_type(e: &Error) -> &'static str {
         Error::ServerExited { .. } => "server_exited",
         Error::Closed => "closed",
         Error::Io { .. } => "io",
+        Error::QueueFull { .. } => "queue_full",
         Error::Http { .. } => "http_status",
         Error::HttpProtocol(_) => "http_protocol",
         Error::Session(_) => "session",

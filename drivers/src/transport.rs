@@ -50,8 +50,9 @@ pub enum Inbound {
     /// response to request `id` when known: the session applies its rule for oversized messages
     /// ([`mcp_proto::Session::handle_oversized`]).
     Oversized {
-        /// Its length in bytes, or the limit plus one when it was not read to its end.
-        len: u64,
+        /// Its length in bytes; `None` when it was not read to its end (an SSE event past the
+        /// limit is not buffered).
+        len: Option<u64>,
         /// The transport's limit.
         limit: usize,
         /// The request whose response carried it.
@@ -172,9 +173,8 @@ impl fmt::Debug for Chunk {
 ///
 /// - `send` must not wait for the peer: it writes what the peer takes at once and queues the rest
 ///   (with a cap; past it the transport fails, and `try_recv` says why). A message refused
-///   because the queue is full is an [`Error::Io`] of kind
-///   [`WouldBlock`](std::io::ErrorKind::WouldBlock): the client then fails that request at once
-///   with it (nothing needs to go through `try_recv`). Any other error means the transport is
+///   because the queue is full is an [`Error::QueueFull`]: the client then fails that request
+///   at once with it (nothing needs to go through `try_recv`). Any other error means the transport is
 ///   failing, and `try_recv` says why.
 /// - `try_recv` never blocks. After it returned [`Inbound::Closed`], it keeps returning `Closed`.
 /// - `ready` completes once `try_recv` may have something (a spurious completion is fine). Any
@@ -206,5 +206,116 @@ pub trait Transport: Send + Sync + 'static {
     /// mirror fields into headers ([`mcp_proto::Config::transport`]).
     fn kind(&self) -> mcp_proto::TransportKind {
         mcp_proto::TransportKind::Stream
+    }
+    /// The session's limit on one message ([`mcp_proto::Config::frame_limit`]), told by the
+    /// client when it is made, before anything is sent: a transport that holds a message's bytes
+    /// while it waits for the message's end holds no more than this (the session's framer
+    /// refuses a longer message anyway). By default ignored.
+    fn set_frame_limit(&self, limit: usize) {
+        let _ = limit;
+    }
+    /// The process the server runs in, when the transport started it (stdio: the child's id,
+    /// also its process group's). By default `None`.
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+    /// The last lines the server wrote to its diagnostic output, when the transport keeps them
+    /// (stdio: the child's stderr, bounded). By default `None`.
+    fn stderr_tail(&self) -> Option<String> {
+        None
+    }
+    /// Why the server is gone, when the transport knows it before the client has read its end
+    /// (stdio: a child that exited, as [`Error::ServerExited`] with its status and stderr tail):
+    /// a supervisor ([`ServerSet`](crate::ServerSet)) sees a dead server between calls. By
+    /// default `None`.
+    fn ended(&self) -> Option<Error> {
+        None
+    }
+    /// The transport's session with the server, when it has one (Streamable HTTP: the
+    /// `MCP-Session-Id` the server assigned). By default `None`.
+    fn session_id(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A boxed transport is one (a [`Client`](crate::Client) holds any transport boxed already:
+/// this is for an application that picks one at run time before it makes the client).
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn send(&self, message: Transmit) -> Result<(), Error> {
+        (**self).send(message)
+    }
+    fn send_batched(&self, message: Transmit) -> Result<bool, Error> {
+        (**self).send_batched(message)
+    }
+    fn flush(&self) {
+        (**self).flush()
+    }
+    fn try_recv(&self) -> Option<Inbound> {
+        (**self).try_recv()
+    }
+    fn ready(&self) -> BoxFuture<'_, ()> {
+        (**self).ready()
+    }
+    fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
+        (**self).close()
+    }
+    fn kind(&self) -> mcp_proto::TransportKind {
+        (**self).kind()
+    }
+    fn pid(&self) -> Option<u32> {
+        (**self).pid()
+    }
+    fn stderr_tail(&self) -> Option<String> {
+        (**self).stderr_tail()
+    }
+    fn ended(&self) -> Option<Error> {
+        (**self).ended()
+    }
+    fn session_id(&self) -> Option<String> {
+        (**self).session_id()
+    }
+    fn set_frame_limit(&self, limit: usize) {
+        (**self).set_frame_limit(limit)
+    }
+}
+
+/// A shared transport is one: a client made over an `Arc` of a transport leaves its maker a
+/// handle on the concrete type (for what only it tells: a stdio transport's backlog, say).
+impl<T: Transport + ?Sized> Transport for Arc<T> {
+    fn send(&self, message: Transmit) -> Result<(), Error> {
+        (**self).send(message)
+    }
+    fn send_batched(&self, message: Transmit) -> Result<bool, Error> {
+        (**self).send_batched(message)
+    }
+    fn flush(&self) {
+        (**self).flush()
+    }
+    fn try_recv(&self) -> Option<Inbound> {
+        (**self).try_recv()
+    }
+    fn ready(&self) -> BoxFuture<'_, ()> {
+        (**self).ready()
+    }
+    fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
+        (**self).close()
+    }
+    fn kind(&self) -> mcp_proto::TransportKind {
+        (**self).kind()
+    }
+    fn pid(&self) -> Option<u32> {
+        (**self).pid()
+    }
+    fn stderr_tail(&self) -> Option<String> {
+        (**self).stderr_tail()
+    }
+    fn ended(&self) -> Option<Error> {
+        (**self).ended()
+    }
+    fn session_id(&self) -> Option<String> {
+        (**self).session_id()
+    }
+    fn set_frame_limit(&self, limit: usize) {
+        (**self).set_frame_limit(limit)
     }
 }

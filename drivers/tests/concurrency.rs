@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 /// A client in the legacy era: these tests are about the transport, and many of their servers
 /// are shell scripts that answer the handshake line by line (the era probe has its own tests, in
 /// tests/eras.rs).
-async fn connect(config: StdioConfig) -> Client<StdioTransport> {
+async fn connect(config: StdioConfig) -> Client {
     let settings = mcp_connect::ClientConfig {
         session: mcp_connect::proto::Config {
             era: mcp_connect::proto::EraChoice::Legacy,
@@ -352,7 +352,7 @@ fn storm_secs() -> u64 {
 /// a call whose unique answer is checked (5 s timeout), a call with a 1–15 ms timeout, a call
 /// dropped after 0–15 ms, a call polled once and parked for 0–10 ms before it is awaited, a
 /// ping. Every op has a watchdog: none may hang, and no answer may reach the wrong caller.
-fn storm<T: Transport>(client: Arc<Client<T>>, loops: usize, seed: u64) -> Arc<Tally> {
+fn storm(client: Client, loops: usize, seed: u64) -> Arc<Tally> {
     let tally = Arc::new(Tally::default());
     let until = Instant::now() + Duration::from_secs(storm_secs());
     let next_token = Arc::new(AtomicUsize::new(0));
@@ -489,7 +489,7 @@ fn a_storm_of_timeouts_drops_and_parked_futures_over_stdio_stays_clean() {
     let config = serve(&["threaded"]).stderr(StderrMode::Callback(Arc::new(move |l: &str| {
         sink.lock().unwrap().push(l.to_owned())
     })));
-    let client = Arc::new(smol::block_on(connect(config)));
+    let client = smol::block_on(connect(config));
     let tally = storm(client.clone(), 8, 0x5EED);
     println!("stdio storm: {}", tally.line());
     assert!(tally.ok.load(Ordering::Relaxed) > 100, "{}", tally.line());
@@ -501,15 +501,13 @@ fn a_storm_of_timeouts_drops_and_parked_futures_over_stdio_stays_clean() {
     // Still usable afterwards.
     let r = smol::block_on(client.call_tool("echo", json!({"text": "after"}))).unwrap();
     assert_eq!(r.text(), "after");
-    smol::block_on(close_and_check(Arc::into_inner(client).unwrap()));
+    smol::block_on(close_and_check(client));
 }
 
 #[test]
 fn a_storm_of_timeouts_drops_and_parked_futures_over_http_stays_clean() {
     let srv = server::start(server::Behaviour::default()).expect("listen on 127.0.0.1");
-    let client = Arc::new(Client::new(
-        HttpTransport::new(HttpTransportConfig::new(&srv.url)).unwrap(),
-    ));
+    let client = Client::new(HttpTransport::new(HttpTransportConfig::new(&srv.url)).unwrap());
     smol::block_on(client.initialize()).unwrap();
     let tally = storm(client.clone(), 6, 0x4777);
     println!("http storm: {}", tally.line());
@@ -645,11 +643,11 @@ fn thirty_two_callers_on_one_thread_batch_their_requests_and_each_gets_its_own_a
             },
             ..mcp_connect::ClientConfig::default()
         };
-        let transport = Counting {
+        let transport = Arc::new(Counting {
             inner: StdioTransport::spawn(serve(&[])).expect("spawn"),
             kept: AtomicUsize::new(0),
-        };
-        let client = Client::with_config(transport, settings);
+        });
+        let client = Client::with_config(transport.clone(), settings);
         client.initialize().await.expect("initialize");
         let ex = smol::LocalExecutor::new();
         let callers: Vec<_> = (0..32)
@@ -676,10 +674,10 @@ fn thirty_two_callers_on_one_thread_batch_their_requests_and_each_gets_its_own_a
         drop(ex);
         // Answers read together wake their callers together, whose next requests go out together.
         assert!(
-            client.transport().kept.load(Ordering::Relaxed) > 0,
+            transport.kept.load(Ordering::Relaxed) > 0,
             "no request was kept back for a batch in 3,200 calls"
         );
-        assert_eq!(client.transport().inner.backlog_len(), 0);
+        assert_eq!(transport.inner.backlog_len(), 0);
         client.close().await.unwrap();
     })
 }

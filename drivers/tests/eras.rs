@@ -74,16 +74,16 @@ fn with_probe_timeout(timeout: Duration) -> ClientConfig {
     config
 }
 
-fn spawn(config: StdioConfig, settings: ClientConfig) -> Client<StdioTransport> {
+fn spawn(config: StdioConfig, settings: ClientConfig) -> Client {
     Client::with_config(StdioTransport::spawn(config).expect("spawn"), settings)
 }
 
 /// Opens the session, failing the test with the server's stderr if it cannot.
-async fn open(client: &Client<StdioTransport>) {
+async fn open(client: &Client) {
     if let Err(e) = client.initialize().await {
         panic!(
             "opening failed: {e}\nserver stderr:\n{}",
-            client.transport().stderr_tail()
+            client.transport().stderr_tail().unwrap_or_default()
         );
     }
 }
@@ -415,7 +415,7 @@ fn a_server_that_exits_on_the_probe_is_relaunched_in_the_legacy_era_by_connect_s
         let first = exited_pid(&wait_line(&lines, |l| {
             l.starts_with("serve: exiting on server/discover")
         }));
-        assert_ne!(first, client.transport().pid());
+        assert_ne!(first, client.transport().pid().expect("a child process"));
         assert!(reaped(first), "the first server ({first}) was not reaped");
         close_and_check(client).await;
 

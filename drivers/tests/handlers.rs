@@ -131,7 +131,7 @@ fn text(t: &str) -> Value {
 }
 
 /// A client in `era` over `transport`, opened.
-async fn open(transport: Memory, era: EraChoice, handlers: Handlers) -> Client<Memory> {
+async fn open(transport: Memory, era: EraChoice, handlers: Handlers) -> Client {
     let mut config = ClientConfig {
         handlers,
         ..ClientConfig::default()

@@ -14,11 +14,11 @@ fn start(b: Behaviour) -> server::Server {
     server::start(b).expect("listen on 127.0.0.1")
 }
 
-fn client(url: &str) -> Client<HttpTransport> {
+fn client(url: &str) -> Client {
     Client::new(HttpTransport::new(HttpTransportConfig::new(url)).unwrap())
 }
 
-async fn connect(url: &str) -> Client<HttpTransport> {
+async fn connect(url: &str) -> Client {
     let c = client(url);
     c.initialize().await.expect("initialize");
     c
@@ -472,7 +472,7 @@ fn a_json_answer_with_the_wrong_id_fails_the_call_at_once() {
 
 /// A client whose requests time out after `timeout` (so that a regression fails, not hangs).
 /// Calls the `slow` tool (answering after `slow_ms`) with a `timeout_ms` timeout, which must win.
-async fn times_out(c: &Client<HttpTransport>, slow_ms: u64, timeout_ms: u64) {
+async fn times_out(c: &Client, slow_ms: u64, timeout_ms: u64) {
     let err = c
         .request(
             Request::call_tool("slow", json!({ "ms": slow_ms }))
@@ -483,7 +483,7 @@ async fn times_out(c: &Client<HttpTransport>, slow_ms: u64, timeout_ms: u64) {
     assert!(matches!(err, Error::Timeout(_)), "{err:?}");
 }
 
-fn client_with(config: HttpTransportConfig, timeout: Duration) -> Client<HttpTransport> {
+fn client_with(config: HttpTransportConfig, timeout: Duration) -> Client {
     let config_c = ClientConfig {
         session: Config {
             default_timeout: Some(timeout),
@@ -872,6 +872,7 @@ fn the_outbound_queue_is_bounded() {
         modern: false,
     };
     let err = t.send(request).unwrap_err();
+    assert!(matches!(err, Error::QueueFull { .. }), "{err:?}");
     assert!(err.to_string().contains("queue is full"), "{err}");
     // The refusal is `send`'s answer only (the client fails the request with it): nothing is
     // queued for the client, whose inbound queue may be full.
@@ -893,8 +894,9 @@ fn a_request_refused_by_a_full_queue_fails_at_once_even_with_the_inbound_queue_f
         ..HttpTransportConfig::new(srv.url.as_str())
     };
     config.rules.standalone_stream = mcp_connect::proto::http::StandaloneStream::Always;
+    let transport = Arc::new(HttpTransport::new(config).unwrap());
     let c = Client::with_config(
-        HttpTransport::new(config).unwrap(),
+        transport.clone(),
         ClientConfig {
             idle_reader: false,
             ..ClientConfig::default()
@@ -903,10 +905,10 @@ fn a_request_refused_by_a_full_queue_fails_at_once_even_with_the_inbound_queue_f
     smol::block_on(async {
         c.initialize().await.unwrap();
         assert!(
-            eventually(Duration::from_secs(30), || c.transport().received_waiting()
+            eventually(Duration::from_secs(30), || transport.received_waiting()
                 == 64),
             "the inbound queue did not fill: {}",
-            c.transport().received_waiting()
+            transport.received_waiting()
         );
         let started = Instant::now();
         let call = c.request(Request::call_tool("echo", json!({"text": "x"})).no_timeout());
@@ -918,6 +920,7 @@ fn a_request_refused_by_a_full_queue_fails_at_once_even_with_the_inbound_queue_f
         let err = outcome
             .expect("the refused request never failed")
             .unwrap_err();
+        assert!(matches!(err, Error::QueueFull { .. }), "{err:?}");
         assert!(err.to_string().contains("queue is full"), "{err}");
         assert!(started.elapsed() < Duration::from_secs(10));
     });
@@ -1370,7 +1373,7 @@ mod tiny {
 
 /// A client of `url` in the legacy era (these responders answer `initialize` only), whose
 /// requests time out after 20 s (a regression fails instead of waiting a minute).
-fn legacy_client(config: HttpTransportConfig) -> Client<HttpTransport> {
+fn legacy_client(config: HttpTransportConfig) -> Client {
     let settings = ClientConfig {
         session: Config {
             default_timeout: Some(Duration::from_secs(20)),

@@ -195,7 +195,7 @@ fn a_page_flood_stops_at_the_cap() {
 fn closing_the_transport_fails_waiting_calls() {
     let transport = MemoryTransport::new(|_, _| None); // never answers
     smol::block_on(async {
-        let client = Arc::new(Client::new(transport));
+        let client = Client::new(transport);
         client.initialize().await.unwrap();
         let waiting = {
             let client = client.clone();
@@ -254,10 +254,10 @@ fn a_tool_set_re_lists_after_the_server_says_its_tools_changed() {
     let notify = transport.to_client.clone();
     let arrived = transport.arrived.clone();
     smol::block_on(async {
-        let client = Arc::new(Client::new(transport));
+        let client = Client::new(transport);
         client.initialize().await.unwrap();
         let set = mcp_connect::LiveTools::new(client.clone());
-        let names = |tools: &[mcp_connect::McpTool<MemoryTransport>]| -> Vec<String> {
+        let names = |tools: &[mcp_connect::McpTool]| -> Vec<String> {
             tools.iter().map(|t| t.definition().name.clone()).collect()
         };
         assert_eq!(names(&set.tools().await.unwrap()), ["t0"]);

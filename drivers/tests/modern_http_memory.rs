@@ -219,7 +219,7 @@ fn arguments_a_header_cannot_carry_are_a_correctable_error_and_nothing_is_sent()
     });
     let seen = transport.seen.clone();
     smol::block_on(async {
-        let client = Arc::new(Client::new(transport));
+        let client = Client::new(transport);
         client.initialize().await.unwrap();
         let tools = as_tools(&client).await.unwrap();
         let err = tools[0]

@@ -359,7 +359,7 @@ fn oauth(person: &Person) -> OAuthConfig {
     config
 }
 
-fn client(mcp: &str, oauth: OAuthConfig) -> Client<HttpTransport> {
+fn client(mcp: &str, oauth: OAuthConfig) -> Client {
     let mut config = ClientConfig::default();
     config.session.era = EraChoice::Legacy;
     Client::with_config(
@@ -1187,12 +1187,7 @@ fn upfront_authorization_sends_no_request_without_a_token() {
 }
 
 /// A client whose requests time out after `timeout`, in `era`.
-fn client_timing_out(
-    mcp: &str,
-    oauth: OAuthConfig,
-    era: EraChoice,
-    timeout: Duration,
-) -> Client<HttpTransport> {
+fn client_timing_out(mcp: &str, oauth: OAuthConfig, era: EraChoice, timeout: Duration) -> Client {
     let mut config = ClientConfig::default();
     config.session.era = era;
     config.session.default_timeout = Some(timeout);

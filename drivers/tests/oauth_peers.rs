@@ -12,8 +12,8 @@ use isahc::config::{Configurable, RedirectPolicy};
 use isahc::ReadResponseExt;
 use mcp_connect::proto::oauth::{AuthError, AuthorizationRequest, Credentials};
 use mcp_connect::{
-    connect_http, Authorize, Client, ClientConfig, Error, FileStore, HttpTransport,
-    HttpTransportConfig, MemoryStore, OAuthConfig, TokenStore,
+    connect_http, Authorize, Client, ClientConfig, Error, FileStore, HttpTransportConfig,
+    MemoryStore, OAuthConfig, TokenStore,
 };
 use mcp_testkit::{peer_bin, wait_until, HttpPeer, TempDir};
 use serde_json::{json, Value};
@@ -183,7 +183,7 @@ fn jwt_claims(token: &str) -> Value {
     serde_json::from_slice(&raw).expect("JSON claims")
 }
 
-async fn connect(peers: &Peers, oauth: OAuthConfig) -> Result<Client<HttpTransport>, Error> {
+async fn connect(peers: &Peers, oauth: OAuthConfig) -> Result<Client, Error> {
     connect_http(
         HttpTransportConfig::new(peers.rs.url.as_str()).oauth(oauth),
         ClientConfig::default(),
@@ -192,13 +192,13 @@ async fn connect(peers: &Peers, oauth: OAuthConfig) -> Result<Client<HttpTranspo
 }
 
 /// `whoami`'s answer, as JSON.
-async fn whoami(client: &Client<HttpTransport>) -> Value {
+async fn whoami(client: &Client) -> Value {
     let r = client.call_tool("whoami", json!({})).await.unwrap();
     assert!(!r.is_error, "{}", r.text());
     serde_json::from_str(&r.text()).unwrap_or_else(|e| panic!("whoami: {e}: {}", r.text()))
 }
 
-async fn echo(client: &Client<HttpTransport>, text: &str) {
+async fn echo(client: &Client, text: &str) {
     let r = client
         .call_tool("echo", json!({ "text": text }))
         .await
@@ -500,10 +500,7 @@ fn the_browser_flow_gives_up_after_its_timeout() {
     });
     let started = Instant::now();
     let error = within(Duration::from_secs(30), async {
-        connect(&peers, oauth)
-            .await
-            .err()
-            .expect("nobody came back")
+        connect(&peers, oauth).await.expect_err("nobody came back")
     });
     match &error {
         Error::Auth(AuthError::NotAuthorized { issuer, reason, .. }) => {
@@ -531,8 +528,7 @@ fn tampered(tamper: fn(String) -> String, expected: fn(&AuthError) -> bool) {
     let error = within(Duration::from_secs(60), async {
         connect(&peers, oauth)
             .await
-            .err()
-            .expect("the flow must fail")
+            .expect_err("the flow must fail")
     });
     match &error {
         Error::Auth(e) if expected(e) => {}

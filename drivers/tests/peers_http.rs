@@ -16,11 +16,11 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-async fn connect(peer: &HttpPeer) -> Client<HttpTransport> {
+async fn connect(peer: &HttpPeer) -> Client {
     connect_in(peer, EraChoice::Auto).await
 }
 
-async fn connect_in(peer: &HttpPeer, era: EraChoice) -> Client<HttpTransport> {
+async fn connect_in(peer: &HttpPeer, era: EraChoice) -> Client {
     let mut config = ClientConfig::default();
     config.session.era = era;
     let c = Client::with_config(

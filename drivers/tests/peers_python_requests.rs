@@ -21,7 +21,7 @@
 use mcp_connect::proto::{CallTool, Era, EraChoice, Method};
 use mcp_connect::{
     Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers, HttpTransport,
-    HttpTransportConfig, Request, StdioConfig, StdioTransport, Transport,
+    HttpTransportConfig, Request, StdioConfig, StdioTransport,
 };
 use mcp_testkit::{close_and_check, peer_bin, peer_script, HttpPeer};
 use serde_json::{json, Map};
@@ -80,7 +80,7 @@ enum Streams {
 
 /// The whole check on an opened client: the era as asked, the handler called and its answer
 /// read by the model, progress in order.
-async fn check<T: Transport>(client: &Client<T>, era: EraChoice, streams: Streams, asked: &Asked) {
+async fn check(client: &Client, era: EraChoice, streams: Streams, asked: &Asked) {
     let expected = match era {
         EraChoice::Legacy => Era::Legacy,
         _ => Era::Modern,
@@ -159,7 +159,10 @@ fn stdio(era: EraChoice) {
         .expect("spawn the Python SDK server");
         let client = Client::with_config(transport, config(era, asked.clone()));
         if let Err(e) = client.initialize().await {
-            panic!("initialize: {e}\n{}", client.transport().stderr_tail());
+            panic!(
+                "initialize: {e}\n{}",
+                client.transport().stderr_tail().unwrap_or_default()
+            );
         }
         check(&client, era, Streams::Yes, &asked).await;
         close_and_check(client).await;

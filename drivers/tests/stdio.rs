@@ -23,7 +23,7 @@ fn collecting(config: StdioConfig) -> (StdioConfig, Arc<Mutex<Vec<String>>>) {
 }
 
 /// The hanging server logged `notifications/cancelled` for request 1, and the client still works.
-async fn cancelled_and_still_usable(client: Client<StdioTransport>, stderr: &Mutex<Vec<String>>) {
+async fn cancelled_and_still_usable(client: Client, stderr: &Mutex<Vec<String>>) {
     assert!(
         wait_until(Duration::from_secs(30), || stderr
             .lock()
@@ -52,7 +52,12 @@ fn with_timeout(timeout: Duration) -> ClientConfig {
 /// A client in the legacy era: these tests are about the transport, and many of their servers
 /// are shell scripts that answer the handshake line by line (the era probe has its own tests, in
 /// tests/eras.rs).
-async fn connect(config: StdioConfig) -> Client<StdioTransport> {
+async fn connect(config: StdioConfig) -> Client {
+    connect_kept(config).await.0
+}
+
+/// [`connect`], keeping a handle on the transport for what only it tells (its backlog).
+async fn connect_kept(config: StdioConfig) -> (Client, Arc<StdioTransport>) {
     let settings = ClientConfig {
         session: mcp_connect::proto::Config {
             era: mcp_connect::proto::EraChoice::Legacy,
@@ -60,9 +65,10 @@ async fn connect(config: StdioConfig) -> Client<StdioTransport> {
         },
         ..ClientConfig::default()
     };
-    let client = Client::with_config(StdioTransport::spawn(config).expect("spawn"), settings);
+    let transport = Arc::new(StdioTransport::spawn(config).expect("spawn"));
+    let client = Client::with_config(transport.clone(), settings);
     client.initialize().await.expect("initialize");
-    client
+    (client, transport)
 }
 
 #[test]
@@ -99,7 +105,7 @@ fn lists_and_calls_tools() {
 #[test]
 fn bridged_tools_share_one_client_and_run_concurrently() {
     smol::block_on(async {
-        let client = Arc::new(connect(serve(&[])).await);
+        let client = connect(serve(&[])).await;
         let tools = as_tools(&client).await.unwrap();
         let tool = |name: &str| tools.iter().find(|t| t.name() == name).unwrap();
         assert_eq!(
@@ -129,7 +135,6 @@ fn bridged_tools_share_one_client_and_run_concurrently() {
             "{err:?}"
         );
         drop(tools);
-        let client = Arc::try_unwrap(client).ok().expect("tools dropped");
         close_and_check(client).await;
     })
 }
@@ -151,7 +156,7 @@ async fn futures_lite_zip3<
 fn server_crash_mid_call_fails_at_once_with_status_and_stderr() {
     smol::block_on(async {
         let client = connect(serve(&["crash-on-call"])).await;
-        let pid = client.transport().pid();
+        let pid = client.transport().pid().expect("a child process");
         let started = Instant::now();
         let err = client
             .call_tool("echo", json!({"text": "x"}))
@@ -248,12 +253,13 @@ fn twenty_megabytes_of_stderr_do_not_block_the_server() {
             .await
             .unwrap();
         assert_eq!(r.text(), "after the flood");
-        let tail = client.transport().stderr_tail();
+        let tail = client.transport().stderr_tail().unwrap_or_default();
         assert!(tail.lines().count() <= 40, "the tail is bounded");
         assert!(
             wait_until(Duration::from_secs(30), || client
                 .transport()
                 .stderr_tail()
+                .unwrap_or_default()
                 .contains("serve: flooded")),
             "{tail}"
         );
@@ -379,7 +385,7 @@ fn a_grandchild_is_ended_with_its_group() {
     smol::block_on(async {
         let script = format!("sleep 300 & exec '{}'", serve_bin().display());
         let client = connect(StdioConfig::new("sh").args(["-c", &script])).await;
-        let pid = client.transport().pid();
+        let pid = client.transport().pid().expect("a child process");
         assert!(group_alive(pid));
         close_and_check(client).await;
     })
@@ -390,7 +396,7 @@ fn dropping_the_client_without_close_ends_the_server() {
     let pid = smol::block_on(async {
         let script = format!("sleep 300 & exec '{}'", serve_bin().display());
         let client = connect(StdioConfig::new("sh").args(["-c", &script])).await;
-        client.transport().pid()
+        client.transport().pid().expect("a child process")
     });
     assert!(
         wait_until(Duration::from_secs(10), || !pid_alive(pid)
@@ -420,9 +426,10 @@ fn environment_and_directory_are_applied() {
             wait_until(Duration::from_secs(30), || client
                 .transport()
                 .stderr_tail()
+                .unwrap_or_default()
                 .contains(&expected)),
             "{}",
-            client.transport().stderr_tail()
+            client.transport().stderr_tail().unwrap_or_default()
         );
         close_and_check(client).await;
     })
@@ -585,7 +592,7 @@ fn a_server_that_stops_reading_cannot_grow_the_backlog_and_then_fails_it_clearly
         // After the handshake the server never reads again (its stdin stays open).
         let mut config = sh_server("sleep 30");
         config.max_backlog = 1024 * 1024;
-        let client = connect(config).await;
+        let (client, transport) = connect_kept(config).await;
         let big = "x".repeat(256 * 1024);
         // Requests that time out before any of their bytes were written leave the queue.
         for _ in 0..200 {
@@ -597,7 +604,7 @@ fn a_server_that_stops_reading_cannot_grow_the_backlog_and_then_fails_it_clearly
                 .await;
             assert!(matches!(r, Err(Error::Timeout(_))), "{r:?}");
         }
-        let backlog = client.transport().backlog_len();
+        let backlog = transport.backlog_len();
         assert!(
             backlog < 512 * 1024,
             "200 timed-out 256 KiB calls left {backlog} bytes queued"
@@ -628,11 +635,7 @@ fn a_server_that_stops_reading_cannot_grow_the_backlog_and_then_fails_it_clearly
             );
         }
         assert!(started.elapsed() < Duration::from_secs(15));
-        assert_eq!(
-            client.transport().backlog_len(),
-            0,
-            "the backlog is dropped"
-        );
+        assert_eq!(transport.backlog_len(), 0, "the backlog is dropped");
         let err = client.call_tool("echo", json!({})).await.unwrap_err();
         assert!(err.to_string().contains("stopped reading"), "{err}");
         close_and_check(client).await;
@@ -671,7 +674,7 @@ fn a_server_that_closes_its_stdin_fails_later_calls_at_once() {
 fn the_crashed_servers_pid_stays_reserved_so_close_signals_no_one_else() {
     smol::block_on(async {
         let client = connect(serve(&["crash-on-call"])).await;
-        let pid = client.transport().pid();
+        let pid = client.transport().pid().expect("a child process");
         let err = client.call_tool("echo", json!({})).await.unwrap_err();
         assert!(matches!(err, Error::ServerExited { .. }), "{err:?}");
         // Its exit was seen without reaping it: the zombie keeps the pid (and the group id).
@@ -712,8 +715,8 @@ fn a_close_future_dropped_early_still_ends_the_server() {
         let mut config = sh_server("sleep 30");
         config.close_grace = Duration::from_millis(500);
         config.term_grace = Duration::from_millis(500);
-        let client = connect(config).await;
-        let pid = client.transport().pid();
+        let (client, transport) = connect_kept(config).await;
+        let pid = client.transport().pid().expect("a child process");
         let big = "x".repeat(1024 * 1024);
         let r = client
             .request(
@@ -722,10 +725,7 @@ fn a_close_future_dropped_early_still_ends_the_server() {
             )
             .await;
         assert!(matches!(r, Err(Error::Timeout(_))), "{r:?}");
-        assert!(
-            client.transport().backlog_len() > 0,
-            "part of the call waits"
-        );
+        assert!(transport.backlog_len() > 0, "part of the call waits");
         let closed = smol::future::or(async { Some(client.close().await) }, async {
             smol::Timer::after(Duration::from_millis(100)).await;
             None
@@ -751,7 +751,7 @@ fn wait_for_shutdowns_child() {
         config.close_grace = Duration::from_millis(200);
         config.term_grace = Duration::from_millis(200);
         let client = connect(config).await;
-        client.transport().pid()
+        client.transport().pid().expect("a child process")
     });
     // The client was dropped without close(): its shutdown runs on a thread.
     assert!(mcp_connect::stdio::wait_for_shutdowns(Duration::from_secs(
@@ -785,7 +785,10 @@ fn dropped_servers_can_be_waited_for_before_exit() {
 #[ignore = "a helper: run as a child process by a_server_dropped_right_before_exit_dies_with_us"]
 fn drop_then_exit_child() {
     let client = smol::block_on(connect(serve(&["ignore-eof"])));
-    println!("SERVER PID {}", client.transport().pid());
+    println!(
+        "SERVER PID {}",
+        client.transport().pid().expect("a child process")
+    );
     drop(client);
     // Returning ends the test process at once, with the shutdown thread barely started.
 }
@@ -918,7 +921,12 @@ fn warnings_reach_the_application_and_a_panicking_callback_changes_nothing() {
 
 /// A client in the legacy era whose requests time out after 20 s (a regression fails instead of
 /// waiting a minute), with a shell-script server that answers the handshake, then runs `then`.
-async fn connect_sh(then: &str) -> Client<StdioTransport> {
+async fn connect_sh(then: &str) -> Client {
+    connect_sh_kept(then).await.0
+}
+
+/// [`connect_sh`], keeping a handle on the transport for what only it tells (its backlog).
+async fn connect_sh_kept(then: &str) -> (Client, Arc<StdioTransport>) {
     let settings = ClientConfig {
         session: Config {
             default_timeout: Some(Duration::from_secs(20)),
@@ -927,10 +935,10 @@ async fn connect_sh(then: &str) -> Client<StdioTransport> {
         },
         ..ClientConfig::default()
     };
-    let transport = StdioTransport::spawn(sh_server(then)).expect("spawn");
-    let client = Client::with_config(transport, settings);
+    let transport = Arc::new(StdioTransport::spawn(sh_server(then)).expect("spawn"));
+    let client = Client::with_config(transport.clone(), settings);
     client.initialize().await.expect("initialize");
-    client
+    (client, transport)
 }
 
 #[test]
@@ -1179,7 +1187,7 @@ fn a_closed_pipe_fails_every_message_kept_back_at_once() {
 fn a_call_kept_back_for_a_batch_goes_out_though_the_caller_it_waited_for_is_parked() {
     smol::block_on(async {
         // Requests 1 and 2 are answered together; then 3 and 4 one by one.
-        let client = connect_sh(
+        let (client, transport) = connect_sh_kept(
             r#"read line; read line; read line; printf '%s\n%s\n' '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"one"}]}}' '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"two"}]}}'; while read line; do case "$line" in *'"id":3'*) echo '{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"three"}]}}';; *'"id":4'*) echo '{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"four"}]}}';; esac; done"#,
         )
         .await;
@@ -1192,13 +1200,10 @@ fn a_call_kept_back_for_a_batch_goes_out_though_the_caller_it_waited_for_is_park
         // So a call now waits a turn for y's next request, kept back…
         let mut z = Box::pin(client.call_tool("t", json!({})));
         assert!(smol::future::poll_once(&mut z).await.is_none());
-        assert!(
-            client.transport().backlog_len() > 0,
-            "kept back for a batch"
-        );
+        assert!(transport.backlog_len() > 0, "kept back for a batch");
         // …and its caller giving up leaves nothing behind: withdrawn, or written.
         drop(z);
-        assert_eq!(client.transport().backlog_len(), 0);
+        assert_eq!(transport.backlog_len(), 0);
         // A call whose batch never fills (y stays parked) goes out after one turn.
         let started = Instant::now();
         let four = client.call_tool("t", json!({})).await.unwrap();

@@ -74,7 +74,7 @@ fn demo() -> ExitCode {
         let me = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
         let transport =
             StdioTransport::spawn(StdioConfig::new(me).args(["--serve"])).map_err(describe)?;
-        let client = std::sync::Arc::new(Client::new(transport));
+        let client = Client::new(transport);
         let init = client.initialize().await.map_err(describe)?;
         println!(
             "connected to {} {} (protocol {})",

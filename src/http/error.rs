@@ -6,7 +6,7 @@ use super::wire::header;
 
 /// What a successful response carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Body {
+pub(crate) enum Body {
     /// Nothing to read: a notification or response was accepted (202).
     None,
     /// One JSON-RPC message: read the whole body and hand it to [`Session::handle_message`].

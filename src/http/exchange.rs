@@ -110,7 +110,7 @@ pub struct Cancel {
 
 /// What to do when a response stream ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StreamEnd {
+pub(crate) enum StreamEnd {
     /// Nothing: the request was answered (or the stream was not for a request).
     Done,
     /// Wait `after`, then make `request` (a `GET` with `Last-Event-ID`) and read its stream.

@@ -333,8 +333,9 @@ impl HttpRules {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::error::Body;
     use crate::http::fixtures::*;
-    use crate::http::{Body, HttpConfig, Method};
+    use crate::http::{HttpConfig, Method};
     use crate::session::transmit::Transmit;
 
     /// A legacy handshake whose `initialize` declared `capabilities`, answered with session `sid`.

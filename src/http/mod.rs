@@ -59,8 +59,9 @@
 //! - [`HttpRules`] (here): the connection's state, the headers every request carries, `DELETE`
 //! - `wire.rs`: [`Method`], [`HttpRequest`], [`header`], every header name, [`redact_url`]
 //! - `config.rs`: [`HttpConfig`], [`StandaloneStream`], [`ConfigError`]
-//! - `error.rs`: [`Body`], [`HttpError`], the verdict on a status
-//! - `exchange.rs`: one message's [`Exchange`]: its response, messages, end ([`StreamEnd`]),
+//! - `error.rs`: `Body` (what a successful response carries), [`HttpError`], the verdict on a
+//!   status
+//! - `exchange.rs`: one message's [`Exchange`]: its response, messages, end (`StreamEnd`),
 //!   cancellation, ordering
 //! - `step.rs`: the exchange as one machine: [`Step`], [`HttpRules::step`]
 //! - `listen.rs`: the standalone stream ([`Listening`]), the same machine
@@ -78,8 +79,8 @@ mod step;
 mod wire;
 
 pub use config::{ConfigError, HttpConfig, StandaloneStream};
-pub use error::{Body, HttpError, MAX_ERROR_BODY};
-pub use exchange::{Cancel, Exchange, StreamEnd, ORDER_WAIT};
+pub use error::{HttpError, MAX_ERROR_BODY};
+pub use exchange::{Cancel, Exchange, ORDER_WAIT};
 pub use listen::Listening;
 pub use redirect::{redirect_target, RedirectRefused, MAX_REDIRECTS};
 pub use step::Step;
@@ -428,6 +429,7 @@ mod fixtures {
 
 #[cfg(test)]
 mod tests {
+    use super::error::Body;
     use super::fixtures::*;
     use super::*;
 

@@ -190,8 +190,8 @@ impl HttpRules {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::exchange::StreamEnd;
     use crate::http::fixtures::*;
-    use crate::http::StreamEnd;
     use crate::sse::SseDecoder;
 
     #[test]

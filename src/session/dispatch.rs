@@ -262,7 +262,7 @@ impl Core {
     /// > "The receiver MUST promptly respond with an empty response" to `ping`
     /// > — MCP 2025-11-25, Utilities § Ping.
     ///
-    /// A request whose capability is declared goes to the application (see `server.rs`); any
+    /// A request whose capability is declared goes to the application (see `asks.rs`); any
     /// other gets -32601.
     ///
     /// What goes back is bounded whatever the server sends: a request whose id is longer than

@@ -15,24 +15,24 @@
 //! - `modern`: the stateless era (2026-07-28): `server/discover`, the per-request `_meta`,
 //!   `resultType`, version retries and input-required rounds.
 
+mod asks;
 mod dispatch;
 mod legacy;
 mod modern;
 mod opening;
 mod pending;
 pub mod request;
-mod server;
 pub(crate) mod transmit;
 
+pub use asks::{
+    AskId, ListKind, LogMessage, Progress, ServerRequest, MAX_ASKS, MAX_INPUT_REQUESTS,
+};
 pub use dispatch::{MAX_ECHOED_ID, MAX_ECHOED_METHOD};
 pub use modern::MAX_REMEMBERED_TOOLS;
 pub use pending::TimerFor;
 use pending::{Pending, PendingTable};
 use request::Timeout;
 pub use request::{CallTool, Discover, ListTools, Method, Reply, Request};
-pub use server::{
-    AskId, ListKind, LogMessage, Progress, ServerRequest, MAX_ASKS, MAX_INPUT_REQUESTS,
-};
 pub use transmit::{Transmit, TransmitKind};
 
 use crate::error::{RequestError, SessionError, UsageError, Warning};
@@ -332,7 +332,7 @@ pub struct Stats {
 ///   [`poll_event`](Self::poll_event), then [`poll_timeout`](Self::poll_timeout) (or
 ///   [`poll_timer`](Self::poll_timer), which also says what the timer is for)
 ///
-/// `respond`, `notify_roots_changed`, `open_asks` and `ask_is_open` are written in `server.rs`
+/// `respond`, `notify_roots_changed`, `open_asks` and `ask_is_open` are written in `asks.rs`
 /// beside the server requests they are about; the opening's transitions behind `initialize`,
 /// `restart` and the inputs are in `opening.rs`.
 #[derive(Debug)]
@@ -351,7 +351,7 @@ struct Core {
     /// The legacy version `initialize` offers, once a -32022 named one (else the latest).
     legacy_offer: Option<&'static str>,
     modern: modern::Modern,
-    asks: server::Asks,
+    asks: asks::Asks,
     pending: PendingTable,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
@@ -365,7 +365,7 @@ impl Session {
             framer: LineFramer::new(config.frame_limit),
             core: Core {
                 modern: modern::Modern::new(&config.client_info, &config.capabilities),
-                asks: server::Asks::default(),
+                asks: asks::Asks::default(),
                 config,
                 opening: opening::Opening::New,
                 next_id: 0,
@@ -543,10 +543,12 @@ impl Session {
     /// A transport discarded a message over its own limit (an HTTP body, an SSE event), found on
     /// the response to `request` when it knows which: the same rule as for an oversized line
     /// applies (a warning; that request, or else the only pending one, fails with
-    /// [`RequestError::TooLarge`] at once).
+    /// [`RequestError::TooLarge`] at once). `len` is the message's length, `None` when the
+    /// transport did not read it to its end: it is then reported as `limit + 1`, the least it
+    /// can be.
     pub fn handle_oversized(
         &mut self,
-        len: u64,
+        len: Option<u64>,
         limit: usize,
         request: Option<RequestId>,
         now: Instant,
@@ -555,6 +557,7 @@ impl Session {
             Some(id) => Some(id).filter(|id| self.core.pending.contains_key(id)),
             None => self.core.only_pending(),
         };
+        let len = len.unwrap_or_else(|| (limit as u64).saturating_add(1));
         self.core.oversized(len, limit, target, now);
     }
 

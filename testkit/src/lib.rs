@@ -75,11 +75,7 @@ pub async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output>
 /// text: one call at a time when `width` is 1, else by `width` callers at once (tasks of one
 /// `LocalExecutor` on this thread, each making every `width`-th call). Blocks until all are
 /// answered. For the benchmarks.
-pub fn echo_calls<T: mcp_connect::Transport>(
-    client: &mcp_connect::Client<T>,
-    n: usize,
-    width: usize,
-) {
+pub fn echo_calls(client: &mcp_connect::Client, n: usize, width: usize) {
     let caller = |w: usize| async move {
         for i in (w..n).step_by(width.max(1)) {
             let text = format!("c{i}");

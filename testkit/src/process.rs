@@ -180,8 +180,8 @@ pub fn run_within(command: &mut std::process::Command, limit: Duration) -> Finis
 }
 
 /// Closes the client and checks that the server's whole process group is gone.
-pub async fn close_and_check(client: mcp_connect::Client<mcp_connect::StdioTransport>) {
-    let pid = client.transport().pid();
+pub async fn close_and_check(client: mcp_connect::Client) {
+    let pid = client.transport().pid().expect("a child process");
     client.close().await.expect("close");
     assert!(!pid_alive(pid), "server {pid} still alive after close");
     assert!(

@@ -11,7 +11,7 @@ use mcp_connect::proto::{CallToolResult, Config, Implementation, LogMessage};
 use mcp_connect::{
     connect_http, connect_stdio, Authorize, Client, ClientConfig, FileStore, Handlers,
     HttpTransportConfig, LogCallback, MemoryStore, OAuthConfig, Request, Root, StderrMode,
-    StdioConfig, TokenStore, Transport,
+    StdioConfig, TokenStore,
 };
 use serde_json::Value;
 use std::io::Write;
@@ -202,10 +202,7 @@ pub(crate) async fn run(options: &Options) -> Result<ExitCode, String> {
 }
 
 /// Closes the client whatever the session's outcome; the session's error comes first.
-async fn close<T: Transport>(
-    client: &Client<T>,
-    outcome: Result<Outcome, String>,
-) -> Result<Outcome, String> {
+async fn close(client: &Client, outcome: Result<Outcome, String>) -> Result<Outcome, String> {
     let closed = client.close().await.map_err(describe);
     let outcome = outcome?;
     closed?;
@@ -213,7 +210,7 @@ async fn close<T: Transport>(
 }
 
 /// Lists or calls, as the options say, on an open client.
-async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<Outcome, String> {
+async fn session(client: &Client, options: &Options) -> Result<Outcome, String> {
     let arguments = call_arguments(options)?;
     let fail = |e| failure(e, options);
     let init = client.initialize().await.map_err(fail)?;
@@ -248,8 +245,8 @@ async fn session<T: Transport>(client: &Client<T>, options: &Options) -> Result<
 
 /// Calls tool `name` once (its progress shown as it comes), or `--repeat N` times in a row
 /// (measured): the last result.
-async fn call<T: Transport>(
-    client: &Client<T>,
+async fn call(
+    client: &Client,
     name: &str,
     arguments: Value,
     options: &Options,
