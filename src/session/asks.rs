@@ -356,7 +356,7 @@ impl Core {
     ) -> Result<Vec<String>, RequestError> {
         if requests.len() > MAX_INPUT_REQUESTS || self.asks.open.len() + requests.len() > MAX_ASKS {
             return Err(RequestError::InvalidResult {
-                method: self.pending.get(&call).map(|p| p.method.clone()).unwrap_or_default(),
+                method: self.pending.get(&call).map(|p| p.method.to_string()).unwrap_or_default(),
                 reason: format!(
                     "{} input requests in one round (the most this client takes: {MAX_INPUT_REQUESTS}, with at most {MAX_ASKS} open)",
                     requests.len()

@@ -36,12 +36,15 @@ impl Core {
     pub(super) fn send_held(&mut self) {
         for (id, p) in self.pending.iter_mut().filter(|(_, p)| p.unsent) {
             p.unsent = false;
+            // Written anew, as it was first: the same id, method and params.
+            let wire = RequestId(p.wire().unwrap_or(id.0));
+            let params = p.params.is_some().then_some(&p.params);
             self.transmits.push_back(Transmit {
-                payload: p.payload.clone(),
+                payload: crate::jsonrpc::encode_request(wire, &p.method, params),
                 kind: TransmitKind::Request {
                     id: *id,
-                    wire: RequestId(p.wire().unwrap_or(id.0)),
-                    method: p.method.clone(),
+                    wire,
+                    method: p.method.to_string(),
                 },
                 headers: Vec::new(),
                 modern: false,

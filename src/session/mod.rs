@@ -31,8 +31,8 @@ pub use dispatch::{MAX_ECHOED_ID, MAX_ECHOED_METHOD};
 pub use modern::MAX_REMEMBERED_TOOLS;
 pub use pending::TimerFor;
 use pending::{Pending, PendingTable};
-use request::Timeout;
 pub use request::{CallTool, Discover, ListTools, Method, Reply, Request};
+use request::{Params, Timeout};
 pub use transmit::{Transmit, TransmitKind};
 
 use crate::error::{RequestError, SessionError, UsageError, Warning};
@@ -853,39 +853,32 @@ impl Core {
         modern: bool,
     ) -> RequestId {
         if request.progress.is_some() {
-            Core::with_progress_token(&mut request.params, id);
+            Core::with_progress_token(request.params.json_mut(), id);
         }
         let timeout = match request.timeout {
             Timeout::Default => self.config.default_timeout,
             Timeout::After(d) => Some(d),
             Timeout::Never => None,
         };
-        let (payload, headers) = if modern {
-            self.modern.encode(
-                id.0,
-                &request.method,
-                request.params.as_ref(),
-                self.config.transport,
-            )
-        } else {
-            let payload = jsonrpc::encode_request(id, &request.method, request.params.as_ref());
-            (payload, Vec::new())
-        };
         if transmit {
+            let (payload, headers) = self.encode(id, &request.method, &request.params, modern);
             self.transmits.push_back(Transmit {
-                payload: payload.clone(),
+                payload,
                 kind: TransmitKind::Request {
                     id,
                     wire: id,
-                    method: request.method.clone(),
+                    method: request.method.to_string(),
                 },
                 headers,
                 modern,
             });
         }
+        // The params are kept, not the message: a request sent again (a renewed session, a
+        // modern retry) is written anew from them, and a call does not pay for a copy of each
+        // message it sends.
         let mut pending = Pending::new(
             request.method,
-            payload,
+            request.params,
             request.decoder,
             timeout,
             id.0,
@@ -894,11 +887,32 @@ impl Core {
         pending.unsent = !transmit;
         pending.progress = request.progress;
         pending.started = Some(now);
-        if modern {
-            pending.params = request.params;
-        }
         self.pending.insert(id, pending);
         id
+    }
+
+    /// Request `id` in the form of its era (`modern` or legacy), with the HTTP headers that
+    /// mirror it (modern era over HTTP; none otherwise).
+    fn encode(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: &Params,
+        modern: bool,
+    ) -> (Vec<u8>, Vec<(String, String)>) {
+        if modern {
+            self.modern
+                .encode(id.0, method, params, self.config.transport)
+        } else {
+            let mut payload = Vec::with_capacity(128);
+            jsonrpc::request_head(&mut payload, id.0, method);
+            if params.is_some() {
+                payload.extend_from_slice(b",\"params\":");
+                params.write(&mut payload);
+            }
+            payload.push(b'}');
+            (payload, Vec::new())
+        }
     }
 
     fn notify(&mut self, method: &str, params: Option<Value>) {
@@ -1000,7 +1014,7 @@ impl Core {
         let method = self
             .pending
             .get(&id)
-            .map(|p| p.method.clone())
+            .map(|p| p.method.to_string())
             .unwrap_or_default();
         for hint in ignored {
             self.events

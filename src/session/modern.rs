@@ -7,6 +7,7 @@
 //! > server accepts or rejects each request independently" — MCP 2026-07-28, Versioning
 
 use super::pending::Wake;
+use super::request::Params;
 use super::{Core, Era, Event, Reply, Request, Transmit, TransmitKind, TransportKind};
 use crate::error::{RequestError, SessionError, Warning};
 use crate::http::metadata::{self, ParamHeaders};
@@ -181,33 +182,39 @@ impl Modern {
         &self,
         wire: u64,
         method: &str,
-        params: Option<&Value>,
+        params: &Params,
         transport: TransportKind,
     ) -> (Vec<u8>, Vec<(String, String)>) {
-        #[derive(Serialize)]
-        struct Envelope<'a> {
-            jsonrpc: &'static str,
-            id: u64,
-            method: &'a str,
-            params: Params<'a>,
-        }
-        let envelope = Envelope {
-            jsonrpc: "2.0",
-            id: wire,
-            method,
-            params: Params {
-                params,
-                meta: &self.meta,
-                meta_map: &self.meta_map,
-            },
-        };
-        // Room for the envelope, the `_meta` and small params at once (serde_json's `to_vec`
-        // starts at 128 bytes and would grow twice for the `_meta` alone).
+        // Room for the envelope, the `_meta` and small params at once.
         let mut payload = Vec::with_capacity(128 + method.len() + self.meta.get().len());
-        serde_json::to_writer(&mut payload, &envelope)
-            .expect("serializing a JSON-RPC envelope cannot fail");
+        crate::jsonrpc::request_head(&mut payload, wire, method);
+        payload.extend_from_slice(b",\"params\":");
+        match params {
+            // A call's two members, in the order its map would have them, then the era's
+            // `_meta`: as the general case below writes them, with its constant parts copied.
+            Params::Call {
+                name, arguments, ..
+            } => {
+                payload.extend_from_slice(b"{\"arguments\":");
+                crate::jsonrpc::write_json(&mut payload, arguments);
+                payload.extend_from_slice(b",\"name\":");
+                crate::jsonrpc::write_json(&mut payload, name);
+                payload.extend_from_slice(b",\"_meta\":");
+                payload.extend_from_slice(self.meta.get().as_bytes());
+                payload.push(b'}');
+            }
+            _ => crate::jsonrpc::write_json(
+                &mut payload,
+                &WithMeta {
+                    params,
+                    meta: &self.meta,
+                    meta_map: &self.meta_map,
+                },
+            ),
+        }
+        payload.push(b'}');
         let headers = match transport {
-            TransportKind::Http => self.headers(method, params),
+            TransportKind::Http => self.headers(method, params.json()),
             _ => Vec::new(),
         };
         (payload, headers)
@@ -256,19 +263,29 @@ impl Modern {
 
 /// A request's params with the era's `_meta` in them: the caller's members as given, and
 /// `_meta` with the caller's own keys (a `progressToken`, say) and the protocol's.
-struct Params<'a> {
-    params: Option<&'a Value>,
+struct WithMeta<'a> {
+    params: &'a Params,
     meta: &'a RawValue,
     meta_map: &'a Map<String, Value>,
 }
 
-impl Serialize for Params<'_> {
+impl Serialize for WithMeta<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let object = match self.params {
-            None => None,
-            Some(Value::Object(o)) => Some(o),
+            Params::Json(None) => None,
+            Params::Json(Some(Value::Object(o))) => Some(o),
             // Not an object: sent as given (the server will refuse it, and say why).
-            Some(other) => return other.serialize(s),
+            Params::Json(Some(other)) => return other.serialize(s),
+            // A call's two members, in the order its map would have them, then the era's `_meta`.
+            Params::Call {
+                name, arguments, ..
+            } => {
+                let mut map = s.serialize_map(Some(3))?;
+                map.serialize_entry("arguments", arguments)?;
+                map.serialize_entry("name", name)?;
+                map.serialize_entry("_meta", self.meta)?;
+                return map.end();
+            }
         };
         let mut map = s.serialize_map(None)?;
         let mut own_meta = None;
@@ -421,7 +438,7 @@ impl Core {
         let method = || {
             self.pending
                 .get(&id)
-                .map(|p| p.method.clone())
+                .map(|p| p.method.to_string())
                 .unwrap_or_default()
         };
         match result_type(result) {
@@ -453,7 +470,7 @@ impl Core {
     ) -> Option<Result<Reply, RequestError>> {
         let limit = self.config.max_input_rounds;
         let p = self.pending.get(&id)?;
-        let (method, rounds) = (p.method.clone(), p.rounds);
+        let (method, rounds) = (p.method.to_string(), p.rounds);
         let invalid = |reason: String| {
             Some(Err(RequestError::InvalidResult {
                 method: method.clone(),
@@ -525,7 +542,7 @@ impl Core {
         let Some(p) = self.pending.get_mut(&id) else {
             return;
         };
-        let mut params = p.params.clone();
+        let mut params = p.params.json().cloned();
         let inputs = std::mem::take(&mut p.inputs);
         if p.request_state.is_some() || !inputs.is_empty() {
             let object = params.get_or_insert_with(|| Value::Object(Map::new()));
@@ -544,12 +561,12 @@ impl Core {
                 }
             }
         }
+        let params = Params::Json(params);
         let (payload, headers) =
             self.modern
-                .encode(wire, &p.method, params.as_ref(), self.config.transport);
-        p.payload = payload.clone();
+                .encode(wire, &p.method, &params, self.config.transport);
         p.unsent = false;
-        let method = p.method.clone();
+        let method = p.method.to_string();
         self.stats.input_rounds += u64::from(p.rounds > 0);
         self.pending.set_wire(id, Some(wire));
         self.transmits.push_back(Transmit {
@@ -653,7 +670,7 @@ impl Core {
     /// Whether request `id` is a `tools/list` for the first page (no cursor).
     pub(super) fn is_first_tools_page(&self, id: RequestId) -> bool {
         self.pending.get(&id).is_some_and(|p| {
-            p.method == "tools/list" && p.params.as_ref().and_then(|v| v.get("cursor")).is_none()
+            p.method == "tools/list" && p.params.json().and_then(|v| v.get("cursor")).is_none()
         })
     }
 
@@ -667,7 +684,7 @@ impl Core {
             return Ok(());
         }
         self.modern
-            .check_call(request.params.as_ref())
+            .check_call(request.params.json())
             .map_err(RequestError::InvalidArguments)
     }
 }

@@ -7,25 +7,25 @@
 //! old one is then late. The table finds a request by either, and keeps the deadlines in order,
 //! so that the next timer, and whose it is, is found at once.
 
-use super::request::Decoder;
+use super::request::{Decoder, Params};
 use crate::jsonrpc::RequestId;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 /// One request awaiting its answer.
 #[derive(Debug)]
 pub(super) struct Pending {
-    pub(super) method: String,
-    /// The request as sent, kept to send it again (after [`Session::restart`](super::Session::restart)).
-    pub(super) payload: Vec<u8>,
+    pub(super) method: Cow<'static, str>,
     /// To be transmitted once the renewed session is ready: it met the expired session, or it
     /// was sent while the session was being renewed. The server has not seen it.
     pub(super) unsent: bool,
     pub(super) decoder: Decoder,
     pub(super) timeout: Option<Duration>,
-    /// The request's params as the caller gave them (modern era only: a retry re-encodes them,
-    /// with a new version or the server's `requestState`).
-    pub(super) params: Option<serde_json::Value>,
+    /// The request's params as sent (with the progress token asked for): a request sent again
+    /// (after [`Session::restart`](super::Session::restart), a modern retry with a new version
+    /// or the server's `requestState`) is written anew from them.
+    pub(super) params: Params,
     /// Input-required rounds answered so far (modern era).
     pub(super) rounds: u32,
     /// The `requestState` to echo in the next round, exactly as the server sent it.
@@ -61,8 +61,8 @@ pub(super) enum Wake {
 impl Pending {
     /// A request going out with wire id `wire`, due by `deadline`.
     pub(super) fn new(
-        method: String,
-        payload: Vec<u8>,
+        method: Cow<'static, str>,
+        params: Params,
         decoder: Decoder,
         timeout: Option<Duration>,
         wire: u64,
@@ -70,11 +70,10 @@ impl Pending {
     ) -> Self {
         Pending {
             method,
-            payload,
             unsent: false,
             decoder,
             timeout,
-            params: None,
+            params,
             rounds: 0,
             request_state: None,
             version_retried: false,
@@ -120,11 +119,36 @@ pub enum TimerFor {
     Retry(RequestId),
 }
 
+/// Hashes the table's wire ids: the keys are this client's own ids (a counter), never the
+/// peer's, so SipHash's defence against chosen keys buys nothing here, and it cost a call ~400
+/// instructions (an insert, a lookup, a removal). A multiply spreads the counter's values.
+#[derive(Debug, Default, Clone, Copy)]
+struct WireIdHasher(u64);
+
+impl std::hash::Hasher for WireIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (the keys are `u64`); any other input is still hashed.
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type WireIdHash = std::hash::BuildHasherDefault<WireIdHasher>;
+
 /// The table. See the [module docs](self).
 #[derive(Debug, Default)]
 pub(super) struct PendingTable {
     by_handle: BTreeMap<RequestId, Pending>,
-    by_wire: HashMap<u64, RequestId>,
+    by_wire: HashMap<u64, RequestId, WireIdHash>,
     deadlines: BTreeSet<(Instant, RequestId)>,
     wakes: BTreeSet<(Instant, RequestId, Wake)>,
 }
