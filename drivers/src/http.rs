@@ -1277,14 +1277,23 @@ fn reply(exchange: &Exchange, message: Vec<u8>) -> Inbound {
 pub(crate) fn isahc_request(
     request: HttpRequest,
 ) -> Result<isahc::Request<AsyncBody>, isahc::http::Error> {
-    let mut builder = isahc::Request::builder()
+    use isahc::http::header::{HeaderName, HeaderValue};
+    let mut built = isahc::Request::builder()
         .method(request.method.as_str())
         .uri(request.url.as_str())
-        .redirect_policy(RedirectPolicy::None);
+        .redirect_policy(RedirectPolicy::None)
+        .body(AsyncBody::from(request.body.unwrap_or_default()))?;
+    // Into the built request's map, not through the builder: each `Builder::header` moves the
+    // whole builder (a third of the request's cost in callgrind).
+    let headers = built.headers_mut();
+    headers.reserve(request.headers.len());
     for (name, value) in &request.headers {
-        builder = builder.header(name.as_str(), value.as_str());
+        headers.append(
+            HeaderName::from_bytes(name.as_bytes())?,
+            HeaderValue::from_str(value)?,
+        );
     }
-    builder.body(AsyncBody::from(request.body.unwrap_or_default()))
+    Ok(built)
 }
 
 /// The response's headers as pairs (values that are not visible ASCII are skipped).
