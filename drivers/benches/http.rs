@@ -36,6 +36,9 @@
 //! `perf stat -e 'syscalls:sys_enter_*' <this bench> --only a|a0|f|x|y|b --url <url> [--calls N]`
 //! (`a0`: ours, its calls without a timeout: what the caller's timer costs)
 //! (N calls after 200 of warm-up; the start-up's few syscalls are counted too).
+//! Alone, it prints each thread's CPU, switches and sleeps per call (a sleep is a voluntary
+//! switch: the thread blocked, and something had to wake it; unlike switches, not inflated by
+//! a loaded machine's preemptions).
 
 use mcp_connect::proto::Request;
 use mcp_connect::{Client, HttpTransport, HttpTransportConfig};
@@ -90,12 +93,13 @@ fn main() {
             cost.cpu.as_secs_f64() * 1e6 / calls as f64,
             cost.switches as f64 / calls as f64
         );
-        for (name, (cpu, switches)) in per_thread() {
-            let (cpu0, switches0) = by_thread.get(&name).copied().unwrap_or_default();
+        for (name, (cpu, switches, sleeps)) in per_thread() {
+            let (cpu0, switches0, sleeps0) = by_thread.get(&name).copied().unwrap_or_default();
             println!(
-                "  threads {name:<16} {:>7.1} µs/call {:>6.2} switches/call",
+                "  threads {name:<16} {:>7.1} µs/call {:>6.2} switches/call {:>6.2} sleeps/call",
                 (cpu - cpu0) as f64 / 1e3 / calls as f64,
-                (switches - switches0) as f64 / calls as f64
+                (switches - switches0) as f64 / calls as f64,
+                (sleeps - sleeps0) as f64 / calls as f64
             );
         }
         return;
@@ -146,9 +150,10 @@ fn main() {
     }
 }
 
-/// CPU nanoseconds and switches so far of this process's live threads, by name (digits left
-/// out: `isahc-agent-3` counts as `isahc-agent-`).
-fn per_thread() -> std::collections::BTreeMap<String, (u64, u64)> {
+/// CPU nanoseconds, switches and sleeps (voluntary switches: each one a wake-up to come, whatever
+/// the load) so far of this process's live threads, by name (digits left out: `isahc-agent-3`
+/// counts as `isahc-agent-`).
+fn per_thread() -> std::collections::BTreeMap<String, (u64, u64, u64)> {
     let mut out = std::collections::BTreeMap::new();
     for task in std::fs::read_dir("/proc/self/task")
         .into_iter()
@@ -167,9 +172,16 @@ fn per_thread() -> std::collections::BTreeMap<String, (u64, u64)> {
             .split_whitespace()
             .map(|x| x.parse().unwrap_or(0))
             .collect();
-        let e = out.entry(name).or_insert((0, 0));
+        let status = std::fs::read_to_string(path.join("status")).unwrap_or_default();
+        let sleeps: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        let e = out.entry(name).or_insert((0, 0, 0));
         e.0 += f.first().copied().unwrap_or(0);
         e.1 += f.get(2).copied().unwrap_or(0);
+        e.2 += sleeps;
     }
     out
 }
