@@ -1728,9 +1728,9 @@ fn yaml_scalars_are_typed_by_the_core_schema_and_positions_count_characters() {
     // Quoted numbers and booleans are strings; plain ones are not.
     let entry = one(
         Goose,
-        "extensions:\n  é:\n    type: stdio\n    cmd: \"007\"\n    args: ['true', \"1.5\", x]\n    timeout: 1.5\n",
+        "extensions:\n  é:\n    type: stdio\n    cmd: \"007\"\n    args: ['true', \"1.5\", x, !!str 12]\n    timeout: 1.5\n",
     );
-    assert_eq!(entry.transport, stdio("007", &["true", "1.5", "x"]));
+    assert_eq!(entry.transport, stdio("007", &["true", "1.5", "x", "12"]));
     assert_eq!(entry.tool_timeout, Some(Duration::from_millis(1500)));
     fails(
         Goose,
@@ -1843,6 +1843,11 @@ fn gemini_errors() {
         g,
         r#"{"mcpServers": {"a": {"command": "x", "includeTools": ‸"a"}}}"#,
         r#"server "a": "includeTools" must be an array of strings"#,
+    );
+    fails(
+        g,
+        r#"{"mcpServers": {"a": {‸"tcp": "ws://h:9000"}}}"#,
+        r#"server "a": "tcp" (Gemini CLI's WebSocket transport) is not an MCP transport this client speaks: give "command" (stdio) or "url" (Streamable HTTP)"#,
     );
     fails(
         g,

@@ -47,7 +47,8 @@
 //!   in any `mcpServers` file, since no other host uses them otherwise.
 //! - `$VAR` is a variable too, as `${VAR}` ("values can reference environment variables using
 //!   `$VAR_NAME` or `${VAR_NAME}` syntax"); unset is an error, as everywhere here.
-//! - `trust`, `description`, `oauth`, `authProviderType` … are ignored.
+//! - `tcp` (a WebSocket transport) is refused; `trust`, `description`, `oauth`,
+//!   `authProviderType` … are ignored.
 
 use super::tree::{Key, Node};
 use super::ConfigError;
@@ -93,6 +94,13 @@ fn server(r: &mut Reader<'_>, name: &Key, node: &Node) -> Result<Option<ServerEn
     let entries = r.entry(node)?;
     let declared = r.transport_type(entries, TYPES)?;
     let url = url(r, entries)?;
+    if let (None, None, Some((key, _))) = (field(entries, "command"), url, field(entries, "tcp")) {
+        return Err(r.error(
+            key.span.start,
+            "\"tcp\" (Gemini CLI's WebSocket transport) is not an MCP transport this client \
+             speaks: give \"command\" (stdio) or \"url\" (Streamable HTTP)",
+        ));
+    }
     let transport = match r.kind_of(
         name.span.start,
         ("command", field(entries, "command")),

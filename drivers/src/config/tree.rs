@@ -180,7 +180,7 @@ fn toml_node(value: toml::Spanned<toml::de::DeValue<'_>>) -> Node {
 const MAX_YAML_DEPTH: usize = 128;
 
 /// A YAML 1.2 document. Plain scalars are typed by the core schema (`true`/`false`, numbers,
-/// `null`/`~`/nothing); quoted and block scalars are strings. Aliases (`*name`) are refused: a
+/// `null`/`~`/nothing) unless tagged `!!str`; quoted and block scalars are strings. Aliases (`*name`) are refused: a
 /// config has no need of them, and expanding them can multiply a small file without end ("billion
 /// laughs"). A second document in the stream is refused too. `None`: the file holds no document.
 pub(crate) fn parse_yaml(text: &str) -> Result<Option<Node>, SyntaxError> {
@@ -219,7 +219,7 @@ pub(crate) fn parse_yaml(text: &str) -> Result<Option<Node>, SyntaxError> {
                 continue;
             }
             Event::Alias(_) => return Err(error(start, "aliases (*name) are not supported")),
-            Event::Scalar(value, style, _, _) => {
+            Event::Scalar(value, style, _, tag) => {
                 if wants_key {
                     if let Some(Open::Map(_, _, key)) = stack.last_mut() {
                         *key = Some(Key {
@@ -229,8 +229,9 @@ pub(crate) fn parse_yaml(text: &str) -> Result<Option<Node>, SyntaxError> {
                     }
                     continue;
                 }
+                let string_tag = tag.is_some_and(|t| t.is_yaml_core_schema() && t.suffix == "str");
                 let value = match style {
-                    ScalarStyle::Plain => plain_scalar(&value),
+                    ScalarStyle::Plain if !string_tag => plain_scalar(&value),
                     _ => Value::Str(value.into_owned()),
                 };
                 Node {
