@@ -1,4 +1,4 @@
-//! The config readers (`mcp_connect::config`): the three formats, variables, inputs, `envFile`,
+//! The config readers (`mcp_connect::config`): the six formats (ten hosts), variables, inputs, `envFile`,
 //! JSONC, the driver configs they turn into, `Debug` without secrets, and every error message.
 //!
 //! In the error tables, `‸` marks where the error must point; it is removed before parsing, and
@@ -18,6 +18,9 @@ fn path_of(format: ConfigFormat) -> &'static str {
     match format {
         ConfigFormat::McpServers => "/ws/mcp.json",
         ConfigFormat::VsCode => "/ws/.vscode/mcp.json",
+        ConfigFormat::Gemini => "/ws/.gemini/settings.json",
+        ConfigFormat::Zed => "/ws/.zed/settings.json",
+        ConfigFormat::Goose => "/ws/config.yaml",
         _ => "/ws/config.toml",
     }
 }
@@ -83,7 +86,7 @@ fn http(url: &str, headers: &[(&str, &str)]) -> ServerTransport {
     }
 }
 
-use ConfigFormat::{Codex, McpServers, VsCode};
+use ConfigFormat::{Codex, Gemini, Goose, McpServers, VsCode, Zed};
 
 // The same servers in the three formats.
 
@@ -169,8 +172,8 @@ fn load_tells_the_format_and_refuses_what_it_cannot_tell() {
     assert_eq!(
         load_with(&neither, &options).unwrap_err().to_string(),
         format!(
-            "{}:2:3: found neither \"mcpServers\" (Claude Desktop, Cursor and most others) nor \
-             \"servers\" (VS Code) at the top level",
+            "{}:2:3: found neither \"mcpServers\" (Claude Desktop, Cursor, Windsurf, Gemini CLI and \
+             most others), \"servers\" (VS Code) nor \"context_servers\" (Zed) at the top level",
             neither.display()
         )
     );
@@ -1281,4 +1284,624 @@ fn a_config_or_env_file_past_its_cap_is_refused_and_one_at_its_cap_is_read() {
             env.display()
         )
     );
+}
+
+// The ten hosts: the same three servers as each host writes them.
+
+#[test]
+fn the_ten_hosts_formats_load_the_same_servers_into_the_same_model() {
+    let options = ExpandOptions::default()
+        .var("TOKEN", "tok")
+        .input("token", "tok");
+    let mut everything = stdio("npx", &["-y", "@modelcontextprotocol/server-everything"]);
+    if let ServerTransport::Stdio { env, .. } = &mut everything {
+        env.insert("LOG_LEVEL".into(), "debug".into());
+    }
+    let expected = vec![
+        ServerEntry::new("everything", everything),
+        ServerEntry::new(
+            "git",
+            stdio("uvx", &["mcp-server-git", "--repository", "/srv/repo"]),
+        ),
+        ServerEntry::new(
+            "remote",
+            http(
+                "https://mcp.example.com/mcp",
+                &[("Authorization", "Bearer tok")],
+            ),
+        ),
+    ];
+    let hosts = [
+        ("claude-desktop/claude_desktop_config.json", McpServers),
+        ("cursor/.cursor/mcp.json", McpServers),
+        ("claude-code/.mcp.json", McpServers),
+        ("cline/cline_mcp_settings.json", McpServers),
+        ("windsurf/mcp_config.json", McpServers),
+        ("gemini/.gemini/settings.json", Gemini),
+        ("vscode/.vscode/mcp.json", VsCode),
+        ("codex/config.toml", Codex),
+        ("zed/settings.json", Zed),
+        ("goose/config.yaml", Goose),
+    ];
+    for (file, format) in hosts {
+        let path = data(&format!("hosts/{file}"));
+        let config = load_with(&path, &options).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.format, format, "{file}");
+        let mut expected = expected.clone();
+        if format == Goose {
+            // Goose writes `timeout: 300` (seconds) for every extension.
+            for server in &mut expected {
+                server.tool_timeout = Some(Duration::from_secs(300));
+            }
+        }
+        assert_eq!(config.servers, expected, "{file}");
+        let skipped: Vec<&str> = config.skipped.iter().map(|s| s.name.as_str()).collect();
+        let expected_skipped: &[&str] = match format {
+            Goose => &["developer"],
+            Zed => &["mcp-server-context7"],
+            _ => &[],
+        };
+        assert_eq!(skipped, expected_skipped, "{file}");
+    }
+}
+
+#[test]
+fn load_tells_the_new_formats_from_name_and_content() {
+    let dir = std::env::temp_dir().join(format!("mcp-config-formats-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join(".gemini")).unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let options = ExpandOptions::default();
+    let format = |path: &Path| load_with(path, &options).map(|c| c.format);
+
+    let goose = "extensions:\n  a:\n    type: stdio\n    cmd: a\n";
+    assert_eq!(format(&write("config.yaml", goose)), Ok(Goose));
+    assert_eq!(format(&write("config.YML", goose)), Ok(Goose));
+    // No extension: YAML is told from its first line.
+    assert_eq!(
+        format(&write("goose-config", &format!("# Goose\n---\n{goose}"))),
+        Ok(Goose)
+    );
+    assert_eq!(
+        format(&write(
+            "zed.json",
+            r#"{"theme": "x", "context_servers": {}}"#
+        )),
+        Ok(Zed)
+    );
+    // Gemini CLI's by its folder, or by an `httpUrl`.
+    assert_eq!(
+        format(&write(".gemini/settings.json", r#"{"mcpServers": {}}"#)),
+        Ok(Gemini)
+    );
+    assert_eq!(
+        format(&write(
+            "settings.json",
+            r#"{"mcpServers": {"a": {"httpUrl": "http://h/mcp"}}}"#
+        )),
+        Ok(Gemini)
+    );
+    assert_eq!(
+        format(&write(
+            "plain.json",
+            r#"{"mcpServers": {"a": {"serverUrl": "http://h/mcp"}}}"#
+        )),
+        Ok(McpServers)
+    );
+
+    let both = write(
+        "both.json",
+        "{\"mcpServers\": {},\n \"context_servers\": {}}",
+    );
+    assert_eq!(
+        load_with(&both, &options).unwrap_err().to_string(),
+        format!(
+            "{}:2:2: has both \"mcpServers\" and \"context_servers\" at the top level: cannot tell \
+             the format",
+            both.display()
+        )
+    );
+    // A YAML file is reported as YAML, never as invalid JSON, with its position.
+    let bad = write("bad.yaml", "extensions:\n  a: [1, 2\n  b: 3\n");
+    let error = load_with(&bad, &options).unwrap_err();
+    assert!(
+        matches!(error.kind, ConfigErrorKind::Syntax { syntax: "YAML", .. }),
+        "{error}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "{}:3:4: invalid YAML: illegal placement of ':' indicator",
+            bad.display()
+        )
+    );
+    let bad = write("bad-no-extension", "extensions:\n  a: {type: stdio\n");
+    let error = load_with(&bad, &options).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "{}:3:1: invalid YAML: while parsing a flow mapping, did not find expected ',' or '}}'",
+            bad.display()
+        )
+    );
+    let empty = write("empty.yaml", "# nothing\n");
+    assert_eq!(
+        load_with(&empty, &options).unwrap_err().to_string(),
+        format!("{}:1:1: the file holds no YAML document", empty.display())
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// Zed.
+
+#[test]
+fn zed_reads_its_three_shapes_and_the_older_ones() {
+    let config = read(
+        Zed,
+        r#"// Zed settings (JSONC)
+        {
+          "theme": "One Dark",
+          "context_servers": {
+            "everything": {"command": "npx", "args": ["-y", "x"], "env": {"LOG": "${TOKEN}"}, "timeout": 120},
+            "remote": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}, "enabled": false},
+            "older": {"source": "custom", "command": {"path": "old", "args": ["--stdio"], "env": {"A": "1"}}},
+            "ext": {"source": "extension", "settings": {"key": "v"}},
+            "ext-new": {"enabled": true, "settings": {}},
+            "remote-dev": {"command": "r", "args": [], "remote": true},
+          },
+        }"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(config.format, Zed);
+    let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["everything", "remote", "older", "remote-dev"]);
+    assert_eq!(
+        config.servers[0].transport,
+        ServerTransport::Stdio {
+            command: "npx".into(),
+            args: vec!["-y".into(), "x".into()],
+            env: [("LOG".into(), "s3cr3t".into())].into(),
+            cwd: None,
+        }
+    );
+    assert_eq!(
+        config.servers[0].tool_timeout,
+        Some(Duration::from_secs(120))
+    );
+    assert_eq!(
+        config.servers[1].transport,
+        http(
+            "https://example.com/mcp",
+            &[("Authorization", "Bearer s3cr3t")]
+        )
+    );
+    assert!(config.servers[0].enabled && !config.servers[1].enabled);
+    assert_eq!(
+        config.servers[2].transport,
+        ServerTransport::Stdio {
+            command: "old".into(),
+            args: vec!["--stdio".into()],
+            env: [("A".into(), "1".into())].into(),
+            cwd: None,
+        }
+    );
+    let skipped: Vec<String> = config.skipped.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        skipped,
+        [
+            "8:13: \"ext\" skipped: a server of a Zed extension: its command comes from the extension",
+            "9:13: \"ext-new\" skipped: a server of a Zed extension: its command comes from the extension",
+        ]
+    );
+}
+
+#[test]
+fn zed_errors() {
+    let z = Zed;
+    fails(
+        z,
+        r#"{"context_servers": {"a": {"command": "x", "args": ‸"y"}}}"#,
+        r#"server "a": "args" must be an array of strings"#,
+    );
+    fails(
+        z,
+        r#"{"context_servers": {‸"a": {"args": []}}}"#,
+        r#"server "a": has neither "command" (a stdio server) nor "url" (a Streamable HTTP server)"#,
+    );
+    fails(
+        z,
+        r#"{"context_servers": {"a": {"command": "x", ‸"url": "http://h"}}}"#,
+        r#"server "a": has both "command" and "url": a server is either a command to start (stdio) or a URL (Streamable HTTP)"#,
+    );
+    fails(
+        z,
+        r#"{"context_servers": {"a": {"command": ‸{"args": []}}}}"#,
+        r#"server "a": "command" must be a string, or an object with a "path""#,
+    );
+    fails(
+        z,
+        r#"{"context_servers": {"a": {"command": {"path": ‸7}}}}"#,
+        r#"server "a": "path" must be a string"#,
+    );
+    fails(
+        z,
+        r#"{"context_servers": {"a": {"source": ‸"npm", "command": "x"}}}"#,
+        r#"server "a": unknown "source" "npm": expected "custom" or "extension""#,
+    );
+    fails(
+        z,
+        r#"{"context_servers": {"a": {"command": "x", "enabled": ‸"yes"}}}"#,
+        r#"server "a": "enabled" must be true or false"#,
+    );
+    fails(
+        z,
+        r#"{"context_servers": {"a": {"command": "x", "timeout": ‸0}}}"#,
+        r#"server "a": "timeout" must be a positive number of seconds"#,
+    );
+    fails(
+        z,
+        r#"{"context_servers": {"a": {"url": ‸"ftp://h"}}}"#,
+        r#"server "a": "url" must be an http or https URL, not ftp:"#,
+    );
+    fails(
+        z,
+        r#"{"context_servers": ‸[]}"#,
+        r#""context_servers" must be an object"#,
+    );
+}
+
+// Goose.
+
+#[test]
+fn goose_reads_stdio_and_streamable_http_and_skips_the_rest() {
+    let config = read(
+        Goose,
+        "GOOSE_PROVIDER: openai\n\
+         extensions:\n\
+         \x20 developer:\n\
+         \x20   enabled: true\n\
+         \x20   type: builtin\n\
+         \x20   name: developer\n\
+         \x20 github:\n\
+         \x20   enabled: false\n\
+         \x20   type: stdio\n\
+         \x20   name: GitHub\n\
+         \x20   cmd: npx\n\
+         \x20   args: [-y, \"@modelcontextprotocol/server-github\"]\n\
+         \x20   envs: {GITHUB_HOST: github.com, A: \"${TOKEN}\"}\n\
+         \x20   env_keys: [TOKEN]\n\
+         \x20   timeout: 60\n\
+         \x20   available_tools: [search_issues]\n\
+         \x20 remote:\n\
+         \x20   type: streamable_http\n\
+         \x20   uri: 'https://example.com/mcp'\n\
+         \x20   headers:\n\
+         \x20     X-Key: \"${TOKEN}\"\n\
+         \x20   available_tools: []\n\
+         \x20 todo:\n\
+         \x20   enabled: true\n\
+         \x20   type: platform\n\
+         \x20 ui:\n\
+         \x20   type: frontend\n\
+         \x20   tools: []\n\
+         \x20 py:\n\
+         \x20   type: inline_python\n\
+         \x20   code: print(1)\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["github", "remote"]);
+    let github = &config.servers[0];
+    assert_eq!(
+        github.transport,
+        ServerTransport::Stdio {
+            command: "npx".into(),
+            args: vec!["-y".into(), "@modelcontextprotocol/server-github".into()],
+            env: [
+                ("A".into(), "s3cr3t".into()),
+                ("GITHUB_HOST".into(), "github.com".into()),
+                ("TOKEN".into(), "s3cr3t".into()),
+            ]
+            .into(),
+            cwd: None,
+        }
+    );
+    assert!(!github.enabled);
+    assert_eq!(github.tool_timeout, Some(Duration::from_secs(60)));
+    assert_eq!(github.enabled_tools, Some(vec!["search_issues".to_owned()]));
+    let remote = &config.servers[1];
+    assert_eq!(
+        remote.transport,
+        http("https://example.com/mcp", &[("X-Key", "s3cr3t")])
+    );
+    assert!(remote.enabled);
+    assert_eq!((remote.tool_timeout, &remote.enabled_tools), (None, &None));
+    let skipped: Vec<String> = config.skipped.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        skipped,
+        [
+            "3:3: \"developer\" skipped: a Goose \"builtin\" extension runs inside Goose, not as an MCP server",
+            "23:3: \"todo\" skipped: a Goose \"platform\" extension runs inside Goose, not as an MCP server",
+            "26:3: \"ui\" skipped: a Goose \"frontend\" extension runs inside Goose, not as an MCP server",
+            "29:3: \"py\" skipped: a Goose \"inline_python\" extension runs inside Goose, not as an MCP server",
+        ]
+    );
+}
+
+#[test]
+fn goose_errors() {
+    let g = Goose;
+    fails(
+        g,
+        "extensions:\n  a:\n    type: stdio\n    cmd: x\n    args: ‸x\n",
+        r#"server "a": "args" must be an array of strings"#,
+    );
+    fails(
+        g,
+        "extensions:\n  a:\n    type: ‸stdio\n    args: []\n",
+        r#"server "a": "type" is "stdio" but "cmd" is missing"#,
+    );
+    fails(
+        g,
+        "extensions:\n  a:\n    type: ‸streamable_http\n",
+        r#"server "a": "type" is "streamable_http" but "uri" is missing"#,
+    );
+    fails(
+        g,
+        "extensions:\n  old:\n    type: ‸sse\n    uri: http://h/sse\n",
+        r#"server "old": "type" "sse" is the HTTP+SSE transport of MCP 2024-11-05, deprecated since 2025-03-26 and not supported: use "streamable_http" if the server offers it"#,
+    );
+    fails(
+        g,
+        "extensions:\n  a:\n    type: ‸websocket\n",
+        r#"server "a": unknown "type" "websocket": expected "stdio", "streamable_http", "builtin", "platform", "frontend" or "inline_python""#,
+    );
+    fails(
+        g,
+        "extensions:\n  ‸a:\n    cmd: x\n",
+        r#"server "a": has no "type": expected "stdio" or "streamable_http""#,
+    );
+    fails(
+        g,
+        "extensions:\n  a:\n    type: stdio\n    cmd: x\n    env_keys: [‸NOPE]\n",
+        r#"server "a": environment variable "NOPE" is not set"#,
+    );
+    fails(
+        g,
+        "extensions:\n  a:\n    type: stdio\n    cmd: x\n    env_keys: [TOKEN, ‸EMPTY]\n",
+        r#"server "a": environment variable "EMPTY" (from "env_keys") is empty"#,
+    );
+    fails(
+        g,
+        "extensions:\n  a:\n    type: stdio\n    cmd: \"bin/‸${NOPE}\"\n",
+        r#"server "a": environment variable "NOPE" is not set"#,
+    );
+    fails(
+        g,
+        "extensions:\n  a:\n    type: stdio\n    cmd: x\n    enabled: ‸yes\n",
+        r#"server "a": "enabled" must be true or false"#,
+    );
+    fails(
+        g,
+        "extensions:\n  a:\n    type: stdio\n    cmd: x\n    envs: ‸[A]\n",
+        r#"server "a": "envs" must be a mapping of strings"#,
+    );
+    fails(
+        g,
+        "extensions:\n  a:\n    type: stdio\n    cmd: x\n    timeout: ‸-1\n",
+        r#"server "a": "timeout" must be a positive number of seconds"#,
+    );
+    fails(
+        g,
+        "extensions:\n  a:\n    type: stdio\n    cmd: x\n  ‸a:\n    type: stdio\n    cmd: y\n",
+        r#"server "a": listed twice"#,
+    );
+    fails(g, "extensions: ‸[a]\n", r#""extensions" must be a mapping"#);
+    fails(
+        g,
+        "‸GOOSE_PROVIDER: openai\n",
+        r#"no "extensions" at the top level"#,
+    );
+    fails(
+        g,
+        "base: &b {type: stdio, cmd: x}\nextensions:\n  a: ‸*b\n",
+        "invalid YAML: aliases (*name) are not supported",
+    );
+    fails(
+        g,
+        "extensions: {}\n‸---\nextensions: {}\n",
+        "invalid YAML: a second YAML document: a config file holds one",
+    );
+    let deep = format!("extensions: {}{}\n", "[".repeat(200), "]".repeat(200));
+    let error = read(g, &deep).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "/ws/config.yaml:1:140: invalid YAML: nested too deeply"
+    );
+}
+
+#[test]
+fn yaml_scalars_are_typed_by_the_core_schema_and_positions_count_characters() {
+    // Quoted numbers and booleans are strings; plain ones are not.
+    let entry = one(
+        Goose,
+        "extensions:\n  é:\n    type: stdio\n    cmd: \"007\"\n    args: ['true', \"1.5\", x, !!str 12]\n    timeout: 1.5\n",
+    );
+    assert_eq!(entry.transport, stdio("007", &["true", "1.5", "x", "12"]));
+    assert_eq!(entry.tool_timeout, Some(Duration::from_millis(1500)));
+    fails(
+        Goose,
+        "extensions:\n  é:\n    type: stdio\n    cmd: x\n    args: [‸true]\n",
+        r#"server "é": "args" must be an array of strings"#,
+    );
+    fails(
+        Goose,
+        "extensions:\n  é:\n    type: stdio\n    cmd: ‸0x1F\n",
+        r#"server "é": "cmd" must be a string"#,
+    );
+    fails(
+        Goose,
+        "# ééé\nextensions:\n  é:\n    type: stdio\n    cmd: ‸~\n",
+        r#"server "é": "cmd" must be a string"#,
+    );
+}
+
+// Gemini CLI and Windsurf: the common shape plus their keys.
+
+#[test]
+fn gemini_reads_http_url_timeouts_tool_lists_and_dollar_variables() {
+    let servers = servers(
+        Gemini,
+        r#"{
+          "theme": "GitHub",
+          "mcp": {"allowed": ["a"]},
+          "mcpServers": {
+            "py": {"command": "python", "args": ["-m", "srv", "$HOME/x", "a$", "$1"], "cwd": "./srv",
+                   "env": {"KEY": "$TOKEN", "B": "${TOKEN}"}, "timeout": 15000, "trust": true,
+                   "includeTools": ["a", "b"], "excludeTools": ["b"]},
+            "h": {"httpUrl": "http://h/mcp", "headers": {"Authorization": "Bearer $TOKEN"}},
+            "u": {"url": "http://h/mcp", "type": "http"},
+            "bare": {"url": "http://h/mcp"}
+          }
+        }"#,
+    );
+    assert_eq!(
+        servers[0].transport,
+        ServerTransport::Stdio {
+            command: "python".into(),
+            args: ["-m", "srv", "/home/me/x", "a$", "$1"]
+                .map(String::from)
+                .into(),
+            env: [
+                ("B".into(), "s3cr3t".into()),
+                ("KEY".into(), "s3cr3t".into())
+            ]
+            .into(),
+            cwd: Some("/ws/./srv".into()),
+        }
+    );
+    assert_eq!(servers[0].tool_timeout, Some(Duration::from_secs(15)));
+    assert_eq!(
+        servers[0].enabled_tools,
+        Some(vec!["a".to_owned(), "b".to_owned()])
+    );
+    assert_eq!(servers[0].disabled_tools, ["b"]);
+    assert_eq!(
+        servers[1].transport,
+        http("http://h/mcp", &[("Authorization", "Bearer s3cr3t")])
+    );
+    for s in &servers[2..] {
+        assert_eq!(s.transport, http("http://h/mcp", &[]));
+    }
+    // `$VAR` is Gemini CLI's only: elsewhere it stays as written; `timeout` is not read (Cline's
+    // is in seconds).
+    let entry = one(
+        McpServers,
+        r#"{"mcpServers": {"a": {"command": "x", "args": ["$HOME"], "timeout": 60}}}"#,
+    );
+    assert_eq!(entry.transport, stdio("x", &["$HOME"]));
+    assert_eq!(entry.tool_timeout, None);
+}
+
+#[test]
+fn gemini_errors() {
+    let g = Gemini;
+    fails(
+        g,
+        r#"{"mcpServers": {"a": {"url": "http://h/sse", "type": ‸"sse"}}}"#,
+        r#"server "a": "type" "sse" is the HTTP+SSE transport of MCP 2024-11-05, deprecated since 2025-03-26 and not supported: use "http" (Streamable HTTP) if the server offers it"#,
+    );
+    fails(
+        g,
+        r#"{"mcpServers": {"a": {"url": "http://h", ‸"httpUrl": "http://h"}}}"#,
+        r#"server "a": has both "url" and "httpUrl": give one"#,
+    );
+    fails(
+        g,
+        r#"{"mcpServers": {"a": {"command": "x", ‸"httpUrl": "http://h"}}}"#,
+        r#"server "a": has both "command" and "httpUrl": a server is either a command to start (stdio) or a URL (Streamable HTTP)"#,
+    );
+    fails(
+        g,
+        r#"{"mcpServers": {"a": {"httpUrl": ‸"h"}}}"#,
+        r#"server "a": "httpUrl" is not a URL: relative URL without a base"#,
+    );
+    fails(
+        g,
+        r#"{"mcpServers": {"a": {"command": "x", "timeout": ‸1.5}}}"#,
+        r#"server "a": "timeout" must be a positive whole number of milliseconds"#,
+    );
+    fails(
+        g,
+        r#"{"mcpServers": {"a": {"command": "x", "args": ["--key=‸$NOPE"]}}}"#,
+        r#"server "a": environment variable "NOPE" is not set"#,
+    );
+    fails(
+        g,
+        r#"{"mcpServers": {"a": {"command": "x", "includeTools": ‸"a"}}}"#,
+        r#"server "a": "includeTools" must be an array of strings"#,
+    );
+    fails(
+        g,
+        r#"{"mcpServers": {"a": {‸"tcp": "ws://h:9000"}}}"#,
+        r#"server "a": "tcp" (Gemini CLI's WebSocket transport) is not an MCP transport this client speaks: give "command" (stdio) or "url" (Streamable HTTP)"#,
+    );
+    fails(
+        g,
+        r#"{"mcpServers": {‸"a": {"trust": true}}}"#,
+        r#"server "a": has neither "command" (a stdio server) nor "url" (a Streamable HTTP server)"#,
+    );
+}
+
+#[test]
+fn windsurf_server_url() {
+    let entry = one(
+        McpServers,
+        r#"{"mcpServers": {"w": {"serverUrl": "https://h/mcp", "headers": {"K": "${env:TOKEN}"}, "disabled": true}}}"#,
+    );
+    assert_eq!(entry.transport, http("https://h/mcp", &[("K", "s3cr3t")]));
+    assert!(!entry.enabled);
+    let m = McpServers;
+    fails(
+        m,
+        r#"{"mcpServers": {"w": {"serverUrl": ‸"ws://h/mcp"}}}"#,
+        r#"server "w": "serverUrl" must be an http or https URL, not ws:"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"w": {"command": "x", ‸"serverUrl": "http://h"}}}"#,
+        r#"server "w": has both "command" and "serverUrl": a server is either a command to start (stdio) or a URL (Streamable HTTP)"#,
+    );
+    fails(
+        m,
+        r#"{"mcpServers": {"w": {"serverUrl": "http://h", "type": ‸"sse"}}}"#,
+        r#"server "w": "type" "sse" is the HTTP+SSE transport of MCP 2024-11-05, deprecated since 2025-03-26 and not supported: use "http" (Streamable HTTP) if the server offers it"#,
+    );
+}
+
+#[test]
+fn the_file_limits_hold_for_yaml_too() {
+    let dir = std::env::temp_dir().join(format!("mcp-config-yaml-limits-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("config.yaml")).unwrap();
+    let error = load_with(dir.join("config.yaml"), &ExpandOptions::default()).unwrap_err();
+    assert_eq!(
+        error.kind,
+        ConfigErrorKind::NotAFile {
+            what: "the file".into(),
+            found: "a directory"
+        }
+    );
+    let big = dir.join("big.yaml");
+    let file = std::fs::File::create(&big).unwrap();
+    file.set_len(mcp_connect::config::MAX_CONFIG_FILE + 1)
+        .unwrap();
+    let error = load_with(&big, &ExpandOptions::default()).unwrap_err();
+    assert!(
+        matches!(error.kind, ConfigErrorKind::TooLarge { .. }),
+        "{error}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -34,7 +34,7 @@ pub(super) fn read(r: &mut Reader<'_>, root: &Node) -> Result<Vec<ServerEntry>, 
     }
 }
 
-fn server(r: &mut Reader<'_>, name: &Key, node: &Node) -> Result<ServerEntry, ConfigError> {
+fn server(r: &mut Reader<'_>, name: &Key, node: &Node) -> Result<Option<ServerEntry>, ConfigError> {
     let entries = r.entry(node)?;
     let transport = match r.kind(name.span.start, entries, None)? {
         Kind::Stdio => {
@@ -105,5 +105,5 @@ fn server(r: &mut Reader<'_>, name: &Key, node: &Node) -> Result<ServerEntry, Co
     if let Some((_, tools)) = field(entries, "disabled_tools") {
         entry.disabled_tools = r.strings(tools, "disabled_tools", false)?;
     }
-    Ok(entry)
+    Ok(Some(entry))
 }

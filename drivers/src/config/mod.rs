@@ -2,19 +2,27 @@
 //!
 //! | format | file | servers under | reader |
 //! |---|---|---|---|
-//! | [`ConfigFormat::McpServers`] | Claude Desktop's `claude_desktop_config.json`, Cursor's `mcp.json`, and most others | `mcpServers` | [`mcp_servers`] |
+//! | [`ConfigFormat::McpServers`] | Claude Desktop's `claude_desktop_config.json`, Cursor's `mcp.json`, Claude Code's `.mcp.json`, Windsurf's `mcp_config.json` (`serverUrl`), Cline's and most others | `mcpServers` | [`mcp_servers`] |
+//! | [`ConfigFormat::Gemini`] | Gemini CLI's `settings.json` (`httpUrl`, `timeout` in ms, `includeTools`, `$VAR`) | `mcpServers` | [`mcp_servers`] |
 //! | [`ConfigFormat::VsCode`] | VS Code's `.vscode/mcp.json` | `servers` (and `inputs`) | [`vscode`] |
 //! | [`ConfigFormat::Codex`] | Codex's `config.toml` | `[mcp_servers.NAME]` | [`codex`] |
+//! | [`ConfigFormat::Zed`] | Zed's `settings.json` | `context_servers` | [`zed`] |
+//! | [`ConfigFormat::Goose`] | Goose's `config.yaml` | `extensions` | [`goose`] |
 //!
-//! [`load`] reads a file and tells the format from it: a `.toml` file is Codex's; a JSON file with
-//! `mcpServers` at the top level is the common format, one with `servers` VS Code's. Both JSON
-//! formats are read as JSONC, as VS Code writes them: `//` and `/* */` comments and trailing
-//! commas are accepted (nothing looser). Keys a format does not use are ignored, since each client
-//! adds its own (`autoApprove`, `alwaysAllow`, …). A server of the legacy `sse` type is refused
-//! with a message saying it is the deprecated HTTP+SSE transport, which this client does not
-//! speak. Each entry becomes a [`ServerSpec`](crate::ServerSpec) for a
-//! [`ServerSet`](crate::ServerSet), or the
-//! [`StdioConfig`] / [`HttpTransportConfig`] of
+//! [`load`] reads a file and tells the format from its name and content: a `.toml` file is
+//! Codex's, a `.yaml` or `.yml` file Goose's; a JSON file with `mcpServers` at the top level is
+//! the common format (Gemini CLI's when it is in a `.gemini` folder or a server has `httpUrl`),
+//! one with `servers` VS Code's, one with `context_servers` Zed's. A file whose name says neither
+//! is YAML when its first line (after blank lines, `#` comments and `---`) is `KEY: …` or
+//! `- …`, so a YAML file is reported as YAML, never as invalid JSON. The JSON formats are read as
+//! JSONC, as VS Code and Zed write them: `//` and `/* */` comments and trailing commas are
+//! accepted (nothing looser); YAML as YAML 1.2 (without aliases). Keys a format does not use are
+//! ignored, since each client adds its own (`autoApprove`, `alwaysAllow`, `trust`, …). A server
+//! of the legacy `sse` type is refused with a message saying it is the deprecated HTTP+SSE
+//! transport, which this client does not speak. Entries that are not MCP servers (Goose's
+//! built-in extensions, Zed's extension-provided servers) are left out and listed in
+//! [`ServersConfig::skipped`] with why. Each entry becomes a [`ServerSpec`](crate::ServerSpec)
+//! for a [`ServerSet`](crate::ServerSet), or the [`StdioConfig`] / [`HttpTransportConfig`] of
 //! one connection.
 //!
 //! ```no_run
@@ -30,20 +38,23 @@
 //! # Variables
 //!
 //! Every string that is used as a value — `command`, `args`, `env` values, `cwd`, `url`, header
-//! values and VS Code's `envFile` — is expanded (names, keys, `type` and tool lists are not):
+//! values and VS Code's `envFile`, and their other formats' names (`cmd`, `envs`, `uri`,
+//! `serverUrl`, `httpUrl`, Zed's `path`) — is expanded, in every format (names, keys, `type` and
+//! tool lists are not):
 //!
 //! | written | becomes |
 //! |---|---|
 //! | `${VAR}`, `${env:VAR}` | the environment variable `VAR` ([`ExpandOptions::env`]); **unset is an error** naming it, so an empty secret is never sent |
 //! | `${input:ID}` | the value supplied in [`ExpandOptions::inputs`]; not supplied is an error (VS Code would prompt; a library never does) |
-//! | `${workspaceFolder}` | the directory holding the `.vscode` (or `.cursor`) folder the file is in, otherwise the file's own directory |
+//! | `${workspaceFolder}` | the directory holding the `.vscode` (or `.cursor`, `.zed`, `.gemini`) folder the file is in, otherwise the file's own directory |
 //! | `${workspaceFolderBasename}` | that directory's last component |
 //! | `${userHome}` | `HOME` (or `USERPROFILE`) from [`ExpandOptions::env`] |
 //! | `${pathSeparator}`, `${/}` | `/` (`\` on Windows) |
+//! | `$VAR` | in Gemini CLI's files only, as Gemini CLI does: the environment variable `VAR` (a name of letters, digits and `_`), unset an error |
 //! | `$${` | a literal `${` (the one escape; any other `$` is kept as written) |
 //!
 //! Any other `${…}` (`${config:…}`, `${command:…}`) is an error, and so is a `${` without its `}`.
-//! Strings without `${` are never changed. A relative `cwd` (or `envFile`) is taken relative to the
+//! Strings without `${` (in Gemini CLI's files, without `$`) are never changed. A relative `cwd` (or `envFile`) is taken relative to the
 //! workspace folder as defined above.
 //!
 //! # Files read
@@ -61,12 +72,14 @@
 //! A [`ConfigError`] names the file, the line and column (1-based, columns in characters) of the
 //! offending value or key, and the server when there is one:
 //! `path/mcp.json:12:17: server "github": "args" must be an array of strings`. No message quotes
-//! a string's value, except a `type` it does not know.
+//! a string's value, except a `type` (or Zed's `source`) it does not know.
 
 pub mod codex;
+pub mod goose;
 pub mod mcp_servers;
 mod tree;
 pub mod vscode;
+pub mod zed;
 
 #[cfg(feature = "http")]
 use crate::HttpTransportConfig;
@@ -96,6 +109,34 @@ pub struct ServersConfig {
     pub format: ConfigFormat,
     /// The servers, in file order (disabled ones included, with [`ServerEntry::enabled`] false).
     pub servers: Vec<ServerEntry>,
+    /// The entries that are not MCP servers this client can start (Goose's built-in extensions,
+    /// a Zed extension's server…), in file order, each with why; they are not in `servers`.
+    pub skipped: Vec<SkippedEntry>,
+}
+
+/// An entry a config file lists that is not an MCP server this client can start, so it is left
+/// out of [`ServersConfig::servers`] rather than failing the file: a Goose `builtin`, `platform`,
+/// `frontend` or `inline_python` extension (run inside Goose), a Zed server provided by a Zed
+/// extension (its command comes from the extension's code).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedEntry {
+    /// Its name, the key it is listed under.
+    pub name: String,
+    /// The line and column (1-based) of its name.
+    pub position: (usize, usize),
+    /// Why it is left out.
+    pub reason: String,
+}
+
+impl fmt::Display for SkippedEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (line, column) = self.position;
+        write!(
+            f,
+            "{line}:{column}: {:?} skipped: {}",
+            self.name, self.reason
+        )
+    }
 }
 
 impl ServersConfig {
@@ -109,12 +150,20 @@ impl ServersConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ConfigFormat {
-    /// `{"mcpServers": {NAME: {…}}}`: Claude Desktop, Cursor, Windsurf, Cline and most others.
+    /// `{"mcpServers": {NAME: {…}}}`: Claude Desktop, Cursor, Claude Code, Windsurf (`serverUrl`),
+    /// Cline and most others.
     McpServers,
     /// VS Code's `.vscode/mcp.json`: `{"servers": {NAME: {…}}, "inputs": […]}`.
     VsCode,
     /// Codex's `config.toml`: `[mcp_servers.NAME]` tables.
     Codex,
+    /// Gemini CLI's `settings.json`: `mcpServers` with Gemini's own keys (`httpUrl`, `timeout` in
+    /// milliseconds, `includeTools`, `excludeTools`, `$VAR`).
+    Gemini,
+    /// Zed's `settings.json`: `{"context_servers": {NAME: {…}}}`.
+    Zed,
+    /// Goose's `config.yaml`: `extensions: {NAME: {type: …}}`.
+    Goose,
 }
 
 /// One configured server: how to reach it, and what the tool set should do with it.
@@ -124,15 +173,18 @@ pub struct ServerEntry {
     pub name: String,
     /// How to reach it.
     pub transport: ServerTransport,
-    /// False when the file disables it (`"disabled": true`, Codex's `enabled = false`).
+    /// False when the file disables it (`"disabled": true`; `enabled = false` in Codex's, Zed's
+    /// and Goose's files).
     pub enabled: bool,
     /// How long starting and initializing it may take (Codex's `startup_timeout_sec`).
     pub startup_timeout: Option<Duration>,
-    /// How long one tool call may take (Codex's `tool_timeout_sec`).
+    /// How long one tool call may take (Codex's `tool_timeout_sec`; the `timeout` of Gemini CLI,
+    /// Zed and Goose).
     pub tool_timeout: Option<Duration>,
-    /// When set, only these tools are offered (Codex's `enabled_tools`).
+    /// When set, only these tools are offered (Codex's `enabled_tools`, Gemini CLI's
+    /// `includeTools`, Goose's `available_tools`).
     pub enabled_tools: Option<Vec<String>>,
-    /// These tools are never offered (Codex's `disabled_tools`).
+    /// These tools are never offered (Codex's `disabled_tools`, Gemini CLI's `excludeTools`).
     pub disabled_tools: Vec<String>,
 }
 
@@ -371,10 +423,10 @@ pub enum ConfigErrorKind {
         /// The cap, in bytes.
         cap: u64,
     },
-    /// The file is not JSON (JSONC) or TOML.
+    /// The file is not JSON (JSONC), TOML or YAML.
     #[error("invalid {syntax}: {message}")]
     Syntax {
-        /// `JSON` or `TOML`.
+        /// `JSON`, `TOML` or `YAML`.
         syntax: &'static str,
         /// The parser's message.
         message: String,
@@ -527,34 +579,94 @@ pub fn load_with(
         server: None,
         kind,
     })?;
-    if path
+    let extension = path
         .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("toml"))
-    {
-        return parse(&text, ConfigFormat::Codex, path, options);
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match extension.as_deref() {
+        Some("toml") => return parse(&text, ConfigFormat::Codex, path, options),
+        Some("yaml" | "yml") => return parse(&text, ConfigFormat::Goose, path, options),
+        Some("json" | "jsonc") => {}
+        _ if looks_like_yaml(&text) => return parse(&text, ConfigFormat::Goose, path, options),
+        _ => {}
     }
     // Told from the content, so read before the format is known (the reader's format only
-    // changes how messages say "object").
+    // changes how messages say "object" and whether `$VAR` is a variable).
     let mut reader = Reader::new(&text, path, ConfigFormat::McpServers, options);
     let root = reader.json()?;
     let top = reader.top(&root)?;
-    reader.format =
-        match (field(top, "mcpServers"), field(top, "servers")) {
-            (Some(_), None) => ConfigFormat::McpServers,
-            (None, Some(_)) => ConfigFormat::VsCode,
-            (Some(_), Some(servers)) => return Err(reader.error(
-                servers.0.span.start,
-                "has both \"mcpServers\" and \"servers\" at the top level: cannot tell the format",
-            )),
-            (None, None) => {
-                return Err(reader.error(
-                    root.span.start,
-                    "found neither \"mcpServers\" (Claude Desktop, Cursor and most others) nor \
-                 \"servers\" (VS Code) at the top level",
-                ))
-            }
-        };
+    let found: Vec<(&Key, &Node, ConfigFormat)> = [
+        ("mcpServers", ConfigFormat::McpServers),
+        ("servers", ConfigFormat::VsCode),
+        ("context_servers", ConfigFormat::Zed),
+    ]
+    .into_iter()
+    .filter_map(|(name, format)| field(top, name).map(|(k, v)| (k, v, format)))
+    .collect();
+    reader.format = match found.as_slice() {
+        [] => return Err(reader.error(
+            root.span.start,
+            "found neither \"mcpServers\" (Claude Desktop, Cursor, Windsurf, Gemini CLI and most \
+                 others), \"servers\" (VS Code) nor \"context_servers\" (Zed) at the top level",
+        )),
+        [(_, servers, ConfigFormat::McpServers)] if is_gemini(path, servers) => {
+            ConfigFormat::Gemini
+        }
+        [(_, _, format)] => *format,
+        [(first, _, _), (second, _, _), ..] => {
+            return Err(reader.error(
+                second.span.start,
+                format!(
+                    "has both \"{}\" and \"{}\" at the top level: cannot tell the format",
+                    first.name, second.name
+                ),
+            ))
+        }
+    };
     reader.finish(&root)
+}
+
+/// Whether an `mcpServers` file is Gemini CLI's: it is in a `.gemini` folder (`~/.gemini/`, a
+/// project's `.gemini/`) or Gemini CLI's system folder (`/etc/gemini-cli/`), or a server in it
+/// has `httpUrl`, a key no other host uses.
+fn is_gemini(path: &Path, servers: &Node) -> bool {
+    let folder = path
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str());
+    matches!(folder, Some(".gemini" | "gemini-cli"))
+        || servers.as_object().is_some_and(|entries| {
+            entries.iter().any(|(_, server)| {
+                server
+                    .as_object()
+                    .is_some_and(|e| field(e, "httpUrl").is_some())
+            })
+        })
+}
+
+/// Whether a file whose name does not tell its syntax is YAML: its first line that is not blank,
+/// a `#` comment or `---` is `KEY: …` or `- …` (JSON starts with `{`, `[`, `"` or a `//` comment;
+/// TOML's `KEY = …` has its `=` before any `:`).
+fn looks_like_yaml(text: &str) -> bool {
+    let Some(line) = text
+        .trim_start_matches('\u{feff}')
+        .lines()
+        .map(str::trim)
+        .find(|l| !(l.is_empty() || l.starts_with('#') || *l == "---"))
+    else {
+        return false;
+    };
+    if line == "-" || line.starts_with("- ") {
+        return true;
+    }
+    match line.split_once(':') {
+        Some((key, value)) => {
+            !key.is_empty()
+                && !key.contains(['=', '{', '[', '/'])
+                && (value.is_empty() || value.starts_with([' ', '\t']))
+        }
+        None => false,
+    }
 }
 
 /// Reads `text` as a config of `format`; `path` is where it came from (for errors, and for
@@ -568,7 +680,11 @@ pub fn parse(
     let reader = Reader::new(text, path.as_ref(), format, options);
     let root = match format {
         ConfigFormat::Codex => reader.toml()?,
-        ConfigFormat::McpServers | ConfigFormat::VsCode => reader.json()?,
+        ConfigFormat::Goose => reader.yaml()?,
+        ConfigFormat::McpServers
+        | ConfigFormat::VsCode
+        | ConfigFormat::Gemini
+        | ConfigFormat::Zed => reader.json()?,
     };
     reader.finish(&root)
 }
@@ -603,6 +719,8 @@ pub(crate) struct Reader<'a> {
     server: Option<String>,
     /// VS Code's declared inputs: ID → description.
     declared_inputs: HashMap<String, Option<String>>,
+    /// The entries left out, with why.
+    skipped: Vec<SkippedEntry>,
 }
 
 impl<'a> Reader<'a> {
@@ -620,6 +738,7 @@ impl<'a> Reader<'a> {
             workspace: workspace_folder(path),
             server: None,
             declared_inputs: HashMap::new(),
+            skipped: Vec::new(),
         }
     }
 
@@ -649,6 +768,20 @@ impl<'a> Reader<'a> {
         })
     }
 
+    fn yaml(&self) -> Result<Node, ConfigError> {
+        match tree::parse_yaml(self.text) {
+            Ok(Some(root)) => Ok(root),
+            Ok(None) => Err(self.error(0, "the file holds no YAML document")),
+            Err(e) => Err(self.error_kind(
+                e.at,
+                ConfigErrorKind::Syntax {
+                    syntax: "YAML",
+                    message: e.message,
+                },
+            )),
+        }
+    }
+
     fn top<'n>(&self, root: &'n Node) -> Result<&'n Entries, ConfigError> {
         root.as_object()
             .ok_or_else(|| self.error(root.span.start, "the top level must be an object"))
@@ -656,14 +789,17 @@ impl<'a> Reader<'a> {
 
     fn finish(mut self, root: &Node) -> Result<ServersConfig, ConfigError> {
         let servers = match self.format {
-            ConfigFormat::McpServers => mcp_servers::read(&mut self, root)?,
+            ConfigFormat::McpServers | ConfigFormat::Gemini => mcp_servers::read(&mut self, root)?,
             ConfigFormat::VsCode => vscode::read(&mut self, root)?,
             ConfigFormat::Codex => codex::read(&mut self, root)?,
+            ConfigFormat::Zed => zed::read(&mut self, root)?,
+            ConfigFormat::Goose => goose::read(&mut self, root)?,
         };
         Ok(ServersConfig {
             path: self.path.to_owned(),
             format: self.format,
             servers,
+            skipped: self.skipped,
         })
     }
 
@@ -682,22 +818,24 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// "an object" in JSON, "a table" in TOML.
+    /// "an object" in JSON, "a table" in TOML, "a mapping" in YAML.
     fn a_map(&self) -> &'static str {
         match self.format {
             ConfigFormat::Codex => "a table",
+            ConfigFormat::Goose => "a mapping",
             _ => "an object",
         }
     }
 
     // The servers.
 
-    /// Reads each entry of the servers' object with `read`, refusing empty and repeated names.
+    /// Reads each entry of the servers' object with `read` (`None`: skipped, see
+    /// [`skip`](Self::skip)), refusing empty and repeated names.
     fn servers(
         &mut self,
         key: &str,
         node: &Node,
-        read: impl Fn(&mut Self, &Key, &Node) -> Result<ServerEntry, ConfigError>,
+        read: impl Fn(&mut Self, &Key, &Node) -> Result<Option<ServerEntry>, ConfigError>,
     ) -> Result<Vec<ServerEntry>, ConfigError> {
         let entries = node.as_object().ok_or_else(|| {
             self.error(
@@ -711,13 +849,27 @@ impl<'a> Reader<'a> {
                 return Err(self.error(name.span.start, "a server's name must not be empty"));
             }
             self.server = Some(name.name.clone());
-            if servers.iter().any(|s| s.name == name.name) {
+            if servers.iter().any(|s| s.name == name.name)
+                || self.skipped.iter().any(|s| s.name == name.name)
+            {
                 return Err(self.error(name.span.start, "listed twice"));
             }
-            servers.push(read(self, name, value)?);
+            if let Some(server) = read(self, name, value)? {
+                servers.push(server);
+            }
             self.server = None;
         }
         Ok(servers)
+    }
+
+    /// Leaves the entry `name` out of the servers, noting why.
+    fn skip(&mut self, name: &Key, reason: impl Into<String>) -> Option<ServerEntry> {
+        self.skipped.push(SkippedEntry {
+            name: name.name.clone(),
+            position: line_column(self.text, name.span.start),
+            reason: reason.into(),
+        });
+        None
     }
 
     /// A server's entry: a map without repeated keys.
@@ -784,25 +936,47 @@ impl<'a> Reader<'a> {
         entries: &Entries,
         declared: Option<(Kind, String, usize)>,
     ) -> Result<Kind, ConfigError> {
-        let command = field(entries, "command");
-        let url = field(entries, "url");
+        self.kind_of(
+            name_at,
+            ("command", field(entries, "command")),
+            ("url", field(entries, "url")),
+            declared,
+        )
+    }
+
+    /// [`kind`](Self::kind) from the entry's command and URL as this format names them (the
+    /// names are for messages; a present key's own name is used).
+    fn kind_of(
+        &self,
+        name_at: usize,
+        (command_name, command): (&str, Option<(&Key, &Node)>),
+        (url_name, url): (&str, Option<(&Key, &Node)>),
+        declared: Option<(Kind, String, usize)>,
+    ) -> Result<Kind, ConfigError> {
         match (command, url, declared) {
-            (Some(_), Some((key, _)), _) => Err(self.error(
+            (Some((command, _)), Some((key, _)), _) => Err(self.error(
                 key.span.start,
-                "has both \"command\" and \"url\": a server is either a command to start (stdio) \
-                 or a URL (Streamable HTTP)",
+                format!(
+                    "has both \"{}\" and \"{}\": a server is either a command to start (stdio) \
+                     or a URL (Streamable HTTP)",
+                    command.name, key.name
+                ),
             )),
             (None, None, None) => Err(self.error(
                 name_at,
-                "has neither \"command\" (a stdio server) nor \"url\" (a Streamable HTTP server)",
+                format!(
+                    "has neither \"{command_name}\" (a stdio server) nor \"{url_name}\" (a \
+                     Streamable HTTP server)"
+                ),
             )),
             (None, _, Some((Kind::Stdio, name, at))) => Err(self.error(
                 at,
-                format!("\"type\" is {name:?} but \"command\" is missing"),
+                format!("\"type\" is {name:?} but \"{command_name}\" is missing"),
             )),
-            (_, None, Some((Kind::Http, name, at))) => {
-                Err(self.error(at, format!("\"type\" is {name:?} but \"url\" is missing")))
-            }
+            (_, None, Some((Kind::Http, name, at))) => Err(self.error(
+                at,
+                format!("\"type\" is {name:?} but \"{url_name}\" is missing"),
+            )),
             (Some(_), None, _) => Ok(Kind::Stdio),
             (None, Some(_), _) => Ok(Kind::Http),
         }
@@ -815,9 +989,21 @@ impl<'a> Reader<'a> {
         env: BTreeMap<String, String>,
     ) -> Result<ServerTransport, ConfigError> {
         let (_, node) = field(entries, "command").expect("kind() saw a command");
-        let command = self.expanded(node, "command")?;
+        self.stdio_from(node, "command", entries, env)
+    }
+
+    /// A stdio transport from `command` (the value of the key `key`), and the entry's `args` and
+    /// `cwd`, and `env` as read.
+    fn stdio_from(
+        &self,
+        node: &Node,
+        key: &str,
+        entries: &Entries,
+        env: BTreeMap<String, String>,
+    ) -> Result<ServerTransport, ConfigError> {
+        let command = self.expanded(node, key)?;
         if command.is_empty() {
-            return Err(self.error(node.span.start, "\"command\" must not be empty"));
+            return Err(self.error(node.span.start, format!("\"{key}\" must not be empty")));
         }
         let args = match field(entries, "args") {
             Some((_, node)) => self.strings(node, "args", true)?,
@@ -842,16 +1028,31 @@ impl<'a> Reader<'a> {
         headers: Vec<(String, String, usize)>,
     ) -> Result<ServerTransport, ConfigError> {
         let (_, node) = field(entries, "url").expect("kind() saw a url");
-        let url = self.expanded(node, "url")?;
+        self.http_from(node, "url", headers)
+    }
+
+    /// An HTTP transport from `url` (the value of the key `key`) and these headers.
+    fn http_from(
+        &self,
+        node: &Node,
+        key: &str,
+        headers: Vec<(String, String, usize)>,
+    ) -> Result<ServerTransport, ConfigError> {
+        let url = self.expanded(node, key)?;
         match url::Url::parse(&url) {
             Ok(u) if matches!(u.scheme(), "http" | "https") => {}
             Ok(u) => {
                 return Err(self.error(
                     node.span.start,
-                    format!("\"url\" must be an http or https URL, not {}:", u.scheme()),
+                    format!(
+                        "\"{key}\" must be an http or https URL, not {}:",
+                        u.scheme()
+                    ),
                 ))
             }
-            Err(e) => return Err(self.error(node.span.start, format!("\"url\" is not a URL: {e}"))),
+            Err(e) => {
+                return Err(self.error(node.span.start, format!("\"{key}\" is not a URL: {e}")))
+            }
         }
         for (i, (name, _, at)) in headers.iter().enumerate() {
             if headers[..i]
@@ -1011,6 +1212,22 @@ impl<'a> Reader<'a> {
                 continue;
             }
             let Some(body) = after.strip_prefix('{') else {
+                // Gemini CLI's `$VAR`: a name of letters, digits and `_`, not starting with a digit.
+                let name_len = after
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(after.len());
+                if self.format == ConfigFormat::Gemini
+                    && name_len > 0
+                    && !after.starts_with(|c: char| c.is_ascii_digit())
+                {
+                    let at = self.offset_in(node, raw.len() - rest.len() + i);
+                    let name = &after[..name_len];
+                    out.push_str(&self.options.env.get(name).cloned().ok_or_else(|| {
+                        self.error_kind(at, ConfigErrorKind::MissingVariable(name.to_owned()))
+                    })?);
+                    rest = &after[name_len..];
+                    continue;
+                }
                 out.push('$');
                 rest = after;
                 continue;
@@ -1088,8 +1305,8 @@ impl<'a> Reader<'a> {
 /// The longest timeout accepted.
 const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// The directory holding the `.vscode` or `.cursor` folder `path` is in, else `path`'s directory;
-/// absolute.
+/// The directory holding the `.vscode`, `.cursor`, `.zed` or `.gemini` folder `path` is in, else
+/// `path`'s directory; absolute.
 fn workspace_folder(path: &Path) -> PathBuf {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -1097,7 +1314,13 @@ fn workspace_folder(path: &Path) -> PathBuf {
     };
     let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
     match (dir.file_name(), dir.parent()) {
-        (Some(name), Some(parent)) if name == ".vscode" || name == ".cursor" => parent.to_owned(),
+        (Some(name), Some(parent))
+            if [".vscode", ".cursor", ".zed", ".gemini"]
+                .iter()
+                .any(|n| name == *n) =>
+        {
+            parent.to_owned()
+        }
         _ => dir,
     }
 }

@@ -1,6 +1,7 @@
-//! One value tree with byte spans for both syntaxes, so that each format's reader works on the same
+//! One value tree with byte spans for the three syntaxes, so that each format's reader works on the same
 //! shapes and every error can point at the value it is about. JSONC is read by `jsonc-parser`'s
-//! AST, TOML by `toml`'s span-keeping `DeTable`; this file only translates their trees.
+//! AST, TOML by `toml`'s span-keeping `DeTable`, YAML by `saphyr-parser`'s spanned events; this
+//! file only translates their trees.
 
 use std::ops::Range;
 
@@ -172,6 +173,184 @@ fn toml_node(value: toml::Spanned<toml::de::DeValue<'_>>) -> Node {
         T::Table(t) => return toml_table(span, t),
     };
     Node { span, value }
+}
+
+/// The deepest nesting of YAML sequences and mappings accepted (a config needs a handful; the
+/// tree is built without recursion, but dropping it recurses).
+const MAX_YAML_DEPTH: usize = 128;
+
+/// A YAML 1.2 document. Plain scalars are typed by the core schema (`true`/`false`, numbers,
+/// `null`/`~`/nothing) unless tagged `!!str`; quoted and block scalars are strings. Aliases (`*name`) are refused: a
+/// config has no need of them, and expanding them can multiply a small file without end ("billion
+/// laughs"). A second document in the stream is refused too. `None`: the file holds no document.
+pub(crate) fn parse_yaml(text: &str) -> Result<Option<Node>, SyntaxError> {
+    use saphyr_parser::{Event, Parser, ScalarStyle};
+    /// A collection being read: where it starts and what it holds so far (a mapping also holds
+    /// the key whose value comes next).
+    enum Open {
+        Seq(usize, Vec<Node>),
+        Map(usize, Vec<(Key, Node)>, Option<Key>),
+    }
+    let offsets = Offsets::new(text);
+    let error = |at: usize, message: &str| SyntaxError {
+        at,
+        message: message.to_owned(),
+    };
+    let mut stack: Vec<Open> = Vec::new();
+    let mut root = None;
+    let mut documents = 0;
+    for event in Parser::new_from_str(text) {
+        let (event, span) = event.map_err(|e| SyntaxError {
+            at: offsets.byte(e.marker().index()),
+            message: lower_first(e.info()),
+        })?;
+        let start = offsets.byte(span.start.index());
+        let end = offsets.byte(span.end.index()).max(start);
+        let wants_key = matches!(stack.last(), Some(Open::Map(_, _, None)));
+        let node = match event {
+            Event::DocumentStart(_) => {
+                documents += 1;
+                if documents > 1 {
+                    return Err(error(
+                        start,
+                        "a second YAML document: a config file holds one",
+                    ));
+                }
+                continue;
+            }
+            Event::Alias(_) => return Err(error(start, "aliases (*name) are not supported")),
+            Event::Scalar(value, style, _, tag) => {
+                if wants_key {
+                    if let Some(Open::Map(_, _, key)) = stack.last_mut() {
+                        *key = Some(Key {
+                            name: value.into_owned(),
+                            span: start..end,
+                        });
+                    }
+                    continue;
+                }
+                let string_tag = tag.is_some_and(|t| t.is_yaml_core_schema() && t.suffix == "str");
+                let value = match style {
+                    ScalarStyle::Plain if !string_tag => plain_scalar(&value),
+                    _ => Value::Str(value.into_owned()),
+                };
+                Node {
+                    span: start..end,
+                    value,
+                }
+            }
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                if wants_key {
+                    return Err(error(start, "a mapping key must be a plain value"));
+                }
+                if stack.len() >= MAX_YAML_DEPTH {
+                    return Err(error(start, "nested too deeply"));
+                }
+                stack.push(match event {
+                    Event::SequenceStart(..) => Open::Seq(start, Vec::new()),
+                    _ => Open::Map(start, Vec::new(), None),
+                });
+                continue;
+            }
+            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
+                Some(Open::Seq(from, items)) => Node {
+                    span: from..end.max(from),
+                    value: Value::Array(items),
+                },
+                Some(Open::Map(from, entries, _)) => Node {
+                    span: from..end.max(from),
+                    value: Value::Object(entries),
+                },
+                None => continue,
+            },
+            _ => continue,
+        };
+        match stack.last_mut() {
+            None => root = Some(node),
+            Some(Open::Seq(_, items)) => items.push(node),
+            Some(Open::Map(_, entries, key)) => match key.take() {
+                Some(key) => entries.push((key, node)),
+                None => {
+                    return Err(error(
+                        node.span.start,
+                        "a mapping key must be a plain value",
+                    ))
+                }
+            },
+        }
+    }
+    Ok(root)
+}
+
+/// A plain YAML scalar by the core schema (YAML 1.2.2 § 10.3.2).
+fn plain_scalar(text: &str) -> Value {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => Value::Other,
+        "true" | "True" | "TRUE" => Value::Bool(true),
+        "false" | "False" | "FALSE" => Value::Bool(false),
+        _ => {
+            let unsigned = text.trim_start_matches(['-', '+']);
+            if let Some(digits) = text.strip_prefix("0x") {
+                return i64::from_str_radix(digits, 16)
+                    .map_or_else(|_| Value::Str(text.to_owned()), |i| Value::Num(i as f64));
+            }
+            if let Some(digits) = text.strip_prefix("0o") {
+                return i64::from_str_radix(digits, 8)
+                    .map_or_else(|_| Value::Str(text.to_owned()), |i| Value::Num(i as f64));
+            }
+            if matches!(
+                unsigned,
+                ".inf" | ".Inf" | ".INF" | ".nan" | ".NaN" | ".NAN"
+            ) {
+                return Value::Other;
+            }
+            let numeric = unsigned.bytes().any(|b| b.is_ascii_digit())
+                && text
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+            match text.parse::<f64>() {
+                Ok(n) if numeric => Value::Num(n),
+                _ => Value::Str(text.to_owned()),
+            }
+        }
+    }
+}
+
+/// Byte offsets from the character indices `saphyr-parser` gives: the same for ASCII text,
+/// otherwise from a checkpoint every [`Offsets::STEP`] characters.
+struct Offsets<'a> {
+    text: &'a str,
+    /// The byte offset of every `STEP`th character; empty for ASCII text.
+    checkpoints: Vec<usize>,
+}
+
+impl<'a> Offsets<'a> {
+    const STEP: usize = 1024;
+
+    fn new(text: &'a str) -> Self {
+        let checkpoints = if text.is_ascii() {
+            Vec::new()
+        } else {
+            text.char_indices()
+                .step_by(Self::STEP)
+                .map(|(i, _)| i)
+                .collect()
+        };
+        Offsets { text, checkpoints }
+    }
+
+    fn byte(&self, index: usize) -> usize {
+        if self.checkpoints.is_empty() {
+            return index.min(self.text.len());
+        }
+        let Some(&base) = self.checkpoints.get(index / Self::STEP) else {
+            return self.text.len();
+        };
+        self.text[base..]
+            .char_indices()
+            .nth(index % Self::STEP)
+            .map_or(self.text.len(), |(i, _)| base + i)
+    }
 }
 
 fn lower_first(message: &str) -> String {

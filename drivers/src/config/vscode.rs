@@ -67,7 +67,7 @@ fn declare_inputs(r: &mut Reader<'_>, inputs: &Node) -> Result<(), ConfigError> 
     Ok(())
 }
 
-fn server(r: &mut Reader<'_>, name: &Key, node: &Node) -> Result<ServerEntry, ConfigError> {
+fn server(r: &mut Reader<'_>, name: &Key, node: &Node) -> Result<Option<ServerEntry>, ConfigError> {
     let entries = r.entry(node)?;
     let declared = r.transport_type(entries, TYPES)?;
     let transport = match r.kind(name.span.start, entries, declared)? {
@@ -86,7 +86,7 @@ fn server(r: &mut Reader<'_>, name: &Key, node: &Node) -> Result<ServerEntry, Co
             r.http(entries, headers)?
         }
     };
-    Ok(ServerEntry::new(&name.name, transport))
+    Ok(Some(ServerEntry::new(&name.name, transport)))
 }
 
 /// Reads an `envFile` (see the [module docs](self)); its errors point into it.
