@@ -927,12 +927,21 @@ async fn connect_sh(then: &str) -> Client {
 
 /// [`connect_sh`], keeping a handle on the transport for what only it tells (its backlog).
 async fn connect_sh_kept(then: &str) -> (Client, Arc<StdioTransport>) {
+    connect_sh_with(then, mcp_connect::Handlers::default()).await
+}
+
+/// [`connect_sh_kept`] with these handlers.
+async fn connect_sh_with(
+    then: &str,
+    handlers: mcp_connect::Handlers,
+) -> (Client, Arc<StdioTransport>) {
     let settings = ClientConfig {
         session: Config {
             default_timeout: Some(Duration::from_secs(20)),
             era: mcp_connect::proto::EraChoice::Legacy,
             ..Config::default()
         },
+        handlers,
         ..ClientConfig::default()
     };
     let transport = Arc::new(StdioTransport::spawn(sh_server(then)).expect("spawn"));
@@ -1186,15 +1195,20 @@ fn a_closed_pipe_fails_every_message_kept_back_at_once() {
 #[test]
 fn a_call_kept_back_for_a_batch_goes_out_though_the_caller_it_waited_for_is_parked() {
     smol::block_on(async {
-        // Requests 1 and 2 are answered together; then 3 and 4 one by one.
-        let (client, transport) = connect_sh_kept(
-            r#"read line; read line; read line; printf '%s\n%s\n' '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"one"}]}}' '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"two"}]}}'; while read line; do case "$line" in *'"id":3'*) echo '{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"three"}]}}';; *'"id":4'*) echo '{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"four"}]}}';; esac; done"#,
+        // Requests 1 and 2 are answered together, once the client said its roots changed (sent
+        // after both were polled once: neither first poll can be answered); then 3 and 4 one
+        // by one.
+        let roots = mcp_connect::Handlers::new().roots(true, || async { Ok(Vec::new()) });
+        let (client, transport) = connect_sh_with(
+            r#"read line; read line; read line; read line; printf '%s\n%s\n' '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"one"}]}}' '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"two"}]}}'; while read line; do case "$line" in *'"id":3'*) echo '{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"three"}]}}';; *'"id":4'*) echo '{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"four"}]}}';; esac; done"#,
+            roots,
         )
         .await;
         let mut x = Box::pin(client.call_tool("t", json!({})));
         let mut y = Box::pin(client.call_tool("t", json!({})));
         assert!(smol::future::poll_once(&mut x).await.is_none());
         assert!(smol::future::poll_once(&mut y).await.is_none());
+        assert!(client.roots_changed(), "the roots change was not sent");
         // x reads both answers: y's waits in its slot, and y is not polled.
         assert_eq!(x.await.unwrap().text(), "one");
         // So a call now waits a turn for y's next request, kept back…
