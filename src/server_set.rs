@@ -138,6 +138,32 @@ pub fn prefixed_name(server: &str, tool: &str, rules: &NameRules) -> String {
     fit(name, &[server, tool])
 }
 
+/// The servers a tool name can only belong to, told from the name alone, before any server has
+/// started: with [`Prefix::Always`], those whose prefix (the sanitized server name and the
+/// separator) it starts with. A client that makes one call then starts only these. Empty means
+/// the name cannot tell (another prefix policy, an unprefixed name, a name shortened past
+/// [`MAX_NAME`]): every server must be asked what it offers.
+pub fn routes_to<'a>(
+    exposed: &str,
+    servers: impl IntoIterator<Item = &'a str>,
+    rules: &NameRules,
+) -> Vec<&'a str> {
+    if rules.prefix != Prefix::Always {
+        return Vec::new();
+    }
+    let separator = separator(rules);
+    servers
+        .into_iter()
+        .filter(|server| {
+            exposed
+                .strip_prefix(sanitize(server).as_str())
+                .is_some_and(|rest| {
+                    rest.starts_with(separator.as_str()) && rest.len() > separator.len()
+                })
+        })
+        .collect()
+}
+
 /// The name the model sees for an unprefixed tool.
 pub fn plain_name(tool: &str) -> String {
     fit(sanitize(tool), &[tool])
@@ -442,6 +468,29 @@ impl EraMemory {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_prefixed_name_routes_to_its_servers_before_any_started() {
+        let rules = NameRules::default();
+        let servers = ["alpha", "beta", "my server", "alpha__x"];
+        assert_eq!(routes_to("beta__echo", servers, &rules), ["beta"]);
+        // Sanitized as the set names them.
+        assert_eq!(routes_to("my_server__read", servers, &rules), ["my server"]);
+        // A server name that is another's prefix plus more: both can be meant.
+        assert_eq!(
+            routes_to("alpha__x__echo", servers, &rules),
+            ["alpha", "alpha__x"]
+        );
+        // Nothing to tell: unprefixed, no tool after the separator, another policy.
+        assert!(routes_to("echo", servers, &rules).is_empty());
+        assert!(routes_to("beta__", servers, &rules).is_empty());
+        assert!(routes_to("gamma__echo", servers, &rules).is_empty());
+        let collision = NameRules {
+            prefix: Prefix::OnCollision,
+            ..NameRules::default()
+        };
+        assert!(routes_to("beta__echo", servers, &collision).is_empty());
+    }
     use super::*;
 
     fn names(v: &[&str]) -> Vec<String> {

@@ -1,7 +1,8 @@
 //! `--config FILE [--server NAME]...`: the servers of a config file as one tool set
 //! ([`ServerSet`]): all started at once, their tools listed under prefixed names
-//! (`server__tool`), a call routed to its server; a server that failed is reported on stderr
-//! and the exit code says so (3, when what was asked for still worked).
+//! (`server__tool`), a call routed to its server — which is then the only one started, when the
+//! name says which; a server that failed is reported on stderr and the exit code says so (3,
+//! when what was asked for still worked).
 
 use crate::args::{call_arguments, Options};
 use crate::output::{describe, print_result, print_set_tools};
@@ -9,7 +10,7 @@ use crate::run::{client_config, Outcome, Rate};
 use crate::term;
 use mcp_connect::config::ExpandOptions;
 use mcp_connect::config::ServersConfig;
-use mcp_connect::proto::server_set::NameRules;
+use mcp_connect::proto::server_set::{routes_to, NameRules};
 use mcp_connect::{Error, ServerSet, ServerSetConfig, ServerSpec, SetError};
 use std::io::IsTerminal;
 use std::path::Path;
@@ -33,6 +34,14 @@ pub(crate) async fn run(file: &Path, options: &Options) -> Result<ExitCode, Stri
         }
         _ => e.to_string(),
     })?;
+    // Entries that are no MCP server for us (a host's built-in extension): said when the tools
+    // are listed, or with --verbose.
+    if options.call.is_none() || options.verbose {
+        for skipped in &config.skipped {
+            let line = format!("{}:{skipped}", file.display());
+            eprintln!("mcp-client: {}", term::line(&line));
+        }
+    }
     let specs = chosen(&config, options)?;
     // Checked before anything is started.
     let arguments = call_arguments(options)?;
@@ -96,11 +105,27 @@ fn chosen(config: &ServersConfig, options: &Options) -> Result<Vec<ServerSpec>, 
             )
         });
     }
+    // A call names its server in its prefix: only that one starts (a listing starts them all,
+    // and so does a name that cannot tell).
+    let routed = match &options.call {
+        Some(call) if options.servers.is_empty() => routes_to(
+            call,
+            config
+                .servers
+                .iter()
+                .filter(|s| s.enabled)
+                .map(|s| s.name.as_str()),
+            &NameRules::default(),
+        ),
+        _ => Vec::new(),
+    };
     let specs: Vec<ServerSpec> = config
         .servers
         .iter()
         .filter(|s| {
-            if options.servers.is_empty() {
+            if !routed.is_empty() {
+                routed.contains(&s.name.as_str())
+            } else if options.servers.is_empty() {
                 s.enabled
             } else {
                 options.servers.contains(&s.name)

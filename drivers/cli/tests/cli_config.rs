@@ -198,10 +198,27 @@ fn calls_go_to_their_server_and_exit_codes_say_what_failed() {
     let s = Setup::new();
     let file = &s.configs()[0];
     let config = p(file);
-    // beta answers; broken failed to start: the call worked, something failed → 3.
+    // A call names its server: only beta starts, so the broken one is not even tried, and the
+    // exit code speaks of the call alone → 0.
     let out = s.cli(&[
         "--config",
         config,
+        "--call",
+        "beta__echo",
+        "--args",
+        r#"{"text":"hi"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.stdout, "hi\n[beta]\n");
+    assert_eq!(reported(&out, "broken").len(), 0, "{}", out.stderr);
+    // Named with --server too, broken is started, fails, and says so: the call worked → 3.
+    let out = s.cli(&[
+        "--config",
+        config,
+        "--server",
+        "beta",
+        "--server",
+        "broken",
         "--call",
         "beta__echo",
         "--args",
@@ -248,6 +265,10 @@ fn calls_go_to_their_server_and_exit_codes_say_what_failed() {
     let out = s.cli(&[
         "--config",
         config,
+        "--server",
+        "alpha",
+        "--server",
+        "broken",
         "--call",
         "alpha__fail",
         "--args",
@@ -255,8 +276,26 @@ fn calls_go_to_their_server_and_exit_codes_say_what_failed() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(out.stdout.contains("no good"), "{}", out.stdout);
-    // A tool of the failed server: 1, saying why.
+    // A tool of a server that fails to start: 1, saying why (it was the only one started).
     let out = s.cli(&["--config", config, "--call", "broken__echo"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(reported(&out, "broken").len(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no server started (1 failed)"),
+        "{}",
+        out.stderr
+    );
+    // …and with the others started too, the call names the server that is not running.
+    let out = s.cli(&[
+        "--config",
+        config,
+        "--server",
+        "alpha",
+        "--server",
+        "broken",
+        "--call",
+        "broken__echo",
+    ]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(
         out.stderr
@@ -289,6 +328,84 @@ fn calls_go_to_their_server_and_exit_codes_say_what_failed() {
     assert_eq!(out.stdout, "x\n[alpha]\n");
     let last = out.stderr.lines().last().unwrap_or("");
     assert!(last.starts_with("calls/s: "), "{}", out.stderr);
+}
+
+/// `--call server__tool` starts that server only: the others' commands never run (each would
+/// leave a mark), while a listing, or a name that says no server, starts them all.
+#[test]
+fn a_routed_call_starts_only_its_server() {
+    let s = Setup::new();
+    let serve = s.serve();
+    let mark = |name: &str| s.dir.path().join(format!("started-{name}"));
+    let entry = |name: &str| {
+        json!({"command": "sh", "args": ["-c", format!("touch '{}'; exec '{serve}'", mark(name).display())],
+               "env": {"MCP_TESTKIT_TAG": name}})
+    };
+    let config = s.write(
+        "mcp.json",
+        &json!({"mcpServers": {"one": entry("one"), "two": entry("two"), "three": entry("three")}})
+            .to_string(),
+    );
+    let out = s.cli(&[
+        "--config",
+        p(&config),
+        "--call",
+        "two__echo",
+        "--args",
+        r#"{"text":"x"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.stdout, "x\n[two]\n");
+    assert!(mark("two").exists());
+    assert!(
+        !mark("one").exists() && !mark("three").exists(),
+        "others started: {out:?}"
+    );
+    // An unprefixed name cannot tell: all start (and the name is no tool of the set).
+    let out = s.cli(&["--config", p(&config), "--call", "echo"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(mark("one").exists() && mark("three").exists(), "{out:?}");
+}
+
+/// A Goose config: its built-in extension is no MCP server for us; a listing says it was
+/// skipped, with its position, and a call does not.
+#[test]
+fn a_skipped_entry_is_said_when_listing() {
+    let s = Setup::new();
+    let file = s.write(
+        "config.yaml",
+        &format!(
+            "extensions:\n  developer:\n    type: builtin\n    enabled: true\n  alpha:\n    type: stdio\n    cmd: {}\n    args: []\n    enabled: true\n    envs:\n      MCP_TESTKIT_TAG: alpha\n",
+            s.serve()
+        ),
+    );
+    let out = s.cli(&["--config", p(&file)]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stdout.contains("alpha__echo"), "{}", out.stdout);
+    let said: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("skipped"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", out.stderr);
+    assert!(
+        said[0].starts_with(&format!(
+            "mcp-client: {}:2:3: \"developer\" skipped: ",
+            p(&file)
+        )),
+        "{}",
+        said[0]
+    );
+    let out = s.cli(&[
+        "--config",
+        p(&file),
+        "--call",
+        "alpha__echo",
+        "--args",
+        r#"{"text":"y"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(!out.stderr.contains("skipped"), "{}", out.stderr);
 }
 
 #[test]
@@ -552,6 +669,10 @@ fn verbose_traces_each_servers_requests_and_shows_no_secret() {
         &[
             "--config",
             p(&file),
+            "--server",
+            "alpha",
+            "--server",
+            "web",
             "--verbose",
             "--call",
             "web__echo",
@@ -690,8 +811,19 @@ fn a_servers_control_characters_are_shown_escaped_with_config_too() {
         "{}",
         list.stdout
     );
+    // Both started (a routed call alone would start only hostile): the quitter's report too.
     for tool in ["hostile__echo", "hostile__fail"] {
-        let out = s.cli(&["--config", p(&file), "--call", tool, "--verbose"]);
+        let out = s.cli(&[
+            "--config",
+            p(&file),
+            "--server",
+            "hostile",
+            "--server",
+            "quitter",
+            "--call",
+            tool,
+            "--verbose",
+        ]);
         clean(&out);
         let shown = format!("{}{}", out.stdout, out.stderr);
         assert!(shown.contains(r"\x1b]0;PWNED-TITLE\x07"), "{out:?}");
