@@ -11,7 +11,7 @@ use crate::term;
 use mcp_connect::config::ExpandOptions;
 use mcp_connect::config::ServersConfig;
 use mcp_connect::proto::server_set::{routes_to, NameRules};
-use mcp_connect::{Error, ServerSet, ServerSetConfig, ServerSpec, SetError};
+use mcp_connect::{Error, ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
@@ -201,7 +201,7 @@ async fn session(
         let mut result = None;
         for _ in 0..options.repeat.max(1) {
             let called = set.call(name, arguments.clone()).await;
-            result = Some(called.map_err(|e| call_failure(e, &failures))?);
+            result = Some(called.map_err(|e| call_failure(e, &failures, &tools))?);
         }
         Ok::<_, String>(result.expect("at least one call was made"))
     })
@@ -218,21 +218,119 @@ async fn session(
     })
 }
 
-/// Why a call failed, on one line; a name that would be a failed server's says so.
-fn call_failure(e: SetError, failures: &[(String, Error)]) -> String {
+/// Why a call failed, on one line; a name that would be a failed server's says so, and one
+/// close to the names the servers offered says which it may have meant.
+fn call_failure(e: SetError, failures: &[(String, Error)], tools: &[SetTool]) -> String {
     match e {
         SetError::UnknownTool(name) => {
             let separator = NameRules::default().separator;
             let down = failures
                 .iter()
                 .find(|(server, _)| name.starts_with(&format!("{server}{separator}")));
-            match down {
-                Some((server, _)) => {
-                    format!("no tool named {name:?}: server {server:?} is not running")
-                }
-                None => format!("no tool named {name:?} (without --call, the tools are listed)"),
+            if let Some((server, _)) = down {
+                return format!("no tool named {name:?}: server {server:?} is not running");
+            }
+            let offered = tools.iter().map(|t| t.definition().name.as_str());
+            match did_you_mean(&name, offered, &separator).as_slice() {
+                [] => format!("no tool named {name:?} (without --call, the tools are listed)"),
+                [one] => format!("no tool named {name:?}; did you mean {one:?}?"),
+                many => format!(
+                    "no tool named {name:?}; did you mean one of {}?",
+                    many.iter()
+                        .map(|m| format!("{m:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             }
         }
         other => describe(other),
+    }
+}
+
+/// The offered names `name` may have meant (at most five): those that are `name` with a
+/// server's prefix (`echo` for `everything__echo`), else the closest within a small edit
+/// distance of it (a typo, a prefix misspelt).
+fn did_you_mean<'a>(
+    name: &str,
+    offered: impl Iterator<Item = &'a str>,
+    separator: &str,
+) -> Vec<&'a str> {
+    let offered: Vec<&str> = offered.collect();
+    let suffix = format!("{separator}{name}");
+    let prefixed: Vec<&str> = offered
+        .iter()
+        .copied()
+        .filter(|o| o.ends_with(&suffix))
+        .collect();
+    if !prefixed.is_empty() {
+        return prefixed.into_iter().take(5).collect();
+    }
+    let most = (name.chars().count() / 3).clamp(1, 3);
+    let mut close: Vec<(usize, &str)> = offered
+        .iter()
+        .map(|o| (edit_distance(name, o), *o))
+        .filter(|(d, _)| *d <= most)
+        .collect();
+    close.sort();
+    // The closest only: a near miss does not drown in farther ones.
+    let best = close.first().map(|(d, _)| *d);
+    close
+        .into_iter()
+        .take_while(|(d, _)| Some(*d) == best)
+        .take(5)
+        .map(|(_, o)| o)
+        .collect()
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_come_from_the_names_offered() {
+        let offered = [
+            "everything__echo",
+            "everything__add",
+            "fs__read_file",
+            "fs__echo",
+        ];
+        let names = || offered.iter().copied();
+        // The unprefixed name: every server's tool of that name.
+        assert_eq!(
+            did_you_mean("echo", names(), "__"),
+            ["everything__echo", "fs__echo"]
+        );
+        // A typo, in the tool or the server.
+        assert_eq!(
+            did_you_mean("fs__raed_file", names(), "__"),
+            ["fs__read_file"]
+        );
+        assert_eq!(
+            did_you_mean("everthing__add", names(), "__"),
+            ["everything__add"]
+        );
+        // Nothing close.
+        assert!(did_you_mean("deploy", names(), "__").is_empty());
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("é", "e"), 1);
     }
 }

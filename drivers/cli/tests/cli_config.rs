@@ -303,11 +303,33 @@ fn calls_go_to_their_server_and_exit_codes_say_what_failed() {
         "{}",
         out.stderr
     );
-    // The unprefixed name is no tool of the set.
+    // The unprefixed name is no tool of the set: the names it may mean are offered.
     let out = s.cli(&["--config", config, "--server", "alpha", "--call", "echo"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(
-        out.stderr.contains(r#"no tool named "echo""#),
+        out.stderr
+            .contains(r#"no tool named "echo"; did you mean "alpha__echo"?"#),
+        "{}",
+        out.stderr
+    );
+    // A typo too; and a name far from every one gets the hint to list them.
+    let out = s.cli(&[
+        "--config",
+        config,
+        "--server",
+        "alpha",
+        "--call",
+        "alpha__ecoh",
+    ]);
+    assert!(
+        out.stderr.contains(r#"did you mean "alpha__echo"?"#),
+        "{}",
+        out.stderr
+    );
+    let out = s.cli(&["--config", config, "--server", "alpha", "--call", "deploy"]);
+    assert!(
+        out.stderr
+            .contains(r#"no tool named "deploy" (without --call, the tools are listed)"#),
         "{}",
         out.stderr
     );
