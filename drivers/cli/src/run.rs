@@ -156,6 +156,8 @@ fn process_cpu() -> Option<Duration> {
 /// Connects to the one server the options name (`-- COMMAND` or `--url`), lists or calls, and
 /// closes.
 pub(crate) async fn run(options: &Options) -> Result<ExitCode, String> {
+    // Checked before anything is started: a typo costs no server start-up.
+    let arguments = call_arguments(options)?;
     let config = client_config(options, None);
     let outcome = if let Some(url) = &options.url {
         let mut http = HttpTransportConfig::new(url.as_str());
@@ -175,7 +177,7 @@ pub(crate) async fn run(options: &Options) -> Result<ExitCode, String> {
         let client = connect_http(http, config)
             .await
             .map_err(|e| failure(e, options))?;
-        let outcome = session(&client, options).await;
+        let outcome = session(&client, options, arguments).await;
         close(&client, outcome).await?
     } else {
         let mut command = options.command.iter().cloned();
@@ -191,7 +193,7 @@ pub(crate) async fn run(options: &Options) -> Result<ExitCode, String> {
         // Opens in the era the server speaks; a server that exits on the probe is started again
         // in the legacy era.
         let client = connect_stdio(stdio, config).await.map_err(describe)?;
-        let outcome = session(&client, options).await;
+        let outcome = session(&client, options, arguments).await;
         close(&client, outcome).await?
     };
     // Last, after the server's own stderr lines (forwarded) have stopped.
@@ -210,8 +212,7 @@ async fn close(client: &Client, outcome: Result<Outcome, String>) -> Result<Outc
 }
 
 /// Lists or calls, as the options say, on an open client.
-async fn session(client: &Client, options: &Options) -> Result<Outcome, String> {
-    let arguments = call_arguments(options)?;
+async fn session(client: &Client, options: &Options, arguments: Value) -> Result<Outcome, String> {
     let fail = |e| failure(e, options);
     let init = client.initialize().await.map_err(fail)?;
     let mut out = std::io::stdout().lock();

@@ -92,6 +92,42 @@ fn repeat_reports_calls_per_second_last_on_stderr() {
     }
 }
 
+/// `--args` is checked before the server starts: a typo costs no start-up (the server's command
+/// would leave a mark).
+#[test]
+fn bad_args_are_refused_before_the_server_starts() {
+    let dir = TempDir::new("mcp-cli-args");
+    let mark = dir.path().join("started");
+    let script = format!(
+        "touch '{}'; exec '{}'",
+        mark.display(),
+        serve_bin().display()
+    );
+    for args in ["{bad", "[1]"] {
+        let out = cli(&["--call", "echo", "--args", args, "--", "sh", "-c", &script]);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert!(
+            out.stderr.starts_with("mcp-client: --args "),
+            "{}",
+            out.stderr
+        );
+        assert!(!mark.exists(), "the server was started for {args:?}");
+    }
+    // The same command with good arguments does start it (the mark can appear).
+    let out = cli(&[
+        "--call",
+        "echo",
+        "--args",
+        r#"{"text":"ok"}"#,
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(mark.exists());
+}
+
 #[test]
 fn failures_exit_1_with_a_one_line_cause() {
     let bad_args = against_serve(&["--call", "echo", "--args", "[1]"]);
