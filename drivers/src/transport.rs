@@ -238,84 +238,58 @@ pub trait Transport: Send + Sync + 'static {
     }
 }
 
-/// A boxed transport is one (a [`Client`](crate::Client) holds any transport boxed already:
-/// this is for an application that picks one at run time before it makes the client).
-impl<T: Transport + ?Sized> Transport for Box<T> {
-    fn send(&self, message: Transmit) -> Result<(), Error> {
-        (**self).send(message)
-    }
-    fn send_batched(&self, message: Transmit) -> Result<bool, Error> {
-        (**self).send_batched(message)
-    }
-    fn flush(&self) {
-        (**self).flush()
-    }
-    fn try_recv(&self) -> Option<Inbound> {
-        (**self).try_recv()
-    }
-    fn ready(&self) -> BoxFuture<'_, ()> {
-        (**self).ready()
-    }
-    fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
-        (**self).close()
-    }
-    fn kind(&self) -> mcp_proto::TransportKind {
-        (**self).kind()
-    }
-    fn pid(&self) -> Option<u32> {
-        (**self).pid()
-    }
-    fn stderr_tail(&self) -> Option<String> {
-        (**self).stderr_tail()
-    }
-    fn ended(&self) -> Option<Error> {
-        (**self).ended()
-    }
-    fn session_id(&self) -> Option<String> {
-        (**self).session_id()
-    }
-    fn set_frame_limit(&self, limit: usize) {
-        (**self).set_frame_limit(limit)
-    }
+/// `Transport` for a pointer to one: every method forwarded to the transport it points to.
+macro_rules! forward_transport {
+    ($(#[$doc:meta])* $pointer:ident) => {
+        $(#[$doc])*
+        impl<T: Transport + ?Sized> Transport for $pointer<T> {
+            fn send(&self, message: Transmit) -> Result<(), Error> {
+                (**self).send(message)
+            }
+            fn send_batched(&self, message: Transmit) -> Result<bool, Error> {
+                (**self).send_batched(message)
+            }
+            fn flush(&self) {
+                (**self).flush()
+            }
+            fn try_recv(&self) -> Option<Inbound> {
+                (**self).try_recv()
+            }
+            fn ready(&self) -> BoxFuture<'_, ()> {
+                (**self).ready()
+            }
+            fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
+                (**self).close()
+            }
+            fn kind(&self) -> mcp_proto::TransportKind {
+                (**self).kind()
+            }
+            fn pid(&self) -> Option<u32> {
+                (**self).pid()
+            }
+            fn stderr_tail(&self) -> Option<String> {
+                (**self).stderr_tail()
+            }
+            fn ended(&self) -> Option<Error> {
+                (**self).ended()
+            }
+            fn session_id(&self) -> Option<String> {
+                (**self).session_id()
+            }
+            fn set_frame_limit(&self, limit: usize) {
+                (**self).set_frame_limit(limit)
+            }
+        }
+    };
 }
 
-/// A shared transport is one: a client made over an `Arc` of a transport leaves its maker a
-/// handle on the concrete type (for what only it tells: a stdio transport's backlog, say).
-impl<T: Transport + ?Sized> Transport for Arc<T> {
-    fn send(&self, message: Transmit) -> Result<(), Error> {
-        (**self).send(message)
-    }
-    fn send_batched(&self, message: Transmit) -> Result<bool, Error> {
-        (**self).send_batched(message)
-    }
-    fn flush(&self) {
-        (**self).flush()
-    }
-    fn try_recv(&self) -> Option<Inbound> {
-        (**self).try_recv()
-    }
-    fn ready(&self) -> BoxFuture<'_, ()> {
-        (**self).ready()
-    }
-    fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
-        (**self).close()
-    }
-    fn kind(&self) -> mcp_proto::TransportKind {
-        (**self).kind()
-    }
-    fn pid(&self) -> Option<u32> {
-        (**self).pid()
-    }
-    fn stderr_tail(&self) -> Option<String> {
-        (**self).stderr_tail()
-    }
-    fn ended(&self) -> Option<Error> {
-        (**self).ended()
-    }
-    fn session_id(&self) -> Option<String> {
-        (**self).session_id()
-    }
-    fn set_frame_limit(&self, limit: usize) {
-        (**self).set_frame_limit(limit)
-    }
-}
+forward_transport!(
+    /// A boxed transport is one (a [`Client`](crate::Client) holds any transport boxed already:
+    /// this is for an application that picks one at run time before it makes the client).
+    Box
+);
+forward_transport!(
+    /// A shared transport is one: a client made over an `Arc` of a transport leaves its maker a
+    /// handle on the concrete type (for what only it tells: a stdio transport's backlog, say).
+    Arc
+);
