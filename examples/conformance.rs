@@ -208,13 +208,7 @@ async fn follow_authorization(request: AuthorizationRequest) -> Result<String, S
 
 /// An error and its causes, on one line.
 fn s(e: impl std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text = format!("{text}: {cause}");
-        source = cause.source();
-    }
-    text
+    mcp_connect::chain(&e)
 }
 
 async fn run_flow(

@@ -112,17 +112,24 @@ impl Error {
     /// The message with every cause after it (`authorization failed: the token endpoint …`),
     /// each said once: for a line that has room for one text (a warning, a log record).
     pub fn chain(&self) -> String {
-        let mut text = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(cause) = source {
-            let more = cause.to_string();
-            if !text.contains(&more) {
-                text = format!("{text}: {more}");
-            }
-            source = cause.source();
-        }
-        text
+        chain(self)
     }
+}
+
+/// Any error's message with every cause after it ([`std::error::Error::source`]), each said once
+/// (a cause whose text the line already holds is not repeated): [`Error::chain`], and the same
+/// for errors that wrap one ([`SetError`](crate::SetError)).
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = cause.source();
+    }
+    text
 }
 
 fn stderr_suffix(stderr: &str) -> String {

@@ -141,7 +141,7 @@ pub use client::{Client, ClientConfig, ListChangedCallback, LogCallback, Warning
 pub use connect::connect_http;
 #[cfg(feature = "stdio")]
 pub use connect::connect_stdio;
-pub use error::Error;
+pub use error::{chain, Error};
 pub use handlers::{ElicitAnswer, Elicitation, HandlerError, Handlers, Root};
 #[cfg(feature = "http")]
 pub use http::{HttpTransport, HttpTransportConfig};

@@ -56,16 +56,7 @@ fn serve(args: Vec<OsString>) -> ExitCode {
 
 /// An error and its causes, on one line (as the command says them).
 fn describe(e: impl std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text = format!("{text}: {more}");
-        }
-        source = cause.source();
-    }
-    text
+    mcp_connect::chain(&e)
 }
 
 /// The offline demo: this very binary, started with `--serve`, as the server.

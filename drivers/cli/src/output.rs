@@ -57,16 +57,7 @@ pub(crate) fn install_tracing(verbose: bool) {
 
 /// An error and its causes, on one line.
 pub(crate) fn describe(e: impl std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text = format!("{text}: {more}");
-        }
-        source = cause.source();
-    }
-    text
+    mcp_connect::chain(&e)
 }
 
 /// A client error on one line; a refusal under `--no-auth` says that it was this flag.
