@@ -62,7 +62,20 @@ fn fails(format: ConfigFormat, marked: &str, message: &str) {
         .count()
         + 1;
     let text = marked.replacen(MARK, "", 1);
-    let error = read(format, &text).expect_err(marked);
+    // An unset variable fails its entry (the only one of these tables), any other error the file.
+    let error = match read(format, &text) {
+        Ok(mut config) if config.failed.len() == 1 && config.servers.is_empty() => {
+            let failed = config.failed.remove(0);
+            assert!(failed.error.kind.is_unset_variable(), "{marked}");
+            assert_eq!(Some(&failed.name), failed.error.server.as_ref());
+            failed.error
+        }
+        Ok(config) => panic!("{marked}: read as {config:?}"),
+        Err(error) => {
+            assert!(!error.kind.is_unset_variable(), "{marked}: {error}");
+            error
+        }
+    };
     assert_eq!(
         error.to_string(),
         format!("{}:{line}:{column}: {message}", path_of(format)),
@@ -626,11 +639,12 @@ fn variable_errors_name_the_variable_and_point_at_it() {
         error.to_string(),
         r#"/ws/mcp.json:1:35: server "a": "${userHome}" is used but HOME is not set"#
     );
-    let error = read(
+    let config = read(
         McpServers,
         r#"{"mcpServers": {"github": {"command": "x", "env": {"T": "${GITHUB_TOKEN}"}}}}"#,
     )
-    .unwrap_err();
+    .unwrap();
+    let error = config.failure("github").unwrap().error.clone();
     assert_eq!(
         error.kind,
         ConfigErrorKind::MissingVariable("GITHUB_TOKEN".into())
@@ -651,6 +665,101 @@ fn userprofile_stands_in_for_home() {
     )
     .unwrap();
     assert_eq!(config.servers[0].transport, stdio("C:/Users/me/x", &[]));
+}
+
+#[test]
+fn an_unset_variable_fails_its_entry_not_the_file() {
+    // In each format: "bad" uses an unset variable, "off" too but is disabled, "good" is fine.
+    let cases: &[(ConfigFormat, &str)] = &[
+        (
+            McpServers,
+            r#"{"mcpServers": {
+  "bad": {"command": "x", "env": {"T": "${env:NOPE}"}},
+  "good": {"command": "y"},
+  "off": {"url": "${NOPE}", "disabled": true}
+}}"#,
+        ),
+        (
+            Gemini,
+            r#"{"mcpServers": {
+  "bad": {"command": "x", "args": ["$NOPE"]},
+  "good": {"command": "y"},
+  "off": {"httpUrl": "$NOPE", "disabled": true}
+}}"#,
+        ),
+        (
+            VsCode,
+            r#"{"servers": {
+  "bad": {"command": "x", "args": ["${input:nope}"]},
+  "good": {"command": "y"}
+}}"#,
+        ),
+        (
+            Codex,
+            "[mcp_servers.bad]\nurl = 'https://h/mcp'\nbearer_token_env_var = 'NOPE'\n\n\
+             [mcp_servers.good]\ncommand = 'y'\n\n\
+             [mcp_servers.off]\ncommand = '${NOPE}'\nenabled = false\n",
+        ),
+        (
+            Zed,
+            r#"{"context_servers": {
+  "bad": {"command": "${NOPE}"},
+  "good": {"command": "y"},
+  "off": {"command": "${NOPE}", "enabled": false}
+}}"#,
+        ),
+        (
+            Goose,
+            "extensions:\n  bad:\n    type: stdio\n    cmd: x\n    env_keys: [NOPE]\n\
+             \x20 good:\n    type: stdio\n    cmd: y\n\
+             \x20 off:\n    type: stdio\n    cmd: ${NOPE}\n    enabled: false\n",
+        ),
+    ];
+    for (format, text) in cases {
+        let config = read(*format, text).unwrap_or_else(|e| panic!("{format:?}: {e}"));
+        let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["good"], "{format:?}");
+        let failed: Vec<(&str, bool)> = config
+            .failed
+            .iter()
+            .map(|f| (f.name.as_str(), f.enabled))
+            .collect();
+        let expected: &[(&str, bool)] = if *format == VsCode {
+            &[("bad", true)]
+        } else {
+            &[("bad", true), ("off", false)]
+        };
+        assert_eq!(failed, expected, "{format:?}");
+        let bad = config.failure("bad").unwrap();
+        assert!(bad.error.kind.is_unset_variable(), "{format:?}");
+        assert_eq!(bad.error.server.as_deref(), Some("bad"));
+        // The line of the variable (Codex's, Goose's: the key naming it).
+        let line = match format {
+            Codex => 3,
+            Goose => 5,
+            _ => 2,
+        };
+        assert_eq!(bad.error.position.map(|(l, _)| l), Some(line), "{format:?}");
+        assert!(config.get("bad").is_none());
+        // Said in the user's words, naming the variable and where it is used.
+        let said = bad.to_string();
+        assert!(
+            said.contains("\"NOPE\" is not set") || said.contains("input \"nope\" is not given"),
+            "{said}"
+        );
+        assert!(!said.contains("::"), "{said}");
+    }
+    // A name is still listed once, failed or not; other errors still fail the file.
+    fails(
+        McpServers,
+        r#"{"mcpServers": {"a": {"command": "${NOPE}"}, ‸"a": {"command": "y"}}}"#,
+        r#"server "a": listed twice"#,
+    );
+    fails(
+        McpServers,
+        r#"{"mcpServers": {"a": {"command": "${NOPE}"}, "b": {"command": ‸7}}}"#,
+        r#"server "b": "command" must be a string"#,
+    );
 }
 
 // VS Code.
@@ -699,10 +808,10 @@ fn vscode_reads_types_inputs_and_the_workspace_folder() {
 fn an_input_must_be_supplied() {
     let text = r#"{"inputs": [{"type": "promptString", "id": "key", "description": "API key"}, {"id": "other"}],
       "servers": {"remote": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${input:key}"}}}}"#;
-    let error = read(VsCode, text).unwrap_err();
+    let error = read(VsCode, text).unwrap().failed.remove(0).error;
     assert_eq!(
         error.to_string(),
-        r#"/ws/.vscode/mcp.json:2:91: server "remote": input "key" ("API key") must be supplied: pass its value in ExpandOptions::inputs (inputs are never prompted for)"#
+        r#"/ws/.vscode/mcp.json:2:91: server "remote": input "key" ("API key") is not given (inputs are never prompted for)"#
     );
     assert_eq!(
         error.kind,
@@ -714,7 +823,7 @@ fn an_input_must_be_supplied() {
     fails(
         VsCode,
         r#"{"servers": {"a": {"command": "x", "args": ["‸${input:undeclared}"]}}}"#,
-        r#"server "a": input "undeclared" must be supplied: pass its value in ExpandOptions::inputs (inputs are never prompted for)"#,
+        r#"server "a": input "undeclared" is not given (inputs are never prompted for)"#,
     );
     fails(
         VsCode,

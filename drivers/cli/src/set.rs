@@ -2,16 +2,17 @@
 //! ([`ServerSet`]): all started at once, their tools listed under prefixed names
 //! (`server__tool`), a call routed to its server — which is then the only one started, when the
 //! name says which; a server that failed is reported on stderr and the exit code says so (3,
-//! when what was asked for still worked).
+//! when what was asked for still worked). A chosen entry that uses a variable that is not set
+//! fails like a server that does not start (said before the others start); one not chosen is
+//! no error.
 
 use crate::args::{call_arguments, Options};
 use crate::output::{describe, print_result, print_set_tools};
 use crate::run::{client_config, Outcome, Rate};
 use crate::term;
-use mcp_connect::config::ExpandOptions;
-use mcp_connect::config::ServersConfig;
+use mcp_connect::config::{ConfigErrorKind, ExpandOptions, FailedEntry, ServersConfig};
 use mcp_connect::proto::server_set::{routes_to, NameRules};
-use mcp_connect::{Error, ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
+use mcp_connect::{ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
@@ -28,12 +29,7 @@ pub(crate) async fn run(file: &Path, options: &Options) -> Result<ExitCode, Stri
         .inputs
         .iter()
         .fold(ExpandOptions::from_env(), |e, (id, v)| e.input(id, v));
-    let config = mcp_connect::config::load_with(file, &expand).map_err(|e| match &e.kind {
-        mcp_connect::config::ConfigErrorKind::MissingInput { id, .. } => {
-            format!("{e}; here: --input {id}=VALUE")
-        }
-        _ => e.to_string(),
-    })?;
+    let config = mcp_connect::config::load_with(file, &expand).map_err(|e| e.to_string())?;
     // Entries that are no MCP server for us (a host's built-in extension): said when the tools
     // are listed, or with --verbose.
     if options.call.is_none() || options.verbose {
@@ -42,9 +38,16 @@ pub(crate) async fn run(file: &Path, options: &Options) -> Result<ExitCode, Stri
             eprintln!("mcp-client: {}", term::line(&line));
         }
     }
-    let specs = chosen(&config, options)?;
+    let (specs, unset) = chosen(&config, options)?;
     // Checked before anything is started.
     let arguments = call_arguments(options)?;
+    // Known now: said before the others start.
+    for failed in &unset {
+        eprintln!("mcp-client: {}", term::line(&unset_line(failed)));
+    }
+    if specs.is_empty() {
+        return Err(format!("no server started ({} failed)", unset.len()));
+    }
     let progress = std::io::stderr().is_terminal();
     let count = specs.len();
     if progress {
@@ -66,7 +69,7 @@ pub(crate) async fn run(file: &Path, options: &Options) -> Result<ExitCode, Stri
         }));
     }
     let set = ServerSet::connect(specs, set_config).await;
-    let outcome = session(&set, options, arguments, progress, started).await;
+    let outcome = session(&set, &unset, options, arguments, progress, started).await;
     set.close().await;
     let outcome = outcome?;
     if let Some(rate) = outcome.rate {
@@ -83,20 +86,51 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
+/// A chosen entry that uses a variable that is not set, as a failed server: where, which
+/// variable, and how to give it.
+fn unset_line(failed: &FailedEntry) -> String {
+    let e = &failed.error;
+    let at = match e.position {
+        Some((line, column)) => format!("{}:{line}:{column}", e.path.display()),
+        None => e.path.display().to_string(),
+    };
+    let how = match &e.kind {
+        ConfigErrorKind::MissingVariable(var) => format!("; set {var} in the environment"),
+        ConfigErrorKind::MissingInput { id, .. } => format!("; give it with --input {id}=VALUE"),
+        _ => String::new(),
+    };
+    format!("server {:?} failed: {at}: {}{how}", failed.name, e.kind)
+}
+
 /// The specs of the servers to start, in file order: the `--server` ones (also when the file
-/// disables them: naming one asks for it), else every enabled one.
-fn chosen(config: &ServersConfig, options: &Options) -> Result<Vec<ServerSpec>, String> {
+/// disables them: naming one asks for it), else every enabled one; and the chosen entries that
+/// cannot start, their variables not set. The entries not chosen are not looked at: a variable
+/// one of them uses and that is not set is no error.
+fn chosen<'a>(
+    config: &'a ServersConfig,
+    options: &Options,
+) -> Result<(Vec<ServerSpec>, Vec<&'a FailedEntry>), String> {
     let file = config.path.display();
+    // Every entry naming a server, failed or not, and whether it is enabled.
+    let entries: Vec<(&str, bool)> = config
+        .servers
+        .iter()
+        .map(|s| (s.name.as_str(), s.enabled))
+        .chain(config.failed.iter().map(|f| (f.name.as_str(), f.enabled)))
+        .collect();
     let names = || {
-        config
-            .servers
+        entries
             .iter()
-            .map(|s| s.name.as_str())
+            .map(|(name, _)| *name)
             .collect::<Vec<_>>()
             .join(", ")
     };
-    if let Some(missing) = options.servers.iter().find(|n| config.get(n).is_none()) {
-        return Err(if config.servers.is_empty() {
+    if let Some(missing) = options
+        .servers
+        .iter()
+        .find(|n| !entries.iter().any(|(name, _)| name == n))
+    {
+        return Err(if entries.is_empty() {
             format!("--server {missing:?}: {file} names no server")
         } else {
             format!(
@@ -110,35 +144,40 @@ fn chosen(config: &ServersConfig, options: &Options) -> Result<Vec<ServerSpec>, 
     let routed = match &options.call {
         Some(call) if options.servers.is_empty() => routes_to(
             call,
-            config
-                .servers
+            entries
                 .iter()
-                .filter(|s| s.enabled)
-                .map(|s| s.name.as_str()),
+                .filter(|(_, enabled)| *enabled)
+                .map(|(name, _)| *name),
             &NameRules::default(),
         ),
         _ => Vec::new(),
     };
+    let is_chosen = |name: &str, enabled: bool| {
+        if !routed.is_empty() {
+            routed.contains(&name)
+        } else if options.servers.is_empty() {
+            enabled
+        } else {
+            options.servers.iter().any(|s| s == name)
+        }
+    };
+    let unset: Vec<&FailedEntry> = config
+        .failed
+        .iter()
+        .filter(|f| is_chosen(&f.name, f.enabled))
+        .collect();
     let specs: Vec<ServerSpec> = config
         .servers
         .iter()
-        .filter(|s| {
-            if !routed.is_empty() {
-                routed.contains(&s.name.as_str())
-            } else if options.servers.is_empty() {
-                s.enabled
-            } else {
-                options.servers.contains(&s.name)
-            }
-        })
+        .filter(|s| is_chosen(&s.name, s.enabled))
         .filter_map(|s| {
             let mut entry = s.clone();
             entry.enabled = true;
             ServerSpec::from_entry(&entry, client_config(options, Some(&s.name)))
         })
         .collect();
-    if specs.is_empty() {
-        return Err(if config.servers.is_empty() {
+    if specs.is_empty() && unset.is_empty() {
+        return Err(if entries.is_empty() {
             format!("{file} names no server")
         } else {
             format!(
@@ -147,12 +186,13 @@ fn chosen(config: &ServersConfig, options: &Options) -> Result<Vec<ServerSpec>, 
             )
         });
     }
-    Ok(specs)
+    Ok((specs, unset))
 }
 
 /// Reports how the start-up went, then lists or calls.
 async fn session(
     set: &ServerSet,
+    unset: &[&FailedEntry],
     options: &Options,
     arguments: serde_json::Value,
     progress: bool,
@@ -166,11 +206,13 @@ async fn session(
             eprintln!("mcp-client: {}", term::line(&line))
         }
     }
-    let total = set.server_names().len();
+    // The entries whose variables are not set count as failed servers (said already).
+    let total = set.server_names().len() + unset.len();
+    let failed = failures.len() + unset.len();
     if progress {
         eprintln!(
             "started {} of {total} server{} in {:.2} s",
-            total - failures.len(),
+            total - failed,
             plural(total),
             started.elapsed().as_secs_f64()
         );
@@ -181,10 +223,10 @@ async fn session(
             eprintln!("mcp-client: {}", term::line(&line));
         }
     }
-    if failures.len() == total {
+    if failed == total {
         return Err(format!("no server started ({total} failed)"));
     }
-    let partial = if failures.is_empty() {
+    let partial = if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(SOME_FAILED)
@@ -201,7 +243,9 @@ async fn session(
         let mut result = None;
         for _ in 0..options.repeat.max(1) {
             let called = set.call(name, arguments.clone()).await;
-            result = Some(called.map_err(|e| call_failure(e, &failures, &tools))?);
+            let down =
+                || (failures.iter().map(|(n, _)| n.as_str())).chain(unset.iter().map(|f| &*f.name));
+            result = Some(called.map_err(|e| call_failure(e, down(), &tools))?);
         }
         Ok::<_, String>(result.expect("at least one call was made"))
     })
@@ -220,14 +264,16 @@ async fn session(
 
 /// Why a call failed, on one line; a name that would be a failed server's says so, and one
 /// close to the names the servers offered says which it may have meant.
-fn call_failure(e: SetError, failures: &[(String, Error)], tools: &[SetTool]) -> String {
+fn call_failure<'a>(
+    e: SetError,
+    mut down: impl Iterator<Item = &'a str>,
+    tools: &[SetTool],
+) -> String {
     match e {
         SetError::UnknownTool(name) => {
             let separator = NameRules::default().separator;
-            let down = failures
-                .iter()
-                .find(|(server, _)| name.starts_with(&format!("{server}{separator}")));
-            if let Some((server, _)) = down {
+            let down = down.find(|server| name.starts_with(&format!("{server}{separator}")));
+            if let Some(server) = down {
                 return format!("no tool named {name:?}: server {server:?} is not running");
             }
             let offered = tools.iter().map(|t| t.definition().name.as_str());

@@ -534,12 +534,6 @@ fn a_bad_config_exits_1_with_file_line_and_column() {
             "server \"alpha\": ",
         ),
         (
-            "vars.json",
-            "{\"mcpServers\": {\n  \"alpha\": {\"command\": \"${MCP_CLI_SURELY_UNSET}\"}\n}}",
-            ":2:25: ",
-            "server \"alpha\": environment variable \"MCP_CLI_SURELY_UNSET\" is not set",
-        ),
-        (
             "syntax.json",
             "{\"mcpServers\": {\n  \"alpha\": {\"command\": }\n}}",
             ":2:24: ",
@@ -569,6 +563,103 @@ fn a_bad_config_exits_1_with_file_line_and_column() {
         "{}",
         out.stderr
     );
+}
+
+/// An entry whose variable is not set fails alone: the others list (exit 3) and its line says
+/// where, which variable and how to give it; a `--server` naming another is no error at all; a
+/// call to it fails with that line (exit 1).
+#[test]
+fn an_unset_variable_fails_its_server_only() {
+    let s = Setup::new();
+    let serve = json!(s.serve());
+    let json = s.write(
+        "mcp.json",
+        &format!(
+            r#"{{"mcpServers": {{
+  "alpha": {{"command": {serve}, "env": {{"MCP_TESTKIT_TAG": "alpha"}}}},
+  "needy": {{"command": {serve}, "env": {{"MCP_TESTKIT_TAG": "${{MCP_CLI_SURELY_UNSET}}"}}}},
+  "beta": {{"command": {serve}, "env": {{"MCP_TESTKIT_TAG": "beta"}}}},
+  "off": {{"command": "$${{x}}", "args": ["${{MCP_CLI_SURELY_UNSET}}"], "disabled": true}}
+}}}}"#
+        ),
+    );
+    let toml = s.write(
+        "config.toml",
+        &format!(
+            "[mcp_servers.alpha]\ncommand = {serve}\nenv = {{ MCP_TESTKIT_TAG = \"alpha\" }}\n\n\
+             [mcp_servers.needy]\ncommand = {serve}\nenv = {{ MCP_TESTKIT_TAG = \"${{MCP_CLI_SURELY_UNSET}}\" }}\n\n\
+             [mcp_servers.beta]\ncommand = {serve}\nenv = {{ MCP_TESTKIT_TAG = \"beta\" }}\n"
+        ),
+    );
+    for file in [&json, &toml] {
+        // Where the variable is: its line and column (1-based, in characters).
+        let text = std::fs::read_to_string(file).unwrap();
+        let before = &text[..text.find("${MCP_CLI_SURELY_UNSET}").unwrap()];
+        let line = before.lines().count();
+        let column = before.lines().last().unwrap().chars().count() + 1;
+        let at = format!(":{line}:{column}: ");
+        assert!(line == 3 || line == 7, "{at}");
+        let at = at.as_str();
+        let out = s.cli(&["--config", p(file)]);
+        assert_eq!(out.status.code(), Some(3), "{out:?}");
+        let lines: Vec<&str> = out.stdout.lines().collect();
+        assert_eq!(lines.len(), 12, "{}", out.stdout);
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.starts_with("alpha__") || l.starts_with("beta__")),
+            "{lines:?}"
+        );
+        // One line, for it alone (the disabled one is not started, so not said).
+        assert_eq!(
+            out.stderr,
+            format!(
+                "mcp-client: server \"needy\" failed: {}{at}environment variable \
+                 \"MCP_CLI_SURELY_UNSET\" is not set; set MCP_CLI_SURELY_UNSET in the environment\n",
+                p(file)
+            )
+        );
+        // Naming a good one: no error at all.
+        let out = s.cli(&["--config", p(file), "--server", "beta"]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!(out.stderr, "");
+        assert_eq!(out.stdout.lines().count(), 6, "{}", out.stdout);
+        let out = s.cli(&[
+            "--config",
+            p(file),
+            "--call",
+            "alpha__echo",
+            "--args",
+            r#"{"text":"hi"}"#,
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!((&*out.stdout, &*out.stderr), ("hi\n[alpha]\n", ""));
+        // A call to it fails with its line, nothing started.
+        let out = s.cli(&["--config", p(file), "--call", "needy__echo"]);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert_eq!(out.stdout, "");
+        let needy = reported(&out, "needy");
+        assert_eq!(needy.len(), 1, "{}", out.stderr);
+        assert!(needy[0].contains(at), "{}", needy[0]);
+        // Set, it starts.
+        let out = s.cli_env(
+            &[
+                "--config",
+                p(file),
+                "--call",
+                "needy__echo",
+                "--args",
+                r#"{"text":"hi"}"#,
+            ],
+            &[("MCP_CLI_SURELY_UNSET", "set")],
+        );
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!(out.stdout, "hi\n[set]\n");
+    }
+    // Named with --server, the disabled one is said too.
+    let out = s.cli(&["--config", p(&json), "--server", "off", "--server", "alpha"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(reported(&out, "off").len(), 1, "{}", out.stderr);
 }
 
 #[test]
@@ -768,18 +859,20 @@ fn vs_code_inputs_come_from_input_flags_and_are_never_prompted_for() {
     // Not given: an error naming it, with where it is used; nothing started, nothing asked.
     let out = call(&[]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let tagged = reported(&out, "tagged");
+    assert_eq!(tagged.len(), 1, "{}", out.stderr);
     assert!(
-        out.stderr
-            .contains(r#"input "tag" ("The tag") must be supplied"#),
+        tagged[0].contains(r#"input "tag" ("The tag") is not given"#),
         "{}",
-        out.stderr
+        tagged[0]
     );
-    assert!(out.stderr.contains("mcp.json:2:"), "{}", out.stderr);
+    assert!(tagged[0].contains("mcp.json:2:"), "{}", tagged[0]);
     assert!(
-        out.stderr.contains("here: --input tag=VALUE"),
+        tagged[0].ends_with("; give it with --input tag=VALUE"),
         "{}",
-        out.stderr
+        tagged[0]
     );
+    assert!(!out.stderr.contains("::"), "{}", out.stderr);
     // A malformed flag is refused before the file is read.
     let out = call(&["--input", "no-equals-sign"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");

@@ -20,7 +20,7 @@
 //! ```
 //!
 //! The rest of the file is not looked at; a file without `mcp_servers` has no servers. The
-//! variables named by `bearer_token_env_var` and `env_http_headers` must be set and not empty. The
+//! variables named by `bearer_token_env_var` and `env_http_headers` must be set (unset fails the entry only, as a variable) and not empty. The
 //! headers are sent in the order `http_headers`, `env_http_headers`, then `Authorization`.
 
 use super::tree::{Key, Node};

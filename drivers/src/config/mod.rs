@@ -21,7 +21,9 @@
 //! of the legacy `sse` type is refused with a message saying it is the deprecated HTTP+SSE
 //! transport, which this client does not speak. Entries that are not MCP servers (Goose's
 //! built-in extensions, Zed's extension-provided servers) are left out and listed in
-//! [`ServersConfig::skipped`] with why. Each entry becomes a [`ServerSpec`](crate::ServerSpec)
+//! [`ServersConfig::skipped`] with why. An entry whose variables cannot be expanded here (an
+//! unset `${VAR}`, an input not given) fails alone: it is listed in [`ServersConfig::failed`]
+//! with its error, and the file's other entries are read as usual. Each entry becomes a [`ServerSpec`](crate::ServerSpec)
 //! for a [`ServerSet`](crate::ServerSet), or the [`StdioConfig`] / [`HttpTransportConfig`] of
 //! one connection.
 //!
@@ -44,18 +46,26 @@
 //!
 //! | written | becomes |
 //! |---|---|
-//! | `${VAR}`, `${env:VAR}` | the environment variable `VAR` ([`ExpandOptions::env`]); **unset is an error** naming it, so an empty secret is never sent |
-//! | `${input:ID}` | the value supplied in [`ExpandOptions::inputs`]; not supplied is an error (VS Code would prompt; a library never does) |
+//! | `${VAR}`, `${env:VAR}` | the environment variable `VAR` ([`ExpandOptions::env`]); **unset fails the entry** (see below), so an empty secret is never sent |
+//! | `${input:ID}` | the value supplied in [`ExpandOptions::inputs`]; not supplied fails the entry (VS Code would prompt; a library never does) |
 //! | `${workspaceFolder}` | the directory holding the `.vscode` (or `.cursor`, `.zed`, `.gemini`) folder the file is in, otherwise the file's own directory |
 //! | `${workspaceFolderBasename}` | that directory's last component |
 //! | `${userHome}` | `HOME` (or `USERPROFILE`) from [`ExpandOptions::env`] |
 //! | `${pathSeparator}`, `${/}` | `/` (`\` on Windows) |
-//! | `$VAR` | in Gemini CLI's files only, as Gemini CLI does: the environment variable `VAR` (a name of letters, digits and `_`), unset an error |
+//! | `$VAR` | in Gemini CLI's files only, as Gemini CLI does: the environment variable `VAR` (a name of letters, digits and `_`), unset failing the entry |
 //! | `$${` | a literal `${` (the one escape; any other `$` is kept as written) |
 //!
 //! Any other `${…}` (`${config:…}`, `${command:…}`) is an error, and so is a `${` without its `}`.
 //! Strings without `${` (in Gemini CLI's files, without `$`) are never changed. A relative `cwd` (or `envFile`) is taken relative to the
 //! workspace folder as defined above.
+//!
+//! An unset variable (`${VAR}`, `${env:VAR}`, Gemini CLI's `$VAR`, Codex's `bearer_token_env_var`,
+//! `env_http_headers` and Goose's `env_keys`) or an input not supplied fails only the entry that
+//! uses it: the entry is left out of [`ServersConfig::servers`] and listed in
+//! [`ServersConfig::failed`] with a [`ConfigError`] naming the variable and where it is used
+//! ([`ConfigErrorKind::MissingVariable`], [`ConfigErrorKind::MissingInput`]). A file whose
+//! variables are set on one machine and not on another still gives its other servers; a caller
+//! that starts only some entries ignores the failures of the others.
 //!
 //! # Files read
 //!
@@ -72,7 +82,8 @@
 //! A [`ConfigError`] names the file, the line and column (1-based, columns in characters) of the
 //! offending value or key, and the server when there is one:
 //! `path/mcp.json:12:17: server "github": "args" must be an array of strings`. No message quotes
-//! a string's value, except a `type` (or Zed's `source`) it does not know.
+//! a string's value, except a `type` (or Zed's `source`) it does not know. A [`ConfigError`]
+//! returned fails the whole file; one in [`ServersConfig::failed`] fails only its entry.
 
 pub mod codex;
 pub mod goose;
@@ -112,6 +123,31 @@ pub struct ServersConfig {
     /// The entries that are not MCP servers this client can start (Goose's built-in extensions,
     /// a Zed extension's server…), in file order, each with why; they are not in `servers`.
     pub skipped: Vec<SkippedEntry>,
+    /// The entries that name a server but cannot be used as written here — a variable they use
+    /// is not set, an input is not supplied (see [Variables](self#variables)) — in file order,
+    /// each with its error; they are not in `servers`.
+    pub failed: Vec<FailedEntry>,
+}
+
+/// An entry of a config file that names a server this client could start, but whose variables
+/// cannot be expanded with the [`ExpandOptions`] given: an unset environment variable, an input
+/// not supplied. It fails alone, listed in [`ServersConfig::failed`] rather than failing the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedEntry {
+    /// Its name, the key it is listed under.
+    pub name: String,
+    /// False when the file disables it (as [`ServerEntry::enabled`]): a caller starting the
+    /// enabled servers need not mention it.
+    pub enabled: bool,
+    /// Why: the file, the line and column of the variable, the server, and which variable
+    /// ([`ConfigErrorKind::MissingVariable`] or [`ConfigErrorKind::MissingInput`]).
+    pub error: ConfigError,
+}
+
+impl fmt::Display for FailedEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
 }
 
 /// An entry a config file lists that is not an MCP server this client can start, so it is left
@@ -143,6 +179,11 @@ impl ServersConfig {
     /// The server of this name.
     pub fn get(&self, name: &str) -> Option<&ServerEntry> {
         self.servers.iter().find(|s| s.name == name)
+    }
+
+    /// The failed entry of this name (see [`failed`](Self::failed)).
+    pub fn failure(&self, name: &str) -> Option<&FailedEntry> {
+        self.failed.iter().find(|s| s.name == name)
     }
 }
 
@@ -438,13 +479,25 @@ pub enum ConfigErrorKind {
     #[error("environment variable {0:?} is not set")]
     MissingVariable(String),
     /// `${input:ID}` names an input not in [`ExpandOptions::inputs`].
-    #[error("input {id:?}{} must be supplied: pass its value in ExpandOptions::inputs (inputs are never prompted for)", description.as_ref().map(|d| format!(" ({d:?})")).unwrap_or_default())]
+    #[error("input {id:?}{} is not given (inputs are never prompted for)", description.as_ref().map(|d| format!(" ({d:?})")).unwrap_or_default())]
     MissingInput {
         /// The input's ID.
         id: String,
         /// Its `description` in the file's `inputs`, when declared.
         description: Option<String>,
     },
+}
+
+impl ConfigErrorKind {
+    /// Whether this is a variable with no value here ([`MissingVariable`](Self::MissingVariable),
+    /// [`MissingInput`](Self::MissingInput)): such an error fails one entry, not the file (see
+    /// [`ServersConfig::failed`]).
+    pub fn is_unset_variable(&self) -> bool {
+        matches!(
+            self,
+            ConfigErrorKind::MissingVariable(_) | ConfigErrorKind::MissingInput { .. }
+        )
+    }
 }
 
 impl PartialEq for ConfigErrorKind {
@@ -721,6 +774,8 @@ pub(crate) struct Reader<'a> {
     declared_inputs: HashMap<String, Option<String>>,
     /// The entries left out, with why.
     skipped: Vec<SkippedEntry>,
+    /// The entries whose variables could not be expanded.
+    failed: Vec<FailedEntry>,
 }
 
 impl<'a> Reader<'a> {
@@ -739,6 +794,7 @@ impl<'a> Reader<'a> {
             server: None,
             declared_inputs: HashMap::new(),
             skipped: Vec::new(),
+            failed: Vec::new(),
         }
     }
 
@@ -800,6 +856,7 @@ impl<'a> Reader<'a> {
             format: self.format,
             servers,
             skipped: self.skipped,
+            failed: self.failed,
         })
     }
 
@@ -830,7 +887,8 @@ impl<'a> Reader<'a> {
     // The servers.
 
     /// Reads each entry of the servers' object with `read` (`None`: skipped, see
-    /// [`skip`](Self::skip)), refusing empty and repeated names.
+    /// [`skip`](Self::skip)), refusing empty and repeated names. An entry whose variables are
+    /// not set fails alone (in [`failed`](Self::failed)); any other error fails the file.
     fn servers(
         &mut self,
         key: &str,
@@ -851,15 +909,48 @@ impl<'a> Reader<'a> {
             self.server = Some(name.name.clone());
             if servers.iter().any(|s| s.name == name.name)
                 || self.skipped.iter().any(|s| s.name == name.name)
+                || self.failed.iter().any(|s| s.name == name.name)
             {
                 return Err(self.error(name.span.start, "listed twice"));
             }
-            if let Some(server) = read(self, name, value)? {
-                servers.push(server);
+            match read(self, name, value) {
+                Ok(Some(server)) => servers.push(server),
+                Ok(None) => {}
+                Err(error) if error.kind.is_unset_variable() => {
+                    let enabled = self.enabled_as_written(value);
+                    self.failed.push(FailedEntry {
+                        name: name.name.clone(),
+                        enabled,
+                        error,
+                    });
+                }
+                Err(error) => return Err(error),
             }
             self.server = None;
         }
         Ok(servers)
+    }
+
+    /// Whether an entry that failed is enabled, from the key this format disables it with
+    /// (read as its reader reads it; anything but a boolean counts as enabled).
+    fn enabled_as_written(&self, node: &Node) -> bool {
+        let flag = |key: &str| match node.as_object().and_then(|e| field(e, key)) {
+            Some((
+                _,
+                Node {
+                    value: Value::Bool(b),
+                    ..
+                },
+            )) => Some(*b),
+            _ => None,
+        };
+        match self.format {
+            ConfigFormat::McpServers | ConfigFormat::Gemini => flag("disabled") != Some(true),
+            ConfigFormat::Codex | ConfigFormat::Zed | ConfigFormat::Goose => {
+                flag("enabled") != Some(false)
+            }
+            ConfigFormat::VsCode => true,
+        }
     }
 
     /// Leaves the entry `name` out of the servers, noting why.

@@ -17,8 +17,9 @@
 //!
 //! - `type` is `stdio` or `http` (optional: `command` means stdio, `url` HTTP); `sse` is refused.
 //! - `inputs` are never prompted for: each `${input:ID}` used must be supplied in
-//!   [`ExpandOptions::inputs`](super::ExpandOptions::inputs), or loading fails saying so (with
-//!   the input's `description`).
+//!   [`ExpandOptions::inputs`](super::ExpandOptions::inputs), or the entry using it fails saying
+//!   so (with the input's `description`), listed in
+//!   [`ServersConfig::failed`](super::ServersConfig::failed).
 //! - `envFile` (a path, expanded, relative to the workspace folder) is read as `KEY=VALUE` lines:
 //!   blank lines and lines starting with `#` are skipped, an `export ` prefix is allowed, a value
 //!   may be in `"…"` (where `\n`, `\"` and `\\` are escapes) or `'…'` (taken as written), and an
