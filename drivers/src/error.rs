@@ -118,7 +118,9 @@ impl Error {
 
 /// Any error's message with every cause after it ([`std::error::Error::source`]), each said once
 /// (a cause whose text the line already holds is not repeated): [`Error::chain`], and the same
-/// for errors that wrap one ([`SetError`](crate::SetError)).
+/// for errors that wrap one ([`SetError`](crate::SetError)). A transport library's own error
+/// (isahc's, and curl's under it, with its codes such as `[7]`) is said in words instead, and not
+/// itself: it stays reachable through `source()` for programs.
 pub fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
@@ -127,9 +129,50 @@ pub fn chain(error: &dyn std::error::Error) -> String {
         if !text.contains(&more) {
             text = format!("{text}: {more}");
         }
+        if Said::is(cause) {
+            break;
+        }
         source = cause.source();
     }
     text
+}
+
+/// A library's error said in words: its `Display` is the words, its `source()` the library's
+/// error (for programs), which [`chain`] does not print. Carried in an [`std::io::Error`] (as
+/// [`Error::Io`]'s source), whose `source()` is this one's.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+#[derive(Debug)]
+pub(crate) struct Said {
+    /// What went wrong, in words.
+    pub words: String,
+    /// The library's error.
+    pub cause: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl Said {
+    /// Whether `e` is one, or an I/O error carrying one (shared, as [`Error::Io`]'s, or not).
+    fn is(e: &(dyn std::error::Error + 'static)) -> bool {
+        let io = e
+            .downcast_ref::<Arc<std::io::Error>>()
+            .map(|io| &**io)
+            .or_else(|| e.downcast_ref::<std::io::Error>());
+        e.is::<Said>()
+            || io
+                .and_then(|io| io.get_ref())
+                .is_some_and(|inner| inner.is::<Said>())
+    }
+}
+
+impl std::fmt::Display for Said {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.words)
+    }
+}
+
+impl std::error::Error for Said {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.cause)
+    }
 }
 
 fn stderr_suffix(stderr: &str) -> String {

@@ -689,12 +689,13 @@ impl Shared {
                 std::io::Error::other(e),
             )
         })?;
-        self.client.send_async(http_request).await.map_err(|e| {
-            Error::io(
+        match self.client.send_async(http_request).await {
+            Ok(response) => Ok(response),
+            Err(e) => Err(Error::io(
                 format!("{} {}", method.as_str(), redact_url(&url)),
-                std::io::Error::other(e),
-            )
-        })
+                sending_failed(e, &url).await,
+            )),
+        }
     }
 
     /// One message leaves the count of those queued: `close` may be waiting for the last.
@@ -1304,6 +1305,154 @@ fn reply(exchange: &Exchange, message: Vec<u8>) -> Inbound {
     }
 }
 
+/// How long [`sending_failed`] tries to connect, to learn why curl could not.
+const CONNECT_PROBE: Duration = Duration::from_secs(1);
+
+/// Why isahc could not send a request to `url`, in words — never curl's codes (`[7] Could not
+/// connect to server`) nor isahc's names (`ConnectionFailed`): `could not connect to
+/// 127.0.0.1:9: connection refused`, `could not resolve the host name nonexistent.invalid`,
+/// `timed out`, `TLS: …`. The isahc error (and curl's under it) is the `source()`.
+///
+/// isahc keeps neither curl's text nor the system's error for a failed connection, so for one
+/// the system is asked directly: one TCP connection to the URL's host and port (not when a proxy
+/// is configured in the environment, which curl would have used), for at most [`CONNECT_PROBE`],
+/// whose error (refused, unreachable, timed out) is the reason given; the I/O error's kind is
+/// that error's kind.
+pub(crate) async fn sending_failed(e: isahc::Error, url: &str) -> std::io::Error {
+    let parsed = url::Url::parse(url).ok();
+    let host = parsed
+        .as_ref()
+        .and_then(|u| u.host_str())
+        .map(str::to_owned);
+    let port = parsed.as_ref().and_then(|u| u.port_or_known_default());
+    let why = match (&host, port) {
+        (Some(host), Some(port))
+            if e.kind() == isahc::error::ErrorKind::ConnectionFailed && !proxy_in_environment() =>
+        {
+            connect_error(host, port).await
+        }
+        _ => None,
+    };
+    in_words(e, host.as_deref(), port, why)
+}
+
+/// A failed read of a response body: when isahc's error is under it, said in words as
+/// [`sending_failed`] does (the I/O error is kept otherwise).
+fn reading_failed(e: std::io::Error) -> std::io::Error {
+    if !e.get_ref().is_some_and(|inner| inner.is::<isahc::Error>()) {
+        return e;
+    }
+    let kind = e.kind();
+    match e.into_inner().map(|inner| inner.downcast::<isahc::Error>()) {
+        Some(Ok(isahc)) => in_words(*isahc, None, None, None),
+        Some(Err(other)) => std::io::Error::new(kind, other),
+        None => std::io::Error::from(kind),
+    }
+}
+
+/// An isahc error in words (see [`sending_failed`]), for `host` and `port` when known; `why`:
+/// why the connection failed, as the system said.
+fn in_words(
+    e: isahc::Error,
+    host: Option<&str>,
+    port: Option<u16>,
+    why: Option<std::io::ErrorKind>,
+) -> std::io::Error {
+    use isahc::error::ErrorKind as K;
+    use std::io::ErrorKind as Io;
+    let server = host.unwrap_or("the server");
+    let (kind, words) = match e.kind() {
+        K::ConnectionFailed => {
+            let at = match (host, port) {
+                (Some(host), Some(port)) => format!(" to {host}:{port}"),
+                (Some(host), None) => format!(" to {host}"),
+                _ => String::new(),
+            };
+            match why {
+                Some(why) => (why, format!("could not connect{at}: {why}")),
+                None => (Io::Other, format!("could not connect{at}")),
+            }
+        }
+        K::NameResolution => (
+            Io::Other,
+            match host {
+                Some(host) => format!("could not resolve the host name {host}"),
+                None => "could not resolve the host name".to_owned(),
+            },
+        ),
+        K::Timeout => (Io::TimedOut, "timed out".to_owned()),
+        K::BadServerCertificate => (
+            Io::Other,
+            format!("TLS: the certificate of {server} could not be verified"),
+        ),
+        K::BadClientCertificate => (
+            Io::Other,
+            "TLS: the client certificate could not be used".to_owned(),
+        ),
+        K::InvalidTlsConfiguration => (
+            Io::Other,
+            "TLS: the TLS settings (certificate authorities) could not be used".to_owned(),
+        ),
+        K::TlsEngine => (Io::Other, "TLS: the TLS engine failed".to_owned()),
+        K::ProtocolViolation => (
+            Io::InvalidData,
+            format!(
+                "{server} broke the HTTP protocol (or closed the connection without an answer)"
+            ),
+        ),
+        K::Io => (
+            Io::ConnectionAborted,
+            format!("the connection to {server} failed while sending or receiving"),
+        ),
+        K::InvalidContentEncoding => (
+            Io::InvalidData,
+            "the answer's content encoding is unknown or malformed".to_owned(),
+        ),
+        K::TooManyRedirects => (Io::Other, "too many redirects".to_owned()),
+        K::InvalidRequest => (Io::InvalidInput, "the request could not be made".to_owned()),
+        K::ClientInitialization => (Io::Other, "the HTTP client could not start".to_owned()),
+        _ => (Io::Other, "the request failed".to_owned()),
+    };
+    std::io::Error::new(
+        kind,
+        crate::error::Said {
+            words,
+            cause: Box::new(e),
+        },
+    )
+}
+
+/// Whether curl would use a proxy from the environment (`http_proxy`, `HTTPS_PROXY`,
+/// `ALL_PROXY`…), so that a failed connection may be the proxy's.
+fn proxy_in_environment() -> bool {
+    ["http_proxy", "https_proxy", "all_proxy"]
+        .iter()
+        .any(|name| {
+            [name.to_string(), name.to_ascii_uppercase()]
+                .iter()
+                .any(|n| std::env::var_os(n).is_some_and(|v| !v.is_empty()))
+        })
+}
+
+/// Why a TCP connection to `host:port` fails, as the system says (`connection refused`, `host
+/// unreachable`, `timed out` after [`CONNECT_PROBE`]); `None` when it connects now, or the
+/// system gives no reason.
+async fn connect_error(host: &str, port: u16) -> Option<std::io::ErrorKind> {
+    let connect = async {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        match smol::net::TcpStream::connect((host, port)).await {
+            Ok(_) => None,
+            Err(e) => Some(e.kind()),
+        }
+    };
+    let kind = smol::future::or(connect, async {
+        smol::Timer::after(CONNECT_PROBE).await;
+        Some(std::io::ErrorKind::TimedOut)
+    })
+    .await?;
+    (kind != std::io::ErrorKind::Other).then_some(kind)
+}
+
 /// The isahc request for one the core built (checked first with [`HttpRequest::check`]: isahc
 /// panics on a header value that is not visible ASCII).
 ///
@@ -1359,7 +1508,7 @@ async fn read_limited(body: &mut AsyncBody, limit: usize) -> Result<Vec<u8>, Err
         None => (limit as u64).saturating_add(1),
     };
     let read = body.take(take).read_to_end(&mut out).await;
-    read.map_err(|e| Error::io("reading a response body", e))?;
+    read.map_err(|e| Error::io("reading a response body", reading_failed(e)))?;
     if known.is_some_and(|len| out.len() < len) {
         return Err(Error::io(
             "reading a response body",

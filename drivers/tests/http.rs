@@ -1724,3 +1724,46 @@ fn a_redirect_loop_and_too_many_hops_are_errors() {
         ["/hop0", "/hop1", "/hop2", "/hop3", "/hop4", "/hop5"]
     );
 }
+
+/// A refused connection is said in words, once — no curl code (`[7]`), no isahc type name — and
+/// isahc's error (curl's under it) is still the cause, for programs.
+#[test]
+fn a_refused_connection_is_said_in_words_and_keeps_its_cause() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    smol::block_on(async {
+        let e = match mcp_connect::connect_http(
+            HttpTransportConfig::new(&url),
+            ClientConfig::default(),
+        )
+        .await
+        {
+            Err(e) => e,
+            Ok(_) => panic!("connected to a closed port"),
+        };
+        assert!(matches!(e, Error::Io { .. }), "{e:?}");
+        assert_eq!(
+            e.chain(),
+            format!(
+                "transport error: POST {url}: could not connect to 127.0.0.1:{port}: connection refused"
+            )
+        );
+        let io = std::error::Error::source(&e).unwrap();
+        let mut causes = Vec::new();
+        let mut cause = Some(io);
+        while let Some(c) = cause {
+            causes.push(c);
+            cause = c.source();
+        }
+        assert!(causes.iter().any(|c| c.is::<isahc::Error>()), "{causes:?}");
+        assert_eq!(
+            e.chain().matches("connection refused").count(),
+            1,
+            "{}",
+            e.chain()
+        );
+    });
+}

@@ -164,6 +164,35 @@ fn failures_exit_1_with_a_one_line_cause() {
     );
 }
 
+/// A server that cannot be reached is said in words: no curl code (`[7] Could not connect to
+/// server`), no library type name; the system's reason for a refused connection.
+#[test]
+fn an_unreachable_url_is_said_in_words() {
+    // A port nothing listens on: one just bound and let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let out = cli(&["--url", &url]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        format!(
+            "mcp-client: transport error: POST {url}: could not connect to 127.0.0.1:{port}: \
+             connection refused\n"
+        )
+    );
+    // `.invalid` never resolves (RFC 2606 § 2).
+    let out = cli(&["--url", "http://nonexistent.invalid/mcp"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "mcp-client: transport error: POST http://nonexistent.invalid/mcp: could not resolve \
+         the host name nonexistent.invalid\n"
+    );
+}
+
 #[test]
 fn timeout_exits_1() {
     let bin = serve_bin();

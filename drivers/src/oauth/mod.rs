@@ -468,14 +468,14 @@ impl OAuth {
         request: HttpRequest,
     ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
         request.check().map_err(|e| e.to_string())?;
+        let url = request.url.clone();
         let http =
             crate::http::isahc_request(request).map_err(|_| "not a valid request".to_owned())?;
         let exchange = async {
-            let mut response = self
-                .client
-                .send_async(http)
-                .await
-                .map_err(|e| format!("{:?}", e.kind()))?;
+            let mut response = match self.client.send_async(http).await {
+                Ok(response) => response,
+                Err(e) => return Err(crate::http::sending_failed(e, &url).await.to_string()),
+            };
             let status = response.status().as_u16();
             let headers = crate::http::head(&response);
             let mut body = Vec::new();
