@@ -100,6 +100,63 @@ pub fn line(text: &str) -> String {
     shown(text, Layout::Line)
 }
 
+/// A text of several lines and paragraphs (a tool's description) laid out after something on
+/// its first line (a tool's name): its first line, then each further line after `indent`, so
+/// that the text reads as one block under its first line. Control characters are escaped as
+/// [`shown`] does; leading and trailing blank lines and each line's trailing white space are
+/// dropped, a run of blank lines is kept as one empty line (without the indent), the
+/// indentation the further lines share is removed (a docstring's, as Python's
+/// `inspect.cleandoc` does) and what one has beyond it is kept (a nested list), a tab in that
+/// indentation counted as four spaces and one within a line written as a space. No line is
+/// wrapped or cut.
+pub fn block(text: &str, indent: &str) -> String {
+    /// A line's leading blanks, in columns (a tab is four), and the rest.
+    fn leading(line: &str) -> (usize, &str) {
+        let rest = line.trim_start_matches([' ', '\t']);
+        let columns = line[..line.len() - rest.len()]
+            .chars()
+            .map(|c| if c == '\t' { 4 } else { 1 })
+            .sum();
+        (columns, rest)
+    }
+    let lines: Vec<&str> = text
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l).trim_end())
+        .collect();
+    let Some(first) = lines.iter().position(|l| !l.is_empty()) else {
+        return String::new();
+    };
+    let last = lines.iter().rposition(|l| !l.is_empty()).unwrap_or(first);
+    let lines = &lines[first..=last];
+    let shared = lines[1..]
+        .iter()
+        .filter(|l| !l.is_empty())
+        .map(|l| leading(l).0)
+        .min()
+        .unwrap_or(0);
+    let mut out = String::with_capacity(text.len() + 16);
+    let write = |out: &mut String, line: &str| {
+        let _ = write!(out, "{}", display(&line.replace('\t', " "), Layout::Text));
+    };
+    write(&mut out, leading(lines[0]).1);
+    let mut blank = false;
+    for line in &lines[1..] {
+        if line.is_empty() {
+            blank = true;
+            continue;
+        }
+        if std::mem::take(&mut blank) {
+            out.push('\n');
+        }
+        let (columns, rest) = leading(line);
+        out.push('\n');
+        out.push_str(indent);
+        out.extend(std::iter::repeat_n(' ', columns - shared));
+        write(&mut out, rest);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,5 +227,38 @@ mod tests {
         );
         assert_eq!(line("  one\r\n two\t\u{85}three \n"), "one two three");
         assert_eq!(line("ünï 🦀"), "ünï 🦀");
+    }
+
+    #[test]
+    fn a_block_reads_under_its_first_line() {
+        // One line: as it is.
+        assert_eq!(
+            block("Echoes its text back.", "> "),
+            "Echoes its text back."
+        );
+        assert_eq!(block("", "> "), "");
+        assert_eq!(block(" \n\t\n", "> "), "");
+        // A docstring: blank lines around it gone, shared indentation gone, a nested list's kept,
+        // blank lines kept as one, empty (no indent), CRLF as LF, trailing blanks dropped.
+        let doc = "\n    Reads a file.  \r\n\n\n\n    Args:\n        path: where\n\t  - tabbed\n\n";
+        assert_eq!(
+            block(doc, "> "),
+            "Reads a file.\n\n> Args:\n>     path: where\n>   - tabbed"
+        );
+        // Control characters escaped (a lone CR too), a tab in a line is a space, a long line
+        // is not cut.
+        let long = "x".repeat(500);
+        assert_eq!(
+            block(&format!("a\x1b]0;T\x07\tb\n\u{9b}c\rd\n{long}"), "  "),
+            format!("a\\x1b]0;T\\x07 b\n  \\u{{9b}}c\\x0dd\n  {long}")
+        );
+        // Nothing left that a terminal obeys.
+        let shown = block("\x1b[2J\n\x1b[H\u{85}\x7f", "\t");
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{shown:?}"
+        );
     }
 }

@@ -75,11 +75,14 @@ fn demo() -> ExitCode {
         println!("{} tools:", tools.len());
         for tool in &tools {
             use mcp_connect::AgentTool;
+            // A description of several lines goes on under its first (control characters
+            // escaped, as everything a server sends that is printed).
+            let name = terminal::line(tool.name());
+            let indent = format!("  {}\t", " ".repeat(name.chars().count()));
             println!(
-                "  {}\t{}\n    schema: {}",
-                tool.name(),
-                tool.description(),
-                tool.input_schema()
+                "  {name}\t{}\n    schema: {}",
+                terminal::block(tool.description(), &indent),
+                terminal::shown(&tool.input_schema().to_string(), terminal::Layout::Text)
             );
         }
         for (name, args) in [

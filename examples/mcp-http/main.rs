@@ -10,6 +10,7 @@
 //!
 //! The server is the test kit's (`mcp_testkit::http_server`, a dev-dependency), well behaved.
 
+use mcp_connect::proto::terminal;
 use mcp_connect::{Client, HttpTransport, HttpTransportConfig};
 use mcp_testkit::http_server as server;
 use serde_json::json;
@@ -53,16 +54,12 @@ async fn demo(url: &str) -> Result<(), mcp_connect::Error> {
         init.server_info.name
     );
     for tool in client.list_tools().await? {
-        println!(
-            "  {}\t{}",
-            tool.name,
-            tool.description
-                .as_deref()
-                .unwrap_or("")
-                .lines()
-                .next()
-                .unwrap_or("")
-        );
+        // A description of several lines goes on under its first; no control character a
+        // server sends is printed.
+        let name = terminal::line(&tool.name);
+        let indent = format!("  {}\t", " ".repeat(name.chars().count()));
+        let description = tool.description.as_deref().unwrap_or("");
+        println!("  {name}\t{}", terminal::block(description, &indent));
     }
     let sum = client.call_tool("add", json!({"a": 2, "b": 40})).await?;
     println!(

@@ -51,7 +51,9 @@
 //! `crash` writes it on stderr and exits with code 3, `ask-form` and `ask-url` ask the client for a
 //! form- or URL-mode `elicitation/create` (the URL is the `url` argument, else a link that shows one
 //! URL and opens another) and answer its reply, as JSON text); `show-capabilities` (logs the
-//! capabilities of each `initialize` on stderr: `serve: client capabilities {…}`).
+//! capabilities of each `initialize` on stderr: `serve: client capabilities {…}`);
+//! `long-description` (tool `echo`'s description is [`LONG_DESCRIPTION`], a docstring of
+//! several paragraphs).
 //!
 //! In the modern and dual eras, every `initialize` and `server/discover` received is logged on
 //! stderr (`serve: got initialize`), and so is the end of input, with their counts (`serve: end of
@@ -129,6 +131,8 @@ struct Behaviour {
     hostile_text: bool,
     /// `show-capabilities`: each `initialize`'s capabilities logged on stderr.
     show_capabilities: bool,
+    /// `long-description`: tool `echo`'s description is [`LONG_DESCRIPTION`] (legacy era).
+    long_description: bool,
     /// `tools/list` is never answered (legacy era).
     hang_list: bool,
     /// `tools/list` is answered with an error, -32603 (legacy era).
@@ -143,6 +147,16 @@ struct Behaviour {
 /// backspace.
 pub const HOSTILE: &str = "\x1b]8;;https://evil.example/steal\x1b\\https://accounts.google.com/signin\x1b]8;;\x1b\\ \
     \x1b]0;PWNED-TITLE\x07 \x1b[2K all good \x1b[8m hidden \u{9b}31m red \x7f\0 over\rwrite \x0b\x08";
+
+/// Tool `echo`'s description with `--behave long-description`: a Python docstring as the
+/// Python SDK sends one (indented, blank lines around it and between its paragraphs, a nested
+/// list, a line of 300 characters), with a CRLF, a tab, trailing blanks and a terminal escape.
+pub const LONG_DESCRIPTION: &str = "\n    Echoes its text back.  \r\n\n\n\n    Args:\n        \
+    text: what to echo\n        tag:\tan optional \x1b[31mtag\n          - kept as given\n\n    \
+    Returns the text, then the tag.\n    \
+    0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789\
+    0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789\
+    0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789\n\n    ";
 
 /// Collects what is written and hands it to the writer thread at each flush (`threaded` mode, in
 /// which call threads answer on their own, out of order; and `slow-discover-error`, whose late
@@ -245,6 +259,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "progress-burst" => b.progress_burst = true,
                         "hostile-text" => b.hostile_text = true,
                         "show-capabilities" => b.show_capabilities = true,
+                        "long-description" => b.long_description = true,
                         "hang-list" => b.hang_list = true,
                         "list-error" => b.list_error = true,
                         "hang-relist" => b.hang_relist = true,
@@ -439,7 +454,11 @@ fn run(b: Behaviour) -> ExitCode {
                 }
                 "tools/list" => {
                     listings += 1;
-                    Ok(json!({"tools": tools::list()}))
+                    let mut list = tools::list();
+                    if b.long_description {
+                        list[0]["description"] = json!(LONG_DESCRIPTION);
+                    }
+                    Ok(json!({"tools": list}))
                 }
                 "tools/call" => match call(&b, &msg, &id, &mut input, &mut out, &tx, false) {
                     Some(reply) => reply,

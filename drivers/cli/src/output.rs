@@ -71,10 +71,14 @@ pub(crate) fn failure(e: Error, options: &Options) -> String {
     }
 }
 
-/// A tool's line in the list: its name, a tab, its description's first line.
+/// A tool in the list: its name, a tab and its description; a description of several lines
+/// goes on under its first, each further line indented as far as the first (as many spaces as
+/// the name has characters, then a tab), paragraphs kept apart by one empty line
+/// ([`term::block`]). A line that starts with white space, or is empty, is a description's.
 pub(crate) fn listed(name: &str, description: &str) -> String {
-    let first_line = description.lines().next().unwrap_or("");
-    format!("{}\t{}", term::line(name), term::line(first_line))
+    let name = term::line(name);
+    let indent = format!("{}\t", " ".repeat(name.chars().count()));
+    format!("{name}\t{}", term::block(description, &indent))
 }
 
 /// A call's result on stdout: its bridged text, or with `--json` one object.

@@ -18,7 +18,7 @@
 
 use std::fmt::Write;
 
-pub use mcp_connect::proto::terminal::{display, line, shown, Layout};
+pub use mcp_connect::proto::terminal::{block, display, line, shown, Layout};
 
 /// JSON text as the CLI prints it: one line, with no control character anywhere. serde_json
 /// escapes C0 in strings (and a parsed document has none raw in its strings), but not DEL nor

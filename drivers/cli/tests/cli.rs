@@ -26,12 +26,55 @@ fn against_serve(options: &[&str]) -> Finished {
 }
 
 #[test]
-fn list_prints_name_tab_first_description_line() {
+fn list_prints_name_tab_description_with_further_lines_indented() {
     let out = against_serve(&[]);
     assert!(out.status.success(), "{out:?}");
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines[0], "echo\tEchoes its text back.");
-    assert_eq!(lines.len(), 6);
+    // Under the first line: as many spaces as the name has characters, then a tab.
+    assert_eq!(lines[1], "    \tSecond line of the description.");
+    assert_eq!(
+        lines[2],
+        "add\tAdds two integers; returns text and structured content."
+    );
+    assert_eq!(lines.len(), 7);
+}
+
+/// A description of several paragraphs (a Python docstring) reads as one block under the
+/// tool's name: its shared indentation gone, a nested list's kept, one empty line between
+/// paragraphs, a long line whole, a terminal escape shown escaped.
+#[test]
+fn a_multi_line_description_stays_readable() {
+    let bin = serve_bin();
+    let out = cli(&["--", bin.to_str().unwrap(), "--behave", "long-description"]);
+    assert!(out.status.success(), "{out:?}");
+    let digits = "0123456789".repeat(30);
+    let indent = "    \t";
+    let expected = format!(
+        "echo\tEchoes its text back.\n\
+         \n\
+         {indent}Args:\n\
+         {indent}    text: what to echo\n\
+         {indent}    tag: an optional \\x1b[31mtag\n\
+         {indent}      - kept as given\n\
+         \n\
+         {indent}Returns the text, then the tag.\n\
+         {indent}{digits}\n\
+         add\tAdds two integers; returns text and structured content.\n"
+    );
+    assert!(
+        out.stdout.starts_with(&expected),
+        "want {expected}\ngot {}",
+        out.stdout
+    );
+    assert!(raw_controls(&out.stdout).is_empty(), "{}", out.stdout);
+    // Five more tools, one line each.
+    assert_eq!(
+        out.stdout[expected.len()..].lines().count(),
+        4,
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -785,13 +828,17 @@ fn against_behaving(options: &[&str], behave: &str) -> Finished {
 
 #[test]
 fn a_servers_control_characters_are_shown_escaped_wherever_the_cli_prints_them() {
-    // The tool list: names and descriptions (the first line only).
+    // The tool list: names and descriptions (a further line indented under the first).
     let list = against_behaving(&[], "hostile-text");
     assert!(list.status.success(), "{list:?}");
     escaped(&list, &list.stdout);
     let first = list.stdout.lines().next().unwrap();
     assert!(first.starts_with("echo\t"), "{first}");
-    assert!(!list.stdout.contains("second line"), "{}", list.stdout);
+    assert!(
+        list.stdout.contains("\n    \tsecond line\n"),
+        "{}",
+        list.stdout
+    );
     // --info: the server's name, version and instructions (the instructions keep their lines).
     let info = against_behaving(&["--info"], "hostile-text");
     assert!(info.status.success(), "{info:?}");

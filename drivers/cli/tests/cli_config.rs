@@ -127,6 +127,14 @@ fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
+/// The tools a listing names: its lines but a description's further lines (indented or empty).
+fn listed(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with(char::is_whitespace))
+        .collect()
+}
+
 /// The lines of stderr that name server `name` as failed.
 fn reported<'a>(out: &'a Finished, name: &str) -> Vec<&'a str> {
     let prefix = format!("mcp-client: server {name:?} failed: ");
@@ -142,7 +150,7 @@ fn lists_both_servers_tools_prefixed_and_reports_the_broken_one_in_each_format()
     for file in s.configs() {
         let out = s.cli(&["--config", p(&file)]);
         assert_eq!(out.status.code(), Some(3), "{file:?}: {out:?}");
-        let lines: Vec<&str> = out.stdout.lines().collect();
+        let lines = listed(&out.stdout);
         assert_eq!(lines.len(), 12, "{file:?}: {}", out.stdout);
         assert_eq!(lines[0], "alpha__echo\tEchoes its text back.");
         assert!(
@@ -183,7 +191,7 @@ fn a_server_that_exits_at_start_is_reported_with_its_stderr_tail() {
     );
     let out = s.cli(&["--config", p(&file)]);
     assert_eq!(out.status.code(), Some(3), "{out:?}");
-    assert_eq!(out.stdout.lines().count(), 6, "{}", out.stdout);
+    assert_eq!(listed(&out.stdout).len(), 6, "{}", out.stdout);
     let quitter = reported(&out, "quitter");
     assert_eq!(quitter.len(), 1, "{}", out.stderr);
     assert!(
@@ -436,7 +444,7 @@ fn server_filter_picks_servers_and_an_unknown_name_lists_the_available_ones() {
     let configs = s.configs();
     let out = s.cli(&["--config", p(&configs[0]), "--server", "beta"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let lines: Vec<&str> = out.stdout.lines().collect();
+    let lines = listed(&out.stdout);
     assert_eq!(lines.len(), 6, "{lines:?}");
     assert!(lines.iter().all(|l| l.starts_with("beta__")), "{lines:?}");
     assert_eq!(out.stderr, "", "broken is not started");
@@ -602,7 +610,7 @@ fn an_unset_variable_fails_its_server_only() {
         let at = at.as_str();
         let out = s.cli(&["--config", p(file)]);
         assert_eq!(out.status.code(), Some(3), "{out:?}");
-        let lines: Vec<&str> = out.stdout.lines().collect();
+        let lines = listed(&out.stdout);
         assert_eq!(lines.len(), 12, "{}", out.stdout);
         assert!(
             lines
@@ -623,7 +631,7 @@ fn an_unset_variable_fails_its_server_only() {
         let out = s.cli(&["--config", p(file), "--server", "beta"]);
         assert_eq!(out.status.code(), Some(0), "{out:?}");
         assert_eq!(out.stderr, "");
-        assert_eq!(out.stdout.lines().count(), 6, "{}", out.stdout);
+        assert_eq!(listed(&out.stdout).len(), 6, "{}", out.stdout);
         let out = s.cli(&[
             "--config",
             p(file),
