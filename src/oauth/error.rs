@@ -77,7 +77,7 @@ pub enum AuthError {
     },
     /// A pre-registered client has a secret or a private key but no issuer to bind it to: it
     /// would go to whichever authorization server the MCP server names.
-    #[error("the pre-registered client {client_id} has a secret or a private key but no issuer: bind it to the authorization server that issued it (PreRegistered::issuer, --client-issuer); nothing was sent")]
+    #[error("the pre-registered client {client_id} has a secret or a private key but no issuer: give the URL of the authorization server that issued it (mcp-client: --client-issuer); nothing was sent")]
     UnboundSecret {
         /// The client id.
         client_id: String,
