@@ -80,8 +80,35 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// SIGINT, SIGTERM and SIGHUP, caught from now on; `None` (and the signals' default actions:
 /// the command dies, its servers are left to notice their stdin closing) where they cannot be.
+/// A signal the command was started with ignored stays ignored, as shells and `nohup` mean it
+/// (`nohup mcp-client …` outlives the terminal; `mcp-client … &` in a script is not ended by
+/// Ctrl-C).
 pub(crate) fn catch() -> Option<Signals> {
-    Signals::new([Signal::Int, Signal::Term, Signal::Hup]).ok()
+    let wanted = [Signal::Int, Signal::Term, Signal::Hup];
+    Signals::new(wanted.into_iter().filter(|&s| !ignored(s))).ok()
+}
+
+/// Whether `signal` is ignored now (`SIG_IGN`), as it was inherited.
+#[cfg(unix)]
+fn ignored(signal: Signal) -> bool {
+    let mut current = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: with a null new action, sigaction only writes the current one into `current`,
+    // which is valid for writes of a `sigaction` (and all zeroes is a valid one if it fails).
+    #[allow(unsafe_code)]
+    let current = unsafe {
+        libc::sigaction(
+            signal as libc::c_int,
+            std::ptr::null(),
+            current.as_mut_ptr(),
+        );
+        current.assume_init()
+    };
+    current.sa_sigaction == libc::SIG_IGN
+}
+
+#[cfg(not(unix))]
+fn ignored(_signal: Signal) -> bool {
+    false
 }
 
 /// The signal's name and number.

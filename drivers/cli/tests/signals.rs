@@ -53,10 +53,14 @@ impl Cli {
         (dir, wrapper)
     }
 
-    /// `mcp-client ARGS` (with the wrapper's path where an arg is `{wrap}` and the dir's where
-    /// it is `{dir}`), whose servers are `servers`.
+    /// `mcp-client ARGS`, whose servers are `servers`.
     fn start(dir: TempDir, args: &[String], servers: &[&str]) -> Cli {
-        let mut command = Command::new(CLI);
+        Cli::start_program(CLI, dir, args, servers)
+    }
+
+    /// [`start`](Self::start), `program` (which runs `mcp-client` as itself, `exec`).
+    fn start_program(program: &str, dir: TempDir, args: &[String], servers: &[&str]) -> Cli {
+        let mut command = Command::new(program);
         command
             .args(args)
             .stdin(Stdio::null())
@@ -350,4 +354,32 @@ fn a_second_sigint_kills_a_deaf_server_at_once() {
         "left running: {:?}",
         pids.iter().filter(|&&p| pid_alive(p)).collect::<Vec<_>>()
     );
+}
+
+/// Started with SIGHUP ignored (`nohup`, a shell's `trap '' HUP`), the command leaves it
+/// ignored: a hangup does not end it, and the next signal it catches is the one it reports.
+#[test]
+fn a_signal_ignored_at_start_stays_ignored() {
+    let (dir, wrapper) = Cli::dir_and_wrapper();
+    let mut args = vec![
+        "-c".to_owned(),
+        r#"trap '' HUP; exec "$@""#.to_owned(),
+        "sh".to_owned(),
+        CLI.to_owned(),
+        "--call".to_owned(),
+        "echo".to_owned(),
+        "--".to_owned(),
+    ];
+    args.extend(wrapped(&wrapper, dir.path(), false, "one", "hang"));
+    let mut cli = Cli::start_program("sh", dir, &args, &["one"]);
+    let pids = cli.wait_for_pids();
+    cli.wait_for_server_line("one", "not answering call");
+    // An ignored signal is discarded as it is sent: the SIGTERM after it comes second.
+    cli.signal("HUP");
+    cli.signal("TERM");
+    let status = cli.wait(EVENT);
+    assert_eq!(status.code(), Some(143), "{}", cli.stderr());
+    assert!(!cli.stderr().contains("SIGHUP"), "{}", cli.stderr());
+    let left: Vec<u32> = pids.into_iter().filter(|&p| pid_alive(p)).collect();
+    assert!(left.is_empty(), "left running: {left:?}");
 }
