@@ -28,7 +28,8 @@
 //! by default: [`StdioConfig::close_grace`], [`StdioConfig::term_grace`]) to the server's whole
 //! process group — a launcher (`npx`, `uvx`, `sh -c`) and the real server it started alike — and
 //! reaps it; a dropped transport does the same in the background. A program that drops clients without `close().await` and exits
-//! right after can call [`wait_for_shutdowns`] first. If the program exits before that, or
+//! right after can call [`wait_for_shutdowns`] first; one that must stop at once (a second
+//! Ctrl-C) can SIGKILL every server's group with [`kill_all`]. If the program exits before that, or
 //! crashes, only the process started is killed (on Linux, `PR_SET_PDEATHSIG`, from one long-lived
 //! spawner thread): a launcher's own children outlive it, since nothing alive is left to signal
 //! them; covering that would take a supervisor process per server or making the application a
@@ -361,6 +362,9 @@ struct Process {
     shutdown: Mutex<Option<Receiver<()>>>,
     /// Counts this server in [`wait_for_shutdowns`] until its shutdown thread is done.
     running: Mutex<Option<shutdowns::Running>>,
+    /// The child has been reaped (by `shutdown`, under the `child` lock): its pid, the group's
+    /// id, may belong to someone else now, so the group is never signalled again.
+    reaped: AtomicBool,
 }
 
 impl StdioTransport {
@@ -404,7 +408,9 @@ impl StdioTransport {
             term_grace: config.term_grace.min(MAX_GRACE),
             shutdown: Mutex::new(None),
             running: Mutex::new(Some(shutdowns::begin())),
+            reaped: AtomicBool::new(false),
         });
+        shutdowns::started(&process);
         let tail = Arc::new(StderrTail::new(config.stderr_lines));
         let end = Arc::new(End {
             state: Mutex::new(EndState::default()),
@@ -921,6 +927,19 @@ impl Process {
             let _ = child.kill();
             let _ = smol::block_on(child.status());
         }
+        self.reaped.store(true, Ordering::SeqCst);
+    }
+
+    /// SIGKILLs the whole group now, unless the child was reaped already ([`kill_all`]). Under
+    /// the `child` lock, which `shutdown` reaps under: the pid cannot be reaped, and reused,
+    /// between the check and the signal.
+    fn kill_now(&self) -> bool {
+        let _child = lock(&self.child);
+        if self.reaped.load(Ordering::SeqCst) {
+            return false;
+        }
+        self.signal_group(rustix::process::Signal::KILL);
+        true
     }
 
     /// The child's exit status once it exited, observed without reaping it.
@@ -1012,11 +1031,30 @@ fn live_members(pgid: u32) -> impl Iterator<Item = u32> {
 /// Servers not yet shut down and reaped, so that a program can wait for them before it exits (a
 /// shutdown thread dies with the process).
 mod shutdowns {
-    use std::sync::{Condvar, Mutex};
+    use super::Process;
+    use std::sync::{Arc, Condvar, Mutex, Weak};
     use std::time::{Duration, Instant};
 
     static RUNNING: Mutex<usize> = Mutex::new(0);
     static DONE: Condvar = Condvar::new();
+    /// Every server started whose process is still referenced (by its transport or its
+    /// shutdown thread), for [`kill_all`](super::kill_all). Bounded by the servers alive: the
+    /// entries of those gone are dropped as each new one is added.
+    static STARTED: Mutex<Vec<Weak<Process>>> = Mutex::new(Vec::new());
+
+    pub(super) fn started(process: &Arc<Process>) {
+        let mut started = super::lock(&STARTED);
+        started.retain(|p| p.strong_count() > 0);
+        started.push(Arc::downgrade(process));
+    }
+
+    /// The servers whose process is still referenced.
+    pub(super) fn live() -> Vec<Arc<Process>> {
+        super::lock(&STARTED)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
 
     pub(super) struct Running(());
 
@@ -1060,6 +1098,20 @@ mod shutdowns {
 /// alive somewhere counts as not shut down.)
 pub fn wait_for_shutdowns(limit: Duration) -> bool {
     shutdowns::wait(limit)
+}
+
+/// SIGKILLs, at once, the whole process group of every stdio server this process started and
+/// has not reaped yet: in use, closing ([`close`](Transport::close) under way, or dropped and
+/// ending on a thread of its own) or still starting ([`connect_stdio`](crate::connect_stdio), a
+/// [`ServerSet`](crate::ServerSet)'s start-up). For a program that must stop now — a second
+/// Ctrl-C while its servers are being closed — when the graceful sequence (stdin closed, then
+/// SIGTERM, then SIGKILL, each after a grace) would take too long. The closes and shutdown
+/// threads under way then end as soon as the groups are empty, and still reap every child
+/// ([`wait_for_shutdowns`] waits for them); a transport still in use sees its server's exit.
+/// Returns how many groups were signalled. A reaped child's group is never signalled (its id may
+/// belong to someone else by then). Process groups and signals are Unix-only.
+pub fn kill_all() -> usize {
+    shutdowns::live().iter().filter(|p| p.kill_now()).count()
 }
 
 /// Spawning, so that the server dies with this process (Linux).

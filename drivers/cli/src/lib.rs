@@ -13,7 +13,8 @@
 //! The code reads in the order the command runs: `args` (the options, checked before anything
 //! starts), `run` (one server: connect, list or call, close) or `set` (a config's servers as one
 //! tool set), `output` (what is printed, plain or `--json`) with `term` (a server's text without
-//! its control characters), and `ask` (a server's questions on the terminal).
+//! its control characters), `ask` (a server's questions on the terminal), and `signals` (Ctrl-C
+//! and `kill` in any phase: every server started is closed, then the command exits).
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -23,6 +24,7 @@ mod ask;
 mod output;
 mod run;
 mod set;
+mod signals;
 mod term;
 
 /// What `--help` prints (on stdout, exit 0): every option (the crate's docs show the same text).
@@ -31,7 +33,8 @@ const HELP: &str = include_str!("help.txt");
 /// Runs the `mcp-client` command with `args`, its arguments without the program's name (as
 /// `std::env::args_os().skip(1)` gives them), and returns its exit code: 0 success, 2 the tool
 /// reported `isError`, 3 (with `--config`) the list or the call worked but some servers failed,
-/// 1 any other failure, with a one-line cause on stderr.
+/// 1 any other failure, with a one-line cause on stderr; on SIGINT, SIGTERM or SIGHUP, once the
+/// servers are closed, 128 + the signal's number (130, 143, 129).
 pub fn main_with(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     main_with_extra(args, &Extra::NONE)
 }
@@ -69,18 +72,22 @@ pub fn main_with_extra(args: impl IntoIterator<Item = OsString>, extra: &Extra) 
             return ExitCode::from(1);
         }
     };
+    // From here on, Ctrl-C and kill end the servers too (`signals`).
+    let caught = signals::catch();
     output::install_tracing(options.verbose);
+    let started = signals::Started::default();
     let run = async {
-        match &options.config {
-            Some(file) => set::run(file, &options).await,
-            None => run::run(&options).await,
+        let ran = match &options.config {
+            Some(file) => set::run(file, &options, &started).await,
+            None => run::run(&options, &started).await,
+        };
+        match ran {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("mcp-client: {}", term::line(&e));
+                ExitCode::from(1)
+            }
         }
     };
-    match smol::block_on(run) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("mcp-client: {}", term::line(&e));
-            ExitCode::from(1)
-        }
-    }
+    smol::block_on(signals::or_signal(run, &started, caught))
 }

@@ -5,6 +5,7 @@
 use crate::args::{call_arguments, AuthFlags, Options, StoreChoice};
 use crate::ask::{can_ask, elicit_on_terminal, show_authorization_url};
 use crate::output::{describe, failure, print_info, print_result, print_tools, show_progress};
+use crate::signals::Started;
 use crate::term;
 use mcp_connect::proto::oauth::PreRegistered;
 use mcp_connect::proto::{CallToolResult, Config, Implementation, LogMessage};
@@ -155,7 +156,7 @@ fn process_cpu() -> Option<Duration> {
 
 /// Connects to the one server the options name (`-- COMMAND` or `--url`), lists or calls, and
 /// closes.
-pub(crate) async fn run(options: &Options) -> Result<ExitCode, String> {
+pub(crate) async fn run(options: &Options, to_close: &Started) -> Result<ExitCode, String> {
     // Checked before anything is started: a typo costs no server start-up.
     let arguments = call_arguments(options)?;
     let config = client_config(options, None);
@@ -177,6 +178,7 @@ pub(crate) async fn run(options: &Options) -> Result<ExitCode, String> {
         let client = connect_http(http, config)
             .await
             .map_err(|e| failure(e, options))?;
+        to_close.client(&client);
         let outcome = session(&client, options, arguments).await;
         close(&client, outcome).await?
     } else {
@@ -193,6 +195,7 @@ pub(crate) async fn run(options: &Options) -> Result<ExitCode, String> {
         // Opens in the era the server speaks; a server that exits on the probe is started again
         // in the legacy era.
         let client = connect_stdio(stdio, config).await.map_err(describe)?;
+        to_close.client(&client);
         let outcome = session(&client, options, arguments).await;
         close(&client, outcome).await?
     };

@@ -9,6 +9,7 @@
 use crate::args::{call_arguments, Options};
 use crate::output::{describe, print_result, print_set_tools};
 use crate::run::{client_config, Outcome, Rate};
+use crate::signals::Started;
 use crate::term;
 use mcp_connect::config::{ConfigErrorKind, ExpandOptions, FailedEntry, ServersConfig};
 use mcp_connect::proto::server_set::{routes_to, NameRules};
@@ -23,7 +24,11 @@ const SOME_FAILED: u8 = 3;
 
 /// Loads the config, starts its servers (all enabled ones, or those of `--server`), lists or
 /// calls, and closes them all.
-pub(crate) async fn run(file: &Path, options: &Options) -> Result<ExitCode, String> {
+pub(crate) async fn run(
+    file: &Path,
+    options: &Options,
+    to_close: &Started,
+) -> Result<ExitCode, String> {
     // FILE:LINE:COLUMN: server "NAME": what is wrong
     let expand = options
         .inputs
@@ -69,6 +74,7 @@ pub(crate) async fn run(file: &Path, options: &Options) -> Result<ExitCode, Stri
         }));
     }
     let set = ServerSet::connect(specs, set_config).await;
+    to_close.set(&set);
     let outcome = session(&set, &unset, options, arguments, progress, started).await;
     set.close().await;
     let outcome = outcome?;
