@@ -296,6 +296,36 @@ fn roots_changed_is_sent_only_when_declared() {
 }
 
 #[test]
+fn roots_are_unasked_until_the_first_roots_list_is_answered() {
+    let (mut s, now) = legacy(all());
+    assert!(s.roots_unasked());
+    // Another request answered changes nothing.
+    line(&mut s, FORM, now);
+    let (ask, _) = the_ask(&mut s);
+    s.respond(ask, Ok(json!({"action": "decline"})), now)
+        .unwrap();
+    sent(&mut s);
+    assert!(s.roots_unasked());
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","id":"r1","method":"roots/list"}"#,
+        now,
+    );
+    let (ask, _) = the_ask(&mut s);
+    assert!(s.roots_unasked(), "asked, not yet answered");
+    s.respond(ask, Ok(json!({"roots": [{"uri": "file:///srv"}]})), now)
+        .unwrap();
+    assert_eq!(sent(&mut s)[0]["id"], "r1");
+    assert!(!s.roots_unasked());
+    assert_eq!(s.stats().roots_answered, 1);
+    // No roots declared, or the modern era (a server asks within a call): nothing to wait for.
+    let (s, _) = legacy(ClientCapabilities::default());
+    assert!(!s.roots_unasked());
+    let (s, _) = modern(all());
+    assert!(!s.roots_unasked());
+}
+
+#[test]
 fn closing_the_session_drops_open_asks() {
     let (mut s, now) = legacy(all());
     line(&mut s, FORM, now);

@@ -262,6 +262,9 @@ pub struct Stats {
     pub server_requests: u64,
     /// Progress notifications handed to their requests.
     pub progress_notifications: u64,
+    /// The server's `roots/list` requests answered (legacy era; see
+    /// [`Session::roots_unasked`]).
+    pub roots_answered: u64,
     /// Messages read after their text was mended: invalid UTF-8 or lone surrogate escapes
     /// replaced with U+FFFD (see [`text`](crate::text)); each is also a [`Warning::Repaired`].
     pub repaired: u64,
@@ -307,7 +310,8 @@ pub struct Stats {
 ///   [`pending_requests`](Self::pending_requests), [`is_pending`](Self::is_pending),
 ///   [`deadline`](Self::deadline), [`wake_at`](Self::wake_at),
 ///   [`buffered_len`](Self::buffered_len), [`open_asks`](Self::open_asks),
-///   [`ask_is_open`](Self::ask_is_open), [`stats`](Self::stats), [`config`](Self::config),
+///   [`ask_is_open`](Self::ask_is_open), [`roots_unasked`](Self::roots_unasked),
+///   [`stats`](Self::stats), [`config`](Self::config),
 ///   [`retries_on_header_mismatch`](Self::retries_on_header_mismatch),
 ///   [`needs_listing_for`](Self::needs_listing_for)
 /// - inputs, what the transport saw: [`handle_bytes`](Self::handle_bytes) (a newline-delimited

@@ -164,6 +164,49 @@ fn failures_exit_1_with_a_one_line_cause() {
     );
 }
 
+// ---- Races a one-shot call must win ----
+
+#[test]
+fn roots_reach_server_filesystem_before_the_call() {
+    // Started without directories, server-filesystem asks for the roots once initialized, and
+    // until it has applied them it allows none: the call must come after.
+    let Some(bin) = peer_bin("filesystem") else {
+        return;
+    };
+    let dir = TempDir::new("mcp-cli-fs-roots");
+    // The server shows the directory as it resolves it (symlinks followed).
+    let resolved = std::fs::canonicalize(dir.path()).unwrap();
+    let out = cli(&[
+        "--roots",
+        dir.path().to_str().unwrap(),
+        "--call",
+        "list_allowed_directories",
+        "--",
+        bin.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        out.stdout.contains(resolved.to_str().unwrap()),
+        "the call saw no roots: {out:?}"
+    );
+}
+
+#[test]
+fn a_server_that_never_asks_for_roots_is_still_called() {
+    // The wait for the server's roots/list is bounded: the call is made after it.
+    let dir = TempDir::new("mcp-cli-roots-unasked");
+    let out = against_serve(&[
+        "--roots",
+        dir.path().to_str().unwrap(),
+        "--call",
+        "echo",
+        "--args",
+        r#"{"text":"called"}"#,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, "called\n");
+}
+
 #[test]
 fn timeout_exits_1() {
     let bin = serve_bin();
