@@ -617,10 +617,18 @@ impl Session {
             let Some(p) = self.core.pending.get(&id) else {
                 continue;
             };
-            let after = p.timeout.unwrap_or_default();
-            let reason = format!("timed out after {}", fmt_duration(after));
-            self.core
-                .abandon(id, reason, RequestError::Timeout(after), now);
+            let (reason, error) = match pending::total_reached(p) {
+                Some(max) => (
+                    format!("exceeded its maximum total time of {}", fmt_duration(max)),
+                    RequestError::TotalTimeout(max),
+                ),
+                None => {
+                    let after = p.timeout.unwrap_or_default();
+                    let reason = format!("timed out after {}", fmt_duration(after));
+                    (reason, RequestError::Timeout(after))
+                }
+            };
+            self.core.abandon(id, reason, error, now);
         }
         for (id, why) in self.core.pending.due_wakes(now) {
             self.core.pending.set_wake(id, None);
@@ -886,7 +894,7 @@ impl Core {
             request.decoder,
             timeout,
             id.0,
-            timeout.and_then(|t| now.checked_add(t)),
+            pending::first_deadline(now, timeout, request.progress),
         );
         pending.unsent = !transmit;
         pending.progress = request.progress;

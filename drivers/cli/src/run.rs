@@ -7,9 +7,9 @@ use crate::ask::{can_ask, elicit_on_terminal, show_authorization_url};
 use crate::output::{describe, failure, print_info, print_result, print_tools, show_progress};
 use crate::term;
 use mcp_connect::proto::oauth::PreRegistered;
-use mcp_connect::proto::{CallToolResult, Config, Implementation, LogMessage};
+use mcp_connect::proto::{CallToolResult, Config, Implementation, LogMessage, RequestError};
 use mcp_connect::{
-    connect_http, connect_stdio, Authorize, Client, ClientConfig, FileStore, Handlers,
+    connect_http, connect_stdio, Authorize, Client, ClientConfig, Error, FileStore, Handlers,
     HttpTransportConfig, LogCallback, MemoryStore, OAuthConfig, Request, Root, StderrMode,
     StdioConfig, TokenStore,
 };
@@ -34,6 +34,13 @@ pub(crate) const ROOTS_WAIT: Duration = Duration::from_secs(2);
 /// after 5 ms 13, after 20 ms 19; after 50 ms and 100 ms, 40 times in 40. Twice the shortest
 /// wait that always did.
 pub(crate) const ROOTS_SETTLE: Duration = Duration::from_millis(100);
+
+/// The default of `--max-time`: the most a `--call` may take in all while its progress keeps
+/// restarting `--timeout`. The spec asks for a maximum whatever the progress ("implementations
+/// SHOULD always enforce a maximum timeout, regardless of progress notifications" — MCP
+/// 2025-11-25, Lifecycle § Timeouts); an hour lets a long build or test run finish and still
+/// ends a server that reports progress forever.
+pub(crate) const MAX_TIME: Duration = Duration::from_secs(3600);
 
 /// The OAuth settings the auth options say.
 fn oauth_config(a: &AuthFlags) -> OAuthConfig {
@@ -280,12 +287,25 @@ async fn call(
     // the session does not know them. A listing that fails leaves the call to say what is wrong.
     let _ = client.learn_tool(name).await;
     if options.repeat <= 1 {
-        // One call: its progress is shown as it comes.
-        let request = Request::call_tool(name, arguments.clone());
+        // One call: its progress is shown as it comes, and restarts --timeout, up to --max-time.
+        let max = options.max_time.unwrap_or(Some(MAX_TIME));
+        let request = Request::call_tool(name, arguments.clone())
+            .reset_timeout_on_progress(max.unwrap_or(Duration::MAX));
         let result = client
             .call_with_progress(request, show_progress)
             .await
-            .map_err(fail)?;
+            .map_err(|e| match e {
+                // Which limit was hit, in the options' words.
+                Error::Timeout(after) => format!(
+                    "tools/call {name:?} timed out: no answer or progress for {} s (--timeout)",
+                    after.as_secs_f64()
+                ),
+                Error::Request(RequestError::TotalTimeout(max)) => format!(
+                    "tools/call {name:?} exceeded --max-time {} s",
+                    max.as_secs_f64()
+                ),
+                e => fail(e),
+            })?;
         return Ok((result, None));
     }
     let (result, rate) = Rate::measure(options.repeat, async {
