@@ -475,8 +475,11 @@ impl Client {
     /// (server-filesystem started without directories) asks right after the handshake, and a
     /// call sent at once reaches it before it has them. Call it after
     /// [`initialize`](Self::initialize); `within` bounds what a server that never asks costs.
-    /// The answer is written before any later request, so the server reads it first; what it
-    /// does with it after that is its own affair. Nothing of this touches a call's path.
+    /// Over stdio the answer is written before any later request, so the server reads it
+    /// first; over HTTP it is a POST of its own, which a later request's POST may overtake.
+    /// When the server has applied the roots is its own affair (server-filesystem does it
+    /// asynchronously, a few milliseconds after reading them). Nothing of this touches a
+    /// call's path.
     pub async fn roots_listed(&self, within: Duration) -> bool {
         let rx = {
             let mut st = self.lock();
