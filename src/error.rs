@@ -54,9 +54,16 @@ pub enum RequestError {
     /// The server answered with a JSON-RPC error.
     #[error("server error: {0}")]
     Rpc(RpcError),
-    /// No answer before the request's deadline; `notifications/cancelled` was sent.
+    /// No answer before the request's deadline (with
+    /// [`Request::reset_timeout_on_progress`](crate::Request::reset_timeout_on_progress): no
+    /// answer and no progress for this long); `notifications/cancelled` was sent.
     #[error("request timed out after {0:?}")]
     Timeout(Duration),
+    /// The request's maximum total time passed
+    /// ([`Request::reset_timeout_on_progress`](crate::Request::reset_timeout_on_progress)),
+    /// however much progress it reported; `notifications/cancelled` was sent.
+    #[error("request exceeded its maximum total time of {0:?}")]
+    TotalTimeout(Duration),
     /// The caller cancelled the request; `notifications/cancelled` was sent.
     #[error("request cancelled: {0}")]
     Cancelled(String),

@@ -296,6 +296,36 @@ fn roots_changed_is_sent_only_when_declared() {
 }
 
 #[test]
+fn roots_are_unasked_until_the_first_roots_list_is_answered() {
+    let (mut s, now) = legacy(all());
+    assert!(s.roots_unasked());
+    // Another request answered changes nothing.
+    line(&mut s, FORM, now);
+    let (ask, _) = the_ask(&mut s);
+    s.respond(ask, Ok(json!({"action": "decline"})), now)
+        .unwrap();
+    sent(&mut s);
+    assert!(s.roots_unasked());
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","id":"r1","method":"roots/list"}"#,
+        now,
+    );
+    let (ask, _) = the_ask(&mut s);
+    assert!(s.roots_unasked(), "asked, not yet answered");
+    s.respond(ask, Ok(json!({"roots": [{"uri": "file:///srv"}]})), now)
+        .unwrap();
+    assert_eq!(sent(&mut s)[0]["id"], "r1");
+    assert!(!s.roots_unasked());
+    assert_eq!(s.stats().roots_answered, 1);
+    // No roots declared, or the modern era (a server asks within a call): nothing to wait for.
+    let (s, _) = legacy(ClientCapabilities::default());
+    assert!(!s.roots_unasked());
+    let (s, _) = modern(all());
+    assert!(!s.roots_unasked());
+}
+
+#[test]
 fn closing_the_session_drops_open_asks() {
     let (mut s, now) = legacy(all());
     line(&mut s, FORM, now);
@@ -546,9 +576,14 @@ fn progress_can_restart_the_timeout_up_to_a_maximum() {
     );
     s.handle_timeout(now + Duration::from_secs(25));
     let ev = events(&mut s);
+    // The maximum was reached, not the timeout: the error and the cancellation say which.
     assert!(
-        ev.iter().any(|e| matches!(e, Event::Response { id: got, result: Err(RequestError::Timeout(_)) } if *got == id)),
+        ev.iter().any(|e| matches!(e, Event::Response { id: got, result: Err(RequestError::TotalTimeout(max)) } if *got == id && *max == Duration::from_secs(25))),
         "{ev:?}"
+    );
+    assert_eq!(
+        sent(&mut s)[0]["params"],
+        json!({"requestId": id.0, "reason": "exceeded its maximum total time of 25s"})
     );
     // Without the opt-in, progress moves nothing.
     let id = s
@@ -561,6 +596,85 @@ fn progress_can_restart_the_timeout_up_to_a_maximum() {
         .unwrap();
     line(&mut s, &progress(id.0, 1.0), now + Duration::from_secs(8));
     assert_eq!(s.deadline(id), Some(now + Duration::from_secs(10)));
+}
+
+#[test]
+fn progress_restarts_a_timeout_that_then_passes_without_progress() {
+    let (mut s, now) = legacy(all());
+    let secs = Duration::from_secs;
+    let id = s
+        .send(
+            Request::call_tool("long", json!({}))
+                .timeout(secs(10))
+                .reset_timeout_on_progress(secs(100)),
+            now,
+        )
+        .unwrap();
+    sent(&mut s);
+    line(&mut s, &progress(id.0, 1.0), now + secs(5));
+    assert_eq!(s.deadline(id), Some(now + secs(15)));
+    s.handle_timeout(now + secs(15));
+    let ev = events(&mut s);
+    assert!(
+        ev.iter().any(|e| matches!(e, Event::Response { id: got, result: Err(RequestError::Timeout(t)) } if *got == id && *t == secs(10))),
+        "the timeout, not the maximum: {ev:?}"
+    );
+    assert_eq!(sent(&mut s)[0]["params"]["reason"], "timed out after 10s");
+}
+
+#[test]
+fn the_maximum_total_bounds_the_first_deadline_and_a_request_without_timeout() {
+    let (mut s, now) = legacy(all());
+    let secs = Duration::from_secs;
+    // A maximum shorter than the timeout: the first deadline is the maximum.
+    let short = s
+        .send(
+            Request::call_tool("long", json!({}))
+                .timeout(secs(60))
+                .reset_timeout_on_progress(secs(3)),
+            now,
+        )
+        .unwrap();
+    // No timeout at all: the maximum still applies, and progress moves nothing.
+    let untimed = s
+        .send(
+            Request::call_tool("long", json!({}))
+                .no_timeout()
+                .reset_timeout_on_progress(secs(7)),
+            now,
+        )
+        .unwrap();
+    // A maximum too large for an instant: none, the timeout alone.
+    let endless = s
+        .send(
+            Request::call_tool("long", json!({}))
+                .timeout(secs(4))
+                .reset_timeout_on_progress(Duration::MAX),
+            now,
+        )
+        .unwrap();
+    sent(&mut s);
+    assert_eq!(s.deadline(short), Some(now + secs(3)));
+    assert_eq!(s.deadline(untimed), Some(now + secs(7)));
+    assert_eq!(s.deadline(endless), Some(now + secs(4)));
+    line(&mut s, &progress(short.0, 1.0), now + secs(1));
+    line(&mut s, &progress(untimed.0, 1.0), now + secs(1));
+    line(&mut s, &progress(endless.0, 1.0), now + secs(3));
+    assert_eq!(s.deadline(short), Some(now + secs(3)), "capped");
+    assert_eq!(s.deadline(untimed), Some(now + secs(7)));
+    assert_eq!(s.deadline(endless), Some(now + secs(7)));
+    s.handle_timeout(now + secs(7));
+    let ev = events(&mut s);
+    let failed = |id, error: RequestError| {
+        ev.iter()
+            .any(|e| matches!(e, Event::Response { id: got, result: Err(e) } if *got == id && *e == error))
+    };
+    assert!(failed(short, RequestError::TotalTimeout(secs(3))), "{ev:?}");
+    assert!(
+        failed(untimed, RequestError::TotalTimeout(secs(7))),
+        "{ev:?}"
+    );
+    assert!(failed(endless, RequestError::Timeout(secs(4))), "{ev:?}");
 }
 
 #[test]

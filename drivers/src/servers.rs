@@ -487,6 +487,25 @@ impl ServerSet {
             .collect()
     }
 
+    /// Waits, for at most `within`, until every running server that may still ask for the
+    /// roots has asked and been answered ([`Client::roots_listed`], all at once): for a first
+    /// call that depends on a server's roots. Servers that need not be waited for cost nothing.
+    /// Returns whether any server's roots were answered.
+    pub async fn roots_listed(&self, within: Duration) -> bool {
+        let waits: Vec<_> = self
+            .inner
+            .slots
+            .iter()
+            .filter_map(|slot| lock(&slot.state).client.clone())
+            .map(|client| smol::spawn(async move { client.roots_listed(within).await }))
+            .collect();
+        let mut any = false;
+        for wait in waits {
+            any |= wait.await;
+        }
+        any
+    }
+
     /// Calls a tool by the name the model sees.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<CallToolResult, SetError> {
         let route = {

@@ -196,6 +196,13 @@ fn server_filesystem_serves_the_clients_roots() {
             );
         }
         assert_eq!(client.era(), Some(Era::Legacy));
+        // It asks right after the handshake: the wait for it ends with the answer written.
+        assert!(
+            client.roots_listed(Duration::from_secs(20)).await,
+            "{:?}",
+            client.stats()
+        );
+        assert_eq!(client.stats().roots_answered, 1);
         let listed = allowed_directories(&client, |t| t.contains(&allowed_text)).await;
         assert!(
             listed.contains(&allowed_text),
@@ -233,6 +240,10 @@ fn server_filesystem_serves_the_clients_roots() {
         // The same server, no roots declared: it never asks, and allows nothing.
         let client = Client::new(StdioTransport::spawn(StdioConfig::new(&bin)).unwrap());
         client.initialize().await.unwrap();
+        // No roots declared: nothing to wait for (a wait would take the whole minute).
+        let started = Instant::now();
+        assert!(!client.roots_listed(Duration::from_secs(60)).await);
+        assert!(started.elapsed() < Duration::from_secs(30));
         let listed = allowed_directories(&client, |_| true).await;
         assert!(!listed.contains(&allowed_text), "{listed:?}");
         let r = client

@@ -181,7 +181,12 @@ impl Session {
             Err(e) => (Err(e), None),
         };
         match open.origin {
-            Origin::Wire(id) => self.core.answer(&id, outcome),
+            Origin::Wire(id) => {
+                if open.request == ServerRequest::ListRoots {
+                    self.core.stats.roots_answered += 1;
+                }
+                self.core.answer(&id, outcome)
+            }
             Origin::Input { call, key } => {
                 self.core
                     .input_answered(call, key, &open.request, outcome, now)
@@ -204,6 +209,30 @@ impl Session {
         }
         self.core.notify("notifications/roots/list_changed", None);
         true
+    }
+
+    /// Whether the server may still ask for the roots the client declared and has not asked yet:
+    /// the session is open in the legacy era with the `roots` capability declared, and no
+    /// `roots/list` has been answered ([`Stats::roots_answered`]). A server that works from the
+    /// client's roots asks for them once it is initialized, and until it has the answer it has
+    /// none:
+    ///
+    /// > "To retrieve roots, servers send a `roots/list` request" — MCP 2025-11-25, Client §
+    /// > Roots (Listing Roots)
+    ///
+    /// > "The server **SHOULD NOT** send requests other than pings and logging before receiving
+    /// > the `initialized` notification." — MCP 2025-11-25, Lifecycle § Initialization
+    ///
+    /// so a caller whose first request depends on them (a one-shot call) may wait for this to
+    /// turn false first. In the modern era a server asks within a call (an input request), so
+    /// there is nothing to wait for: `false`.
+    ///
+    /// [`Stats::roots_answered`]: super::Stats::roots_answered
+    pub fn roots_unasked(&self) -> bool {
+        self.core.config.capabilities.roots.is_some()
+            && self.state() == State::Ready
+            && self.era() == Some(Era::Legacy)
+            && self.core.stats.roots_answered == 0
     }
 
     /// The server requests awaiting the application's answer.

@@ -262,6 +262,9 @@ pub struct Stats {
     pub server_requests: u64,
     /// Progress notifications handed to their requests.
     pub progress_notifications: u64,
+    /// The server's `roots/list` requests answered (legacy era; see
+    /// [`Session::roots_unasked`]).
+    pub roots_answered: u64,
     /// Messages read after their text was mended: invalid UTF-8 or lone surrogate escapes
     /// replaced with U+FFFD (see [`text`](crate::text)); each is also a [`Warning::Repaired`].
     pub repaired: u64,
@@ -307,7 +310,8 @@ pub struct Stats {
 ///   [`pending_requests`](Self::pending_requests), [`is_pending`](Self::is_pending),
 ///   [`deadline`](Self::deadline), [`wake_at`](Self::wake_at),
 ///   [`buffered_len`](Self::buffered_len), [`open_asks`](Self::open_asks),
-///   [`ask_is_open`](Self::ask_is_open), [`stats`](Self::stats), [`config`](Self::config),
+///   [`ask_is_open`](Self::ask_is_open), [`roots_unasked`](Self::roots_unasked),
+///   [`stats`](Self::stats), [`config`](Self::config),
 ///   [`retries_on_header_mismatch`](Self::retries_on_header_mismatch),
 ///   [`needs_listing_for`](Self::needs_listing_for)
 /// - inputs, what the transport saw: [`handle_bytes`](Self::handle_bytes) (a newline-delimited
@@ -613,10 +617,18 @@ impl Session {
             let Some(p) = self.core.pending.get(&id) else {
                 continue;
             };
-            let after = p.timeout.unwrap_or_default();
-            let reason = format!("timed out after {}", fmt_duration(after));
-            self.core
-                .abandon(id, reason, RequestError::Timeout(after), now);
+            let (reason, error) = match pending::total_reached(p) {
+                Some(max) => (
+                    format!("exceeded its maximum total time of {}", fmt_duration(max)),
+                    RequestError::TotalTimeout(max),
+                ),
+                None => {
+                    let after = p.timeout.unwrap_or_default();
+                    let reason = format!("timed out after {}", fmt_duration(after));
+                    (reason, RequestError::Timeout(after))
+                }
+            };
+            self.core.abandon(id, reason, error, now);
         }
         for (id, why) in self.core.pending.due_wakes(now) {
             self.core.pending.set_wake(id, None);
@@ -882,7 +894,7 @@ impl Core {
             request.decoder,
             timeout,
             id.0,
-            timeout.and_then(|t| now.checked_add(t)),
+            pending::first_deadline(now, timeout, request.progress),
         );
         pending.unsent = !transmit;
         pending.progress = request.progress;

@@ -106,6 +106,39 @@ impl Pending {
     }
 }
 
+/// The deadline of a request sent at `now` with `timeout`, and `progress` as asked
+/// ([`Pending::progress`]): `now` plus the timeout, but never past `now` plus the maximum total
+/// when progress restarts the timeout (also when there is no timeout: the maximum still applies).
+///
+/// > "Implementations MAY choose to reset the timeout clock when receiving a progress
+/// > notification corresponding to the request, as this implies that work is actually
+/// > happening. However, implementations SHOULD always enforce a maximum timeout, regardless of
+/// > progress notifications, to limit the impact of a misbehaving client or server."
+/// > — MCP 2025-11-25, Lifecycle § Timeouts
+pub(super) fn first_deadline(
+    now: Instant,
+    timeout: Option<Duration>,
+    progress: Option<Option<Duration>>,
+) -> Option<Instant> {
+    let after = timeout.and_then(|t| now.checked_add(t));
+    // Most requests: no maximum, the timeout alone (as cheap as before there was one).
+    let Some(Some(max)) = progress else {
+        return after;
+    };
+    match (after, now.checked_add(max)) {
+        (Some(a), Some(cap)) => Some(a.min(cap)),
+        (a, cap) => a.or(cap),
+    }
+}
+
+/// Whether request `p`, due now, reached its maximum total time (its deadline is its start plus
+/// the maximum) rather than its timeout: that maximum, or `None`.
+pub(super) fn total_reached(p: &Pending) -> Option<Duration> {
+    let max = p.progress.flatten()?;
+    let cap = p.started?.checked_add(max)?;
+    p.deadline.is_some_and(|d| d >= cap).then_some(max)
+}
+
 /// What a timer is for ([`Session::poll_timer`](super::Session::poll_timer)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -252,7 +285,7 @@ impl PendingTable {
         let p = self.by_handle.get_mut(&id)?;
         let wake = p.authorizing.take()?;
         p.started = Some(now);
-        if let Some(at) = p.timeout.and_then(|t| now.checked_add(t)) {
+        if let Some(at) = first_deadline(now, p.timeout, p.progress) {
             p.deadline = Some(at);
             self.deadlines.insert((at, id));
         }

@@ -346,7 +346,13 @@ impl Request {
 
     /// Asks for progress, and lets each progress notification restart the request's timeout — a
     /// long tool that keeps reporting is not cut off — but never past `max_total` after it was
-    /// sent.
+    /// sent: the request fails with [`RequestError::TotalTimeout`] then, and with
+    /// [`RequestError::Timeout`] when a whole timeout passes without an answer or progress. The
+    /// maximum applies also to a request with no timeout ([`no_timeout`](Self::no_timeout)),
+    /// and a `max_total` too large to add to an instant is none.
+    ///
+    /// [`RequestError::TotalTimeout`]: crate::RequestError::TotalTimeout
+    /// [`RequestError::Timeout`]: crate::RequestError::Timeout
     pub fn reset_timeout_on_progress(mut self, max_total: Duration) -> Self {
         self.progress = Some(Some(max_total));
         self

@@ -27,7 +27,8 @@
 //! out of order), `exit-before-handshake` (exits with code 4 at once), `progress-burst` (a
 //! `tools/call` with a `progressToken` gets five `notifications/progress` and its answer in one
 //! write; calls without one keep the other behaviours, so `progress-burst,hang` answers only
-//! those).
+//! those), `progress-ticks` (`tools/call slow {"ms": N}` with a `progressToken` reports progress
+//! every 100 ms while it waits its N ms, then answers).
 //!
 //! Listing behaviours of the legacy era (each logged on stderr as it happens): `hang-list`
 //! (`tools/list` is never answered), `list-error` (`tools/list` gets -32603), `hang-relist` (the
@@ -127,6 +128,8 @@ struct Behaviour {
     /// A `tools/call` that asks for progress gets five progress notifications and its answer
     /// in one write (other calls keep the other behaviours).
     progress_burst: bool,
+    /// `tools/call slow` with a `progressToken` reports progress every 100 ms while it waits.
+    progress_ticks: bool,
     /// `hostile-text`: [`HOSTILE`] in every string a person may be shown (legacy era).
     hostile_text: bool,
     /// `show-capabilities`: each `initialize`'s capabilities logged on stderr.
@@ -257,6 +260,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "slow-discover" => b.slow_discover = true,
                         "grow" => b.grow = true,
                         "progress-burst" => b.progress_burst = true,
+                        "progress-ticks" => b.progress_ticks = true,
                         "hostile-text" => b.hostile_text = true,
                         "show-capabilities" => b.show_capabilities = true,
                         "long-description" => b.long_description = true,
@@ -809,6 +813,24 @@ fn call(
         let _ = out.write_all(&bytes);
         let _ = out.flush();
         return None;
+    }
+    if b.progress_ticks && !token.is_null() && msg["params"]["name"] == "slow" {
+        // Progress every 100 ms until the wait is over, then the answer.
+        let ms = msg["params"]["arguments"]["ms"].as_u64().unwrap_or(0);
+        let started = std::time::Instant::now();
+        let mut ticks = 0u64;
+        while started.elapsed() < Duration::from_millis(ms) {
+            std::thread::sleep(Duration::from_millis(100));
+            ticks += 1;
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": ticks}});
+            if writeln!(out, "{note}").and_then(|()| out.flush()).is_err() {
+                return None;
+            }
+        }
+        return Some(Ok(
+            json!({"content": [{"type": "text", "text": format!("done after {ticks} progress notifications")}]}),
+        ));
     }
     if b.threaded {
         // Each call on a thread of its own: slow calls answer after faster later ones.

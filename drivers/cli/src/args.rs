@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 /// The usage line after `usage: mcp-client ` (a wrong argument prints it).
-pub(crate) const USAGE: &str = "[--info | --call NAME [--args JSON] [--repeat N]] [--era auto|legacy|modern] [--timeout SECS] [--json] [--verbose] [--roots DIR...] (-- COMMAND [ARG...] | --url URL [--header 'K: V']... [--no-auth | --client-id ID ...] | --config FILE [--server NAME]...); --help for more";
+pub(crate) const USAGE: &str = "[--info | --call NAME [--args JSON] [--repeat N]] [--era auto|legacy|modern] [--timeout SECS] [--max-time SECS] [--json] [--verbose] [--roots DIR...] (-- COMMAND [ARG...] | --url URL [--header 'K: V']... [--no-auth | --client-id ID ...] | --config FILE [--server NAME]...); --help for more";
 
 /// What the command line asks for.
 #[derive(Debug, Default)]
@@ -17,6 +17,9 @@ pub(crate) struct Options {
     pub(crate) repeat: u64,
     /// `Some(None)`: no timeout (a value too large for a `Duration`).
     pub(crate) timeout: Option<Option<Duration>>,
+    /// `--max-time`: the most a `--call` may take in all, progress or not (`None`: the default,
+    /// [`crate::run::MAX_TIME`]; `Some(None)`: none).
+    pub(crate) max_time: Option<Option<Duration>>,
     pub(crate) headers: Vec<String>,
     pub(crate) json: bool,
     pub(crate) info: bool,
@@ -85,15 +88,20 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
                     .parse()
                     .map_err(|_| "--repeat needs a count")?
             }
-            Some("--timeout") => {
-                let secs: f64 = value(&mut argv, "--timeout")?
+            Some(flag @ ("--timeout" | "--max-time")) => {
+                let secs: f64 = value(&mut argv, flag)?
                     .parse()
-                    .map_err(|_| "--timeout needs seconds")?;
+                    .map_err(|_| format!("{flag} needs seconds"))?;
                 if secs.is_nan() || secs < 0.001 {
-                    return Err("--timeout needs at least 0.001 seconds".into());
+                    return Err(format!("{flag} needs at least 0.001 seconds"));
                 }
-                // A timeout too long for a Duration (or infinite) means none.
-                o.timeout = Some(Duration::try_from_secs_f64(secs).ok());
+                // A time too long for a Duration (or infinite) means none.
+                let limit = Some(Duration::try_from_secs_f64(secs).ok());
+                if flag == "--timeout" {
+                    o.timeout = limit;
+                } else {
+                    o.max_time = limit;
+                }
             }
             Some("--header") => o.headers.push(value(&mut argv, "--header")?),
             Some("--json") => o.json = true,
@@ -146,6 +154,9 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
     }
     if o.args.is_some() && o.call.is_none() {
         return Err("--args needs --call".into());
+    }
+    if o.max_time.is_some() && o.call.is_none() {
+        return Err("--max-time needs --call".into());
     }
     if o.info && o.call.is_some() {
         return Err("give --info or --call, not both".into());

@@ -8,7 +8,7 @@
 
 use crate::args::{call_arguments, Options};
 use crate::output::{describe, print_result, print_set_tools};
-use crate::run::{client_config, Outcome, Rate};
+use crate::run::{client_config, Outcome, Rate, ROOTS_SETTLE, ROOTS_WAIT};
 use crate::signals::Started;
 use crate::term;
 use mcp_connect::config::{ConfigErrorKind, ExpandOptions, FailedEntry, ServersConfig};
@@ -237,6 +237,13 @@ async fn session(
     } else {
         ExitCode::from(SOME_FAILED)
     };
+    if options.call.is_some() && !options.roots.is_empty() {
+        // As for one server (`run::ROOTS_WAIT`): the call would reach a server that reads its
+        // roots before it has them.
+        if set.roots_listed(ROOTS_WAIT).await {
+            smol::Timer::after(ROOTS_SETTLE).await;
+        }
+    }
     let mut out = std::io::stdout().lock();
     let Some(name) = &options.call else {
         print_set_tools(&mut out, &tools, options.json);
@@ -245,6 +252,7 @@ async fn session(
             rate: None,
         });
     };
+
     let (result, rate) = Rate::measure(options.repeat, async {
         let mut result = None;
         for _ in 0..options.repeat.max(1) {

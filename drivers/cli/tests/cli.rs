@@ -236,6 +236,119 @@ fn an_unreachable_url_is_said_in_words() {
     );
 }
 
+// ---- Races a one-shot call must win ----
+
+#[test]
+fn roots_reach_server_filesystem_before_the_call() {
+    // Started without directories, server-filesystem asks for the roots once initialized, and
+    // until it has applied them it allows none: the call must come after.
+    let Some(bin) = peer_bin("filesystem") else {
+        return;
+    };
+    let dir = TempDir::new("mcp-cli-fs-roots");
+    // The server shows the directory as it resolves it (symlinks followed).
+    let resolved = std::fs::canonicalize(dir.path()).unwrap();
+    let out = cli(&[
+        "--roots",
+        dir.path().to_str().unwrap(),
+        "--call",
+        "list_allowed_directories",
+        "--",
+        bin.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        out.stdout.contains(resolved.to_str().unwrap()),
+        "the call saw no roots: {out:?}"
+    );
+}
+
+#[test]
+fn a_server_that_never_asks_for_roots_is_still_called() {
+    // The wait for the server's roots/list is bounded: the call is made after it.
+    let dir = TempDir::new("mcp-cli-roots-unasked");
+    let out = against_serve(&[
+        "--roots",
+        dir.path().to_str().unwrap(),
+        "--call",
+        "echo",
+        "--args",
+        r#"{"text":"called"}"#,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, "called\n");
+}
+
+#[test]
+fn progress_keeps_a_call_alive_past_its_timeout() {
+    // Progress every 100 ms for 2.5 s, with a 1 s timeout: each report restarts it.
+    let out = against_behaving(
+        &[
+            "--call",
+            "slow",
+            "--args",
+            r#"{"ms":2500}"#,
+            "--timeout",
+            "1",
+        ],
+        "progress-ticks",
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.starts_with("done after "), "{out:?}");
+}
+
+#[test]
+fn max_time_ends_a_call_that_keeps_reporting_progress() {
+    let out = against_behaving(
+        &[
+            "--call",
+            "slow",
+            "--args",
+            r#"{"ms":4000}"#,
+            "--timeout",
+            "1",
+            "--max-time",
+            "1.5",
+        ],
+        "progress-ticks",
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        out.stderr.lines().last().unwrap_or_default(),
+        r#"mcp-client: tools/call "slow" exceeded --max-time 1.5 s"#,
+        "{out:?}"
+    );
+    // --max-time is about a call.
+    let out = against_serve(&["--max-time", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.stderr.trim(), "mcp-client: --max-time needs --call");
+}
+
+#[test]
+fn server_everythings_long_operation_outlives_a_short_timeout_by_its_progress() {
+    let Some(bin) = peer_bin("everything") else {
+        return;
+    };
+    // 3 s in 10 steps, a progress report each 0.3 s; the timeout is 1.5 s.
+    let out = cli(&[
+        "--call",
+        "trigger-long-running-operation",
+        "--args",
+        r#"{"duration":3,"steps":10}"#,
+        "--timeout",
+        "1.5",
+        "--",
+        bin.to_str().unwrap(),
+        "stdio",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        out.stdout
+            .starts_with("Long running operation completed. Duration: 3 seconds, Steps: 10."),
+        "{out:?}"
+    );
+}
+
 #[test]
 fn timeout_exits_1() {
     let bin = serve_bin();
@@ -250,12 +363,10 @@ fn timeout_exits_1() {
         "hang",
     ]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    assert!(
-        out.stderr
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .contains("timed out"),
+    // The limit that was hit, in the options' words.
+    assert_eq!(
+        out.stderr.lines().last().unwrap_or_default(),
+        r#"mcp-client: tools/call "echo" timed out: no answer or progress for 0.3 s (--timeout)"#,
         "{}",
         out.stderr
     );

@@ -397,6 +397,35 @@ fn a_routed_call_starts_only_its_server() {
     assert!(mark("one").exists() && mark("three").exists(), "{out:?}");
 }
 
+/// server-filesystem from a config, started without directories: a call with `--roots` comes
+/// after the server asked for them and applied them.
+#[test]
+fn a_configured_server_has_the_roots_before_the_call() {
+    let Some(fs) = mcp_testkit::peer_bin("filesystem") else {
+        return;
+    };
+    let s = Setup::new();
+    let roots = TempDir::new("mcp-cli-config-roots");
+    let resolved = std::fs::canonicalize(roots.path()).unwrap();
+    let config = s.write(
+        "mcp.json",
+        &json!({"mcpServers": {"fs": {"command": fs}}}).to_string(),
+    );
+    let out = s.cli(&[
+        "--config",
+        p(&config),
+        "--roots",
+        p(roots.path()),
+        "--call",
+        "fs__list_allowed_directories",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        out.stdout.contains(resolved.to_str().unwrap()),
+        "the call saw no roots: {out:?}"
+    );
+}
+
 /// A Goose config: its built-in extension is no MCP server for us; a listing says it was
 /// skipped, with its position, and a call does not.
 #[test]

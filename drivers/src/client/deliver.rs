@@ -193,6 +193,8 @@ impl ConnState {
                     self.defer(Deferred::Log(message))
                 }
                 Event::Closed => {
+                    // Nothing more will be answered: whoever waits for the roots is let go.
+                    self.roots_waiters.clear();
                     let error = self.closed_error();
                     for w in self.waiters.values_mut() {
                         if w.answer(Err(error.clone())) {
@@ -328,6 +330,12 @@ impl Connection {
         // An answer refused (not open any more, or invalid) was dealt with by the session.
         let _ = st.session.respond(ask, outcome, Instant::now());
         st.flush(&self.transport);
+        if !st.roots_waiters.is_empty() && !st.session.roots_unasked() {
+            // The roots' answer is written: whoever waits for it goes on (`Client::roots_listed`).
+            for w in st.roots_waiters.drain(..) {
+                let _ = w.try_send(());
+            }
+        }
         if !st.deferred.is_empty() {
             self.deliver(st);
         }

@@ -265,6 +265,9 @@ struct ConnState {
     waiters: BTreeMap<RequestId, Waiter>,
     /// The `initialize` request, while the first handshake is under way.
     init_id: Option<RequestId>,
+    /// Everyone waiting for the server's first `roots/list` to be answered
+    /// ([`Client::roots_listed`]); dropped when the session closes.
+    roots_waiters: Vec<Sender<()>>,
     /// Everyone waiting for the first handshake.
     init_waiters: Vec<Sender<Result<(), Error>>>,
     /// Why the connection ended, when the transport said.
@@ -327,6 +330,7 @@ impl Client {
                 session: Session::new(config.session),
                 waiters: BTreeMap::new(),
                 init_id: None,
+                roots_waiters: Vec::new(),
                 init_waiters: Vec::new(),
                 close_reason: None,
                 ended_on_probe: false,
@@ -458,6 +462,46 @@ impl Client {
         let sent = st.session.notify_roots_changed(Instant::now());
         st.flush(&self.shared.transport);
         sent
+    }
+
+    /// Waits, for at most `within`, until the server has asked for the client's roots
+    /// (`roots/list`) and their answer has been sent; returns whether it has. It returns at once
+    /// when there is nothing to wait for ([`Session::roots_unasked`]): no roots handler
+    /// ([`Handlers::roots`](crate::Handlers::roots)), a session not open in the legacy era (a
+    /// modern server asks within a call), or the roots answered already; and when the session
+    /// closes.
+    ///
+    /// For a caller whose first call depends on the roots: a server that works from them
+    /// (server-filesystem started without directories) asks right after the handshake, and a
+    /// call sent at once reaches it before it has them. Call it after
+    /// [`initialize`](Self::initialize); `within` bounds what a server that never asks costs.
+    /// Over stdio the answer is written before any later request, so the server reads it
+    /// first; over HTTP it is a POST of its own, which a later request's POST may overtake.
+    /// When the server has applied the roots is its own affair (server-filesystem does it
+    /// asynchronously, a few milliseconds after reading them). Nothing of this touches a
+    /// call's path.
+    pub async fn roots_listed(&self, within: Duration) -> bool {
+        let rx = {
+            let mut st = self.lock();
+            if !st.session.roots_unasked() {
+                return st.session.stats().roots_answered > 0;
+            }
+            let (tx, rx) = channel::bounded(1);
+            st.roots_waiters.retain(|w| !w.is_closed());
+            st.roots_waiters.push(tx);
+            rx
+        };
+        let answered = self
+            .shared
+            .wait(Box::pin(rx), None, Timers::Session, false, |()| {
+                Some(Ok(()))
+            });
+        let bound = async {
+            smol::Timer::after(within).await;
+            Err(Error::Timeout(within))
+        };
+        let _ = smol::future::or(answered, bound).await;
+        self.lock().session.stats().roots_answered > 0
     }
 
     /// Sends a request that asks for progress ([`Request::with_progress`] is applied) and waits
