@@ -184,10 +184,7 @@ fn a_page_flood_stops_at_the_cap() {
             matches!(&err, Error::Pagination(PaginationError::TooManyPages(25))),
             "{err:?}"
         );
-        assert_eq!(
-            err.to_string(),
-            "tools/list pagination: more than 25 pages of tools"
-        );
+        assert_eq!(err.to_string(), "tools/list pagination: more than 25 pages");
     });
 }
 
@@ -231,7 +228,7 @@ fn tools_past_the_byte_cap_stop_the_listing() {
         let err = client.list_tools().await.unwrap_err();
         assert_eq!(
             err.to_string(),
-            "tools/list pagination: the tools listed exceed 1000000 bytes"
+            "tools/list pagination: the items listed exceed 1000000 bytes"
         );
         assert_eq!(
             requests.load(Ordering::SeqCst),
