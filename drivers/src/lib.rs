@@ -136,7 +136,10 @@ pub mod tools;
 pub mod trace;
 pub mod transport;
 
-pub use client::{Client, ClientConfig, ListChangedCallback, LogCallback, WarningCallback};
+pub use client::{
+    Client, ClientConfig, ListChangedCallback, LogCallback, ResourceUpdatedCallback,
+    WarningCallback,
+};
 #[cfg(feature = "http")]
 pub use connect::connect_http;
 #[cfg(feature = "stdio")]
