@@ -9,9 +9,10 @@
 use mcp_connect::proto::prompts::CompletionRef;
 use mcp_connect::proto::{ContentBlock, Era, EraChoice, RequestError};
 use mcp_connect::{
-    Client, ClientConfig, Error, ResourceUpdatedCallback, StdioConfig, StdioTransport,
+    Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, ResourceUpdatedCallback,
+    StdioConfig, StdioTransport,
 };
-use mcp_testkit::{close_and_check, peer_bin, peer_script};
+use mcp_testkit::{close_and_check, peer_bin, peer_script, HttpPeer};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -211,6 +212,47 @@ fn python_sdk_in(era: EraChoice) {
         let mut settings = ClientConfig::default();
         settings.session.era = era;
         let client = connect(config, settings).await;
+        python_checks(&client, era).await;
+        close_and_check(client).await;
+    })
+}
+
+#[test]
+fn python_sdk_resources_prompts_completions_over_http_modern() {
+    python_sdk_over_http(EraChoice::Auto);
+}
+
+#[test]
+fn python_sdk_resources_prompts_completions_over_http_legacy() {
+    python_sdk_over_http(EraChoice::Legacy);
+}
+
+/// The same over Streamable HTTP (the modern era's `Mcp-Name` header carries the URI or the
+/// prompt's name).
+fn python_sdk_over_http(era: EraChoice) {
+    let Some(python) = peer_bin("python") else {
+        return;
+    };
+    let peer = HttpPeer::python(&python, &[]);
+    smol::block_on(async {
+        let mut settings = ClientConfig::default();
+        settings.session.era = era;
+        let client = Client::with_config(
+            HttpTransport::new(HttpTransportConfig::new(peer.url.as_str())).unwrap(),
+            settings,
+        );
+        if let Err(e) = client.initialize().await {
+            panic!("initialize failed: {e}\nserver output:\n{}", peer.output());
+        }
+        python_checks(&client, era).await;
+        client.close().await.unwrap();
+    });
+    peer.stop();
+}
+
+/// What the Python SDK server answers, the same in either era and over either transport.
+async fn python_checks(client: &Client, era: EraChoice) {
+    {
         let want = if era == EraChoice::Legacy {
             Era::Legacy
         } else {
@@ -319,7 +361,5 @@ fn python_sdk_in(era: EraChoice) {
             ),
         }
         assert_eq!(client.stats(), sent);
-
-        close_and_check(client).await;
-    })
+    }
 }
