@@ -25,15 +25,20 @@ use serde_json::Value;
 /// that must be `true`.
 pub(super) type Needs = (&'static str, Option<&'static str>);
 
-/// The capability a method needs, when it is one of the features checked here.
-pub(super) fn needs(method: &str) -> Option<Needs> {
+/// The capability a method needs, when it is one of the features checked here. (A reference to
+/// a constant: a [`Request`] carries one pointer more, not the pair.)
+pub(super) fn needs(method: &str) -> Option<&'static Needs> {
+    const RESOURCES: Needs = ("resources", None);
+    // > "`subscribe`: whether the client can subscribe to be notified of changes to individual
+    // > resources." — MCP 2025-11-25, Resources § Capabilities
+    const SUBSCRIPTIONS: Needs = ("resources", Some("subscribe"));
+    const PROMPTS: Needs = ("prompts", None);
+    const COMPLETIONS: Needs = ("completions", None);
     Some(match method {
-        "resources/list" | "resources/templates/list" | "resources/read" => ("resources", None),
-        // > "`subscribe`: whether the client can subscribe to be notified of changes to
-        // > individual resources." — MCP 2025-11-25, Resources § Capabilities
-        SUBSCRIBE | UNSUBSCRIBE => ("resources", Some("subscribe")),
-        "prompts/list" | "prompts/get" => ("prompts", None),
-        "completion/complete" => ("completions", None),
+        "resources/list" | "resources/templates/list" | "resources/read" => &RESOURCES,
+        SUBSCRIBE | UNSUBSCRIBE => &SUBSCRIPTIONS,
+        "prompts/list" | "prompts/get" => &PROMPTS,
+        "completion/complete" => &COMPLETIONS,
         _ => return None,
     })
 }
@@ -54,7 +59,7 @@ fn declared(capabilities: Option<&Value>, capability: &str, flag: Option<&str>) 
 impl Core {
     /// Refuses a request for a feature the server did not declare, or one the era has not.
     pub(super) fn check_offered(&self, request: &Request) -> Result<(), RequestError> {
-        let Some((capability, flag)) = request.needs else {
+        let Some(&(capability, flag)) = request.needs else {
             return Ok(());
         };
         // The modern era has no `resources/subscribe`: updates come through
@@ -101,7 +106,7 @@ mod tests {
         assert_eq!(needs("tools/call"), None);
         assert_eq!(
             needs("resources/subscribe"),
-            Some(("resources", Some("subscribe")))
+            Some(&("resources", Some("subscribe")))
         );
     }
 }

@@ -29,7 +29,7 @@ pub struct Request {
     /// The server capability the request needs, checked before it is sent (the typed requests
     /// of resources, prompts and completion; see `offered`). `None` for any other: a request
     /// built by hand ([`Request::new`]) is the application's to judge.
-    pub(super) needs: Option<super::offered::Needs>,
+    pub(super) needs: Option<&'static super::offered::Needs>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
