@@ -759,8 +759,7 @@ pub struct ResourceContents {
     /// Its text, for a text resource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    /// Its base64 bytes, for a binary resource (see
-    /// [`ResourceContents::blob_bytes`](crate::resources) to decode them).
+    /// Its base64 bytes, for a binary resource ([`blob_bytes`](Self::blob_bytes) decodes them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob: Option<String>,
     /// The `_meta` member, as sent.
