@@ -129,6 +129,24 @@ pub enum RequestError {
         /// Why.
         reason: String,
     },
+    /// The server did not declare the capability this request needs (`resources`,
+    /// `resources.subscribe`, `prompts`, `completions`). Nothing was sent.
+    #[error("the server does not offer {capability} (needed for {method})")]
+    NotOffered {
+        /// The request's method.
+        method: String,
+        /// The capability it needs, as a path in the server's `capabilities`.
+        capability: String,
+    },
+    /// The request has no place in the session's era (`resources/subscribe` in 2026-07-28,
+    /// where `instead` carries what it did). Nothing was sent.
+    #[error("{method} is not in this protocol era: {instead} replaces it")]
+    NotInEra {
+        /// The request's method.
+        method: String,
+        /// What replaces it.
+        instead: &'static str,
+    },
     /// The server still wanted more input after the most rounds the client allows.
     #[error("the server still required input after {limit} rounds; giving up")]
     TooManyRounds {

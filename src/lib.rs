@@ -74,6 +74,8 @@ pub mod jsonrpc;
 pub mod methods;
 pub mod oauth;
 pub mod pagination;
+pub mod prompts;
+pub mod resources;
 pub mod secret;
 pub mod server_set;
 pub mod session;
@@ -87,14 +89,23 @@ pub use capabilities::ClientCapabilities;
 pub use error::{RequestError, SessionError, UsageError, Warning};
 pub use jsonrpc::{RequestId, RpcError};
 pub use pagination::{Pagination, PaginationError};
+pub use prompts::{
+    CompleteResult, Completion, CompletionRef, GetPromptResult, ListPromptsResult, Prompt,
+    PromptArgument, PromptMessage,
+};
+pub use resources::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource, ResourceError,
+    ResourceTemplate,
+};
 pub use session::{
-    AskId, CallTool, Casualties, Config, Discover, Era, EraChoice, Event, ListKind, ListTools,
-    LogMessage, Method, Progress, Reply, Request, ServerRequest, Session, State, Stats, TimerFor,
+    AskId, CallTool, Casualties, Complete, Config, Discover, Era, EraChoice, Event, GetPrompt,
+    ListKind, ListPrompts, ListResourceTemplates, ListResources, ListTools, LogMessage, Method,
+    Progress, ReadResource, Reply, Request, ServerRequest, Session, State, Stats, TimerFor,
     Transmit, TransmitKind, TransportKind,
 };
 pub use types::{
     CallToolResult, ContentBlock, DiscoverResult, IgnoredHint, Implementation, InitializeResult,
-    ListToolsResult, ResultType, Tool,
+    ListToolsResult, ResourceContents, ResultType, Tool,
 };
 
 /// The crate README's examples, compiled as doctests so that they stay true.

@@ -5,7 +5,8 @@
 
 use std::collections::HashSet;
 
-/// The guard on following `nextCursor` across `tools/list` pages: cursors are opaque, so a server
+/// The guard on following `nextCursor` across the pages of a listing (`tools/list`,
+/// `resources/list`, `resources/templates/list`, `prompts/list`): cursors are opaque, so a server
 /// that repeats one, never stops paging, or sends more than the application keeps, must not keep a
 /// client listing (and buffering) forever. Cursors are remembered by a 64-bit hash, so memory grows
 /// by 8 bytes a page whatever the server sends.
@@ -26,10 +27,10 @@ pub enum PaginationError {
     #[error("the server repeated cursor {0:?}")]
     RepeatedCursor(String),
     /// The server sent more pages than the cap.
-    #[error("more than {0} pages of tools")]
+    #[error("more than {0} pages")]
     TooManyPages(usize),
     /// The pages together hold more than the cap, in bytes.
-    #[error("the tools listed exceed {0} bytes")]
+    #[error("the items listed exceed {0} bytes")]
     TooLarge(usize),
 }
 

@@ -170,14 +170,14 @@ pub struct IgnoredHint {
 /// The hints of one result that were ignored, behind one thin pointer (rare; the result stays
 /// small).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Ignored(Vec<IgnoredHint>);
+pub(crate) struct Ignored(pub(crate) Vec<IgnoredHint>);
 
 /// The longest part of a server's string quoted in an [`IgnoredHint`].
 const HINT_EXCERPT: usize = 64;
 
 /// A `ttlMs` as read: a whole number of milliseconds in range, else why not.
 #[derive(Debug, Clone, PartialEq, Default)]
-enum TtlWire {
+pub(crate) enum TtlWire {
     #[default]
     Absent,
     Valid(u64),
@@ -212,7 +212,7 @@ impl<'de> Deserialize<'de> for TtlWire {
 
 /// A `cacheScope` as read.
 #[derive(Debug, Clone, PartialEq, Default)]
-enum ScopeWire {
+pub(crate) enum ScopeWire {
     #[default]
     Absent,
     Valid(CacheScope),
@@ -315,7 +315,7 @@ fn describe(v: &Value) -> String {
 }
 
 /// The hints of a cacheable result, read leniently: what could be used, and what was ignored.
-fn read_hints(
+pub(crate) fn read_hints(
     ttl: TtlWire,
     scope: ScopeWire,
 ) -> (Option<u64>, Option<CacheScope>, Option<Box<Ignored>>) {
@@ -759,9 +759,12 @@ pub struct ResourceContents {
     /// Its text, for a text resource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    /// Its base64 bytes, for a binary resource.
+    /// Its base64 bytes, for a binary resource ([`blob_bytes`](Self::blob_bytes) decodes them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob: Option<String>,
+    /// The `_meta` member, as sent.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 /// One block of a tool result's `content`.
@@ -993,6 +996,7 @@ impl ContentBlock {
                         mime_type: take(&mut r, "mimeType"),
                         text: take(&mut r, "text"),
                         blob: take(&mut r, "blob"),
+                        meta: r.remove("_meta").filter(|m| !m.is_null()),
                     },
                 }
             }
@@ -1042,6 +1046,80 @@ impl Serialize for ContentBlock {
         value.serialize(serializer)
     }
 }
+
+/// A paginated list result other than `tools/list`'s (resources, resource templates, prompts):
+/// one page of `$item`s under the member `$field` (`$wire` on the wire), `nextCursor`, the modern
+/// era's cache hints read leniently as [`ListToolsResult`] reads them, and `resultType`.
+macro_rules! list_result {
+    ($(#[$doc:meta])* $name:ident, $wirename:ident = $wirelit:literal, $field:ident: $item:ty, $wire:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(rename_all = "camelCase", from = $wirelit)]
+        pub struct $name {
+            /// The items on this page.
+            #[serde(rename = $wire)]
+            pub $field: Vec<$item>,
+            /// The cursor for the next page; absent on the last page.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub next_cursor: Option<String>,
+            /// How long this page may be cached, in milliseconds (`ttlMs`, modern servers).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub ttl_ms: Option<u64>,
+            /// Who may cache it (`cacheScope`, modern servers).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub cache_scope: Option<$crate::types::CacheScope>,
+            /// `resultType` as sent (modern servers); absent means complete.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub result_type: Option<$crate::types::ResultType>,
+            #[serde(skip)]
+            ignored: Option<Box<$crate::types::Ignored>>,
+        }
+
+        impl $name {
+            /// The cache hints the server sent that could not be used, and were ignored.
+            pub fn ignored_hints(&self) -> &[$crate::types::IgnoredHint] {
+                self.ignored.as_deref().map_or(&[], |i| &i.0)
+            }
+        }
+
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct $wirename {
+            #[serde(rename = $wire)]
+            $field: Vec<$item>,
+            #[serde(default)]
+            next_cursor: Option<String>,
+            #[serde(default)]
+            ttl_ms: $crate::types::TtlWire,
+            #[serde(default)]
+            cache_scope: $crate::types::ScopeWire,
+            #[serde(default)]
+            result_type: Option<$crate::types::ResultType>,
+        }
+
+        impl From<$wirename> for $name {
+            fn from(w: $wirename) -> Self {
+                let (ttl_ms, cache_scope, ignored) =
+                    $crate::types::read_hints(w.ttl_ms, w.cache_scope);
+                $name {
+                    $field: w.$field,
+                    next_cursor: w.next_cursor,
+                    ttl_ms,
+                    cache_scope,
+                    result_type: w.result_type,
+                    ignored,
+                }
+            }
+        }
+
+        impl $crate::types::Outcome for $name {
+            fn result_type(&self) -> Option<&$crate::types::ResultType> {
+                self.result_type.as_ref()
+            }
+        }
+    };
+}
+pub(crate) use list_result;
 
 #[cfg(test)]
 mod tests {

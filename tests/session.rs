@@ -1056,7 +1056,7 @@ fn pagination_guard_stops_repeated_cursors_and_page_floods() {
     assert_eq!(p.admit(), Err(PaginationError::TooManyPages(3)));
     assert_eq!(
         PaginationError::TooManyPages(3).to_string(),
-        "more than 3 pages of tools"
+        "more than 3 pages"
     );
     assert_eq!(Pagination::new(5).follow(None, 0), Ok(None));
 }

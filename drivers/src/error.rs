@@ -106,6 +106,19 @@ pub enum Error {
     /// caps.
     #[error("tools/list pagination: {0}")]
     Pagination(mcp_proto::PaginationError),
+    /// The pagination of another listing (`resources/list`, `resources/templates/list`,
+    /// `prompts/list`) went wrong, as [`Error::Pagination`] says.
+    #[error("{method} pagination: {error}")]
+    Listing {
+        /// The listing's method.
+        method: &'static str,
+        /// What went wrong.
+        error: mcp_proto::PaginationError,
+    },
+    /// A resource could not be read as asked: its contents over the cap, a template that does
+    /// not expand.
+    #[error(transparent)]
+    Resource(mcp_proto::ResourceError),
 }
 
 impl Error {

@@ -74,6 +74,10 @@
 //! | request timeout | 60 s ([`Config::default_timeout`]), per request settable or none | the request fails with [`Error::Timeout`]; `notifications/cancelled` is sent (never for `initialize`) |
 //! | server stderr kept | last 40 lines, each cut at 2 KiB | older lines dropped; stderr is always drained, optionally forwarded ([`StderrMode`]) |
 //! | `tools/list` pages | 1000 ([`ClientConfig::max_tool_pages`]), 64 MiB of tools in all ([`ClientConfig::max_tool_bytes`]) | [`Error::Pagination`]; a repeated cursor stops it at once (cursors are kept as 8-byte hashes) |
+//! | `resources/list`, `resources/templates/list`, `prompts/list` pages | the same caps as `tools/list` | [`Error::Listing`] |
+//! | one `resources/read`'s contents (text, blobs as base64) | 32 MiB ([`ClientConfig::max_read_bytes`]) | [`Error::Resource`] |
+//! | a URI template, and the URI it expands to | 8 KiB ([`MAX_TEMPLATE_LEN`](mcp_proto::resources::MAX_TEMPLATE_LEN)), 64 KiB ([`MAX_URI_LEN`](mcp_proto::resources::MAX_URI_LEN)) | [`Error::Resource`], nothing sent |
+//! | completion values | 100 ([`MAX_COMPLETION_VALUES`](mcp_proto::prompts::MAX_COMPLETION_VALUES)), as the spec caps them | the rest dropped, [`Completion::truncated`](mcp_proto::Completion::truncated) set |
 //! | stdio bytes the server has not read | 64 MiB ([`StdioConfig::max_backlog`]); a request cancelled or timed out before any of it was written leaves the queue | the connection fails: every call ends at once with "the server stopped reading its input" (also when the server closes its stdin) |
 //! | server request ids answered | 256 bytes of JSON ([`MAX_ECHOED_ID`](mcp_proto::session::MAX_ECHOED_ID)); method names quoted in -32601 up to 128 bytes | the request is left unanswered (a warning) |
 //! | a call future kept but not polled | the idle reader looks every 100 ms ([`client::WATCHDOG_PERIOD`]) and keeps the timers | what arrived is handled, and due timeouts fire on time anyway |
@@ -136,7 +140,10 @@ pub mod tools;
 pub mod trace;
 pub mod transport;
 
-pub use client::{Client, ClientConfig, ListChangedCallback, LogCallback, WarningCallback};
+pub use client::{
+    Client, ClientConfig, ListChangedCallback, LogCallback, ResourceUpdatedCallback,
+    WarningCallback,
+};
 #[cfg(feature = "http")]
 pub use connect::connect_http;
 #[cfg(feature = "stdio")]

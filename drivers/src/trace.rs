@@ -150,7 +150,8 @@ fn error_type(e: &Error) -> &'static str {
         Error::Usage(_) => "usage",
         Error::Config(_) => "config",
         Error::Auth(_) => "authorization",
-        Error::Pagination(_) => "pagination",
+        Error::Pagination(_) | Error::Listing { .. } => "pagination",
+        Error::Resource(_) => "resource",
         Error::TransportUnavailable { .. } => "transport_unavailable",
         Error::OAuthUnavailable { .. } => "oauth_unavailable",
     }

@@ -49,7 +49,7 @@ impl Transport for MemoryTransport {
             "server/discover" => Some(json!({
                 "resultType": "complete",
                 "supportedVersions": ["2026-07-28"],
-                "capabilities": {"tools": {}},
+                "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "completions": {}},
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "memory", "version": "0"}}
             })),
             "initialize" => panic!("a modern server gets no initialize"),
@@ -184,10 +184,7 @@ fn a_page_flood_stops_at_the_cap() {
             matches!(&err, Error::Pagination(PaginationError::TooManyPages(25))),
             "{err:?}"
         );
-        assert_eq!(
-            err.to_string(),
-            "tools/list pagination: more than 25 pages of tools"
-        );
+        assert_eq!(err.to_string(), "tools/list pagination: more than 25 pages");
     });
 }
 
@@ -231,7 +228,7 @@ fn tools_past_the_byte_cap_stop_the_listing() {
         let err = client.list_tools().await.unwrap_err();
         assert_eq!(
             err.to_string(),
-            "tools/list pagination: the tools listed exceed 1000000 bytes"
+            "tools/list pagination: the items listed exceed 1000000 bytes"
         );
         assert_eq!(
             requests.load(Ordering::SeqCst),
@@ -283,5 +280,126 @@ fn a_tool_set_re_lists_after_the_server_says_its_tools_changed() {
         assert!(!set.changed());
         assert_eq!(listings.load(Ordering::SeqCst), 2);
         client.close().await.unwrap();
+    });
+}
+
+/// Hostile answers to the resource, prompt and completion requests: each ends in a clear error
+/// (or a capped answer) and none loops, buffers without bound or sends what it should not.
+#[test]
+fn hostile_resources_prompts_and_completions() {
+    use mcp_connect::proto::prompts::CompletionRef;
+    use mcp_connect::proto::ResourceError;
+    use std::sync::Mutex;
+    let read_uris = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = read_uris.clone();
+    let transport = MemoryTransport::new(move |method, params| {
+        let cursor = params.get("cursor").and_then(Value::as_str);
+        Some(match method {
+            // A cursor that comes back: the guard stops it.
+            "resources/list" => {
+                json!({"resources": [{"uri": "a://1", "name": "1"}], "nextCursor": "again"})
+            }
+            // Pages without end.
+            "prompts/list" => {
+                let n: u64 = cursor.map_or(0, |c| c.parse().unwrap());
+                json!({"prompts": [{"name": format!("p{n}")}], "nextCursor": (n + 1).to_string()})
+            }
+            "resources/templates/list" => {
+                json!({"resourceTemplates": [{"uriTemplate": "file:///{path}", "name": "f"}]})
+            }
+            "resources/read" => {
+                let uri = params["uri"].as_str().unwrap_or_default().to_owned();
+                seen.lock().unwrap().push(uri.clone());
+                json!({"contents": [{"uri": uri, "text": "x".repeat(2048)}]})
+            }
+            "completion/complete" => {
+                let values: Vec<String> = (0..1000).map(|i| format!("v{i}")).collect();
+                json!({"completion": {"values": values}})
+            }
+            _ => json!({}),
+        })
+    });
+    let requests = transport.requests.clone();
+    smol::block_on(async {
+        let config = ClientConfig {
+            max_tool_pages: 25,
+            max_read_bytes: 1024,
+            ..ClientConfig::default()
+        };
+        let client = Client::with_config(transport, config);
+        client.initialize().await.unwrap();
+
+        let err = client.list_resources().await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Listing { method: "resources/list", error: PaginationError::RepeatedCursor(c) } if c == "again"),
+            "{err:?}"
+        );
+        let err = client.list_prompts().await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "prompts/list pagination: more than 25 pages"
+        );
+
+        // Contents over the cap.
+        let err = client.read_resource("a://big").await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::Resource(ResourceError::TooLarge {
+                    len: 2048,
+                    limit: 1024,
+                    ..
+                })
+            ),
+            "{err:?}"
+        );
+
+        // Odd values stay in their place: percent-encoded, never a path of their own.
+        let templates = client.list_resource_templates().await.unwrap();
+        let vars = |v: Value| match v {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        };
+        for (value, uri) in [
+            (
+                json!({"path": "../../etc/passwd"}),
+                "file:///..%2F..%2Fetc%2Fpasswd",
+            ),
+            (json!({"path": "a\r\nb?c#d"}), "file:///a%0D%0Ab%3Fc%23d"),
+            (json!({}), "file:///"),
+        ] {
+            let _ = client.read_template(&templates[0], &vars(value)).await;
+            assert_eq!(
+                read_uris.lock().unwrap().last().map(String::as_str),
+                Some(uri)
+            );
+        }
+        // A template that does not expand: refused before anything is sent.
+        let before = requests.load(Ordering::SeqCst);
+        let bad: mcp_connect::proto::ResourceTemplate =
+            serde_json::from_value(json!({"uriTemplate": "file:///{unclosed", "name": "bad"}))
+                .unwrap();
+        let err = client
+            .read_template(&bad, &vars(json!({"unclosed": "x"})))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Resource(ResourceError::Template { .. })),
+            "{err:?}"
+        );
+        assert_eq!(requests.load(Ordering::SeqCst), before);
+
+        // A flood of completion values: the first 100, marked.
+        let c = client
+            .complete(
+                &CompletionRef::Prompt { name: "p".into() },
+                "a",
+                "",
+                &serde_json::Map::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(c.values.len(), 100);
+        assert!(c.truncated && c.has_more);
     });
 }

@@ -19,6 +19,7 @@ mod asks;
 mod dispatch;
 mod legacy;
 mod modern;
+mod offered;
 mod opening;
 mod pending;
 pub mod request;
@@ -31,7 +32,10 @@ pub use dispatch::{MAX_ECHOED_ID, MAX_ECHOED_METHOD};
 pub use modern::MAX_REMEMBERED_TOOLS;
 pub use pending::TimerFor;
 use pending::{Pending, PendingTable};
-pub use request::{CallTool, Discover, ListTools, Method, Reply, Request};
+pub use request::{
+    CallTool, Complete, Discover, GetPrompt, ListPrompts, ListResourceTemplates, ListResources,
+    ListTools, Method, ReadResource, Reply, Request,
+};
 use request::{Params, Timeout};
 pub use transmit::{Transmit, TransmitKind};
 
@@ -679,7 +683,11 @@ impl Session {
     pub fn send(&mut self, request: Request, now: Instant) -> Result<RequestId, UsageError> {
         match self.state() {
             State::Ready => {
-                if let Err(e) = self.core.check_modern_call(&request) {
+                let checked = self
+                    .core
+                    .check_offered(&request)
+                    .and_then(|()| self.core.check_modern_call(&request));
+                if let Err(e) = checked {
                     // Refused before anything is sent: its outcome is its only event.
                     let id = RequestId(self.core.fresh_id());
                     self.core
@@ -1018,6 +1026,9 @@ impl Core {
         let ignored = match outcome {
             Ok(Reply::Tools(page)) => page.ignored_hints(),
             Ok(Reply::Discover(d)) => d.ignored_hints(),
+            Ok(Reply::Resources(page)) => page.ignored_hints(),
+            Ok(Reply::ResourceTemplates(page)) => page.ignored_hints(),
+            Ok(Reply::Prompts(page)) => page.ignored_hints(),
             _ => return,
         };
         if ignored.is_empty() {

@@ -4,6 +4,8 @@
 use super::Core;
 use crate::error::RequestError;
 use crate::jsonrpc::RequestId;
+use crate::prompts::{CompleteResult, CompletionRef, GetPromptResult, ListPromptsResult};
+use crate::resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult};
 use crate::types::{CallToolResult, DiscoverResult, ListToolsResult, Outcome, ResultType};
 use serde::de::DeserializeOwned;
 use serde::ser::SerializeMap;
@@ -24,6 +26,10 @@ pub struct Request {
     pub(super) timeout: Timeout,
     /// Progress asked for; `Some(Some(max))`: each notification resets the timeout, up to `max`.
     pub(super) progress: Option<Option<Duration>>,
+    /// The server capability the request needs, checked before it is sent (the typed requests
+    /// of resources, prompts and completion; see `offered`). `None` for any other: a request
+    /// built by hand ([`Request::new`]) is the application's to judge.
+    pub(super) needs: Option<&'static super::offered::Needs>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -170,7 +176,24 @@ methods! {
     /// `server/discover` (2026-07-28): the server's versions, capabilities and identity.
     /// (Boxed: it is the largest reply, and the rarest.)
     Discover = "server/discover" => Box<DiscoverResult>, Discover;
+    /// `resources/list`: a page of resources.
+    ListResources = "resources/list" => ListResourcesResult, Resources;
+    /// `resources/templates/list`: a page of resource templates.
+    ListResourceTemplates = "resources/templates/list" => ListResourceTemplatesResult, ResourceTemplates;
+    /// `resources/read`: a resource's contents. (Boxed, as the rarer large replies are.)
+    ReadResource = "resources/read" => Box<ReadResourceResult>, ResourceRead;
+    /// `prompts/list`: a page of prompts.
+    ListPrompts = "prompts/list" => ListPromptsResult, Prompts;
+    /// `prompts/get`: a prompt's messages. (Boxed.)
+    GetPrompt = "prompts/get" => Box<GetPromptResult>, Prompt;
+    /// `completion/complete`: suggestions for an argument. (Boxed.)
+    Complete = "completion/complete" => Box<CompleteResult>, Completion;
 }
+
+/// `resources/subscribe`.
+pub(super) const SUBSCRIBE: &str = "resources/subscribe";
+/// `resources/unsubscribe`.
+pub(super) const UNSUBSCRIBE: &str = "resources/unsubscribe";
 
 /// A request's params: any JSON, or a tool call's name and arguments kept apart until they are
 /// written, straight into the message. Building `{"name", "arguments"}` as a map first, to write
@@ -286,12 +309,16 @@ impl Request {
             decoder: Decoder::raw(),
             timeout: Timeout::Default,
             progress: None,
+            needs: None,
         }
     }
 
     /// A typed request: its answer decodes into `M::Result` (see [`Method`]).
     pub fn of<M: Method>(params: Option<Value>) -> Self {
-        Request::typed::<M>(Params::Json(params))
+        Request {
+            needs: super::offered::needs(M::NAME),
+            ..Request::typed::<M>(Params::Json(params))
+        }
     }
 
     fn typed<M: Method>(params: Params) -> Self {
@@ -322,6 +349,76 @@ impl Request {
             arguments,
             json: OnceLock::new(),
         })
+    }
+
+    /// `resources/list` for one page (see [`list_tools`](Self::list_tools) for the cursor). Its
+    /// reply is [`Reply::Resources`].
+    pub fn list_resources(cursor: Option<&str>) -> Self {
+        Request::of::<ListResources>(cursor.map(|c| json!({ "cursor": c })))
+    }
+
+    /// `resources/templates/list` for one page. Its reply is [`Reply::ResourceTemplates`].
+    pub fn list_resource_templates(cursor: Option<&str>) -> Self {
+        Request::of::<ListResourceTemplates>(cursor.map(|c| json!({ "cursor": c })))
+    }
+
+    /// `resources/read {uri}`. Its reply is [`Reply::ResourceRead`].
+    ///
+    /// > "To retrieve resource contents, clients send a `resources/read` request" — MCP
+    /// > 2025-11-25, Resources § Reading Resources
+    pub fn read_resource(uri: &str) -> Self {
+        Request::of::<ReadResource>(Some(json!({ "uri": uri })))
+    }
+
+    /// `resources/subscribe {uri}` (legacy era; the server must declare `resources.subscribe`):
+    /// the server then sends `notifications/resources/updated` when it changes. Its reply is
+    /// [`Reply::Raw`] (an empty result).
+    pub fn subscribe_resource(uri: &str) -> Self {
+        Request {
+            needs: super::offered::needs(SUBSCRIBE),
+            ..Request::new(SUBSCRIBE, Some(json!({ "uri": uri })))
+        }
+    }
+
+    /// `resources/unsubscribe {uri}`. Its reply is [`Reply::Raw`] (an empty result).
+    pub fn unsubscribe_resource(uri: &str) -> Self {
+        Request {
+            needs: super::offered::needs(UNSUBSCRIBE),
+            ..Request::new(UNSUBSCRIBE, Some(json!({ "uri": uri })))
+        }
+    }
+
+    /// `prompts/list` for one page. Its reply is [`Reply::Prompts`].
+    pub fn list_prompts(cursor: Option<&str>) -> Self {
+        Request::of::<ListPrompts>(cursor.map(|c| json!({ "cursor": c })))
+    }
+
+    /// `prompts/get {name, arguments}` (`arguments` left out when empty). Its reply is
+    /// [`Reply::Prompt`].
+    ///
+    /// > "`arguments?: { [key: string]: string }`" — MCP 2025-11-25, schema
+    /// > `GetPromptRequestParams`
+    pub fn get_prompt(name: &str, arguments: &Map<String, Value>) -> Self {
+        let mut params = json!({ "name": name });
+        if !arguments.is_empty() {
+            params["arguments"] = Value::Object(arguments.clone());
+        }
+        Request::of::<GetPrompt>(Some(params))
+    }
+
+    /// `completion/complete`: suggestions for argument `argument` of a prompt or resource
+    /// template, from what was typed so far (`value`) and the arguments already given
+    /// (`context`; see [`complete_params`](crate::prompts::complete_params)). Its reply is
+    /// [`Reply::Completion`].
+    pub fn complete(
+        reference: &CompletionRef,
+        argument: &str,
+        value: &str,
+        context: &Map<String, Value>,
+    ) -> Self {
+        Request::of::<Complete>(Some(crate::prompts::complete_params(
+            reference, argument, value, context,
+        )))
     }
 
     /// Sets this request's timeout, replacing the session default.

@@ -172,6 +172,12 @@ impl ConnState {
                         self.defer(Deferred::ListChanged(kind));
                     }
                 }
+                Event::ResourceUpdated { uri } => {
+                    self.resources_updated += 1;
+                    if self.on_resource_updated.is_some() {
+                        self.defer(Deferred::ResourceUpdated(uri));
+                    }
+                }
                 Event::ServerRequest { ask, request } => self.defer(Deferred::Ask(ask, request)),
                 // Dropping the task cancels the handler.
                 Event::ServerRequestCancelled { ask } => drop(self.running.remove(&ask)),
@@ -206,12 +212,9 @@ impl ConnState {
                 // Tolerated peer misbehaviour: counted in the session's stats, kept, reported.
                 Event::Warning(w) => self.warn(w),
                 // An answer nobody waits for any more (its caller stopped waiting), a log message
-                // nobody is told of, and what this client does not act on: resource updates (it
-                // subscribes to none) and the end of a URL-mode elicitation.
-                Event::Response { .. }
-                | Event::Log(_)
-                | Event::ResourceUpdated { .. }
-                | Event::ElicitationComplete { .. } => {}
+                // nobody is told of, and what this client does not act on: the end of a
+                // URL-mode elicitation.
+                Event::Response { .. } | Event::Log(_) | Event::ElicitationComplete { .. } => {}
                 // An event a later core adds (the enum is non-exhaustive): nothing to do until
                 // this driver learns of it.
                 _ => {}
@@ -253,6 +256,7 @@ impl Connection {
         let on_warning = st.on_warning.clone();
         let on_log = st.on_log.clone();
         let on_list_changed = st.on_list_changed.clone();
+        let on_resource_updated = st.on_resource_updated.clone();
         let handlers = st.handlers.clone();
         #[cfg(feature = "tracing")]
         let label = st.label.clone();
@@ -276,6 +280,11 @@ impl Connection {
                 Deferred::ListChanged(kind) => {
                     if let Some(ListChangedCallback(cb)) = &on_list_changed {
                         quietly(&|| cb(kind));
+                    }
+                }
+                Deferred::ResourceUpdated(uri) => {
+                    if let Some(ResourceUpdatedCallback(cb)) = &on_resource_updated {
+                        quietly(&|| cb(&uri));
                     }
                 }
                 Deferred::Ask(ask, request) => self.start_handler(&handlers, ask, request),

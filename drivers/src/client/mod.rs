@@ -26,6 +26,7 @@
 
 mod deliver;
 mod drive;
+mod features;
 
 use drive::{idle_reader, CancelOnDrop, Slot, Timers};
 
@@ -90,6 +91,18 @@ impl std::fmt::Debug for ListChangedCallback {
     }
 }
 
+/// A function told when a resource the client subscribed to changed
+/// (`notifications/resources/updated`, with its URI), outside the client's lock; a panic in it is
+/// caught and ignored.
+#[derive(Clone)]
+pub struct ResourceUpdatedCallback(pub Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for ResourceUpdatedCallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResourceUpdatedCallback")
+    }
+}
+
 /// A function told of each progress notification of one request, in order, until its answer.
 type ProgressSink = Arc<dyn Fn(&Progress) + Send + Sync>;
 
@@ -149,6 +162,7 @@ enum Deferred {
     Warning(Warning),
     Log(LogMessage),
     ListChanged(ListKind),
+    ResourceUpdated(String),
     /// Start the handler for a server request.
     Ask(AskId, ServerRequest),
 }
@@ -158,10 +172,11 @@ enum Deferred {
 pub struct ClientConfig {
     /// The session's settings: client identity, message size limit, default request timeout.
     pub session: Config,
-    /// The most `tools/list` pages [`Client::list_tools`] follows before failing (default 1000).
+    /// The most `tools/list` pages [`Client::list_tools`] follows before failing (default 1000);
+    /// the same cap holds for the other listings (resources, resource templates, prompts).
     pub max_tool_pages: usize,
     /// The most bytes of tool definitions (as JSON) [`Client::list_tools`] keeps across all pages
-    /// before failing (default 64 MiB).
+    /// before failing (default 64 MiB); the same cap holds for the other listings.
     pub max_tool_bytes: usize,
     /// Whether a background task reads while no caller waits (default true): the server's pings
     /// and requests are then answered, its notifications noted and its exit noticed between calls.
@@ -179,6 +194,12 @@ pub struct ClientConfig {
     pub on_log: Option<LogCallback>,
     /// Told when the server says a list changed (tools, resources, prompts).
     pub on_list_changed: Option<ListChangedCallback>,
+    /// Told when a subscribed resource changed ([`Client::subscribe_resource`]).
+    pub on_resource_updated: Option<ResourceUpdatedCallback>,
+    /// The most bytes of contents (text, and blobs as base64) [`Client::read_resource`] takes
+    /// from one read before failing with [`Error::Resource`] (default 32 MiB; the message
+    /// itself is capped first by `session.frame_limit`).
+    pub max_read_bytes: usize,
     /// The server's name in this application (its key in a configuration): the `mcp.server`
     /// field of the `tracing` feature's spans and events.
     pub label: Option<String>,
@@ -203,6 +224,8 @@ impl Default for ClientConfig {
             handlers: Handlers::default(),
             on_log: None,
             on_list_changed: None,
+            on_resource_updated: None,
+            max_read_bytes: 32 * 1024 * 1024,
             label: None,
             era_memory: Arc::default(),
         }
@@ -224,6 +247,7 @@ pub struct Client {
     shared: Arc<Connection>,
     max_tool_pages: usize,
     max_tool_bytes: usize,
+    max_read_bytes: usize,
 }
 
 /// What the clones of a [`Client`] share. The transport is its last field, unsized: a client
@@ -283,6 +307,9 @@ struct ConnState {
     on_warning: Option<WarningCallback>,
     on_log: Option<LogCallback>,
     on_list_changed: Option<ListChangedCallback>,
+    on_resource_updated: Option<ResourceUpdatedCallback>,
+    /// How many `notifications/resources/updated` came.
+    resources_updated: u64,
     handlers: Handlers,
     /// The handlers running, by the server request they answer; dropping one cancels it.
     running: HashMap<AskId, smol::Task<()>>,
@@ -340,6 +367,8 @@ impl Client {
                 on_warning: config.on_warning,
                 on_log: config.on_log,
                 on_list_changed: config.on_list_changed,
+                on_resource_updated: config.on_resource_updated,
+                resources_updated: 0,
                 handlers: config.handlers,
                 running: HashMap::new(),
                 lists_changed: [0; 3],
@@ -365,6 +394,7 @@ impl Client {
             shared,
             max_tool_pages: config.max_tool_pages,
             max_tool_bytes: config.max_tool_bytes,
+            max_read_bytes: config.max_read_bytes,
         }
     }
 
@@ -763,6 +793,7 @@ impl Clone for Client {
             shared: self.shared.clone(),
             max_tool_pages: self.max_tool_pages,
             max_tool_bytes: self.max_tool_bytes,
+            max_read_bytes: self.max_read_bytes,
         }
     }
 }

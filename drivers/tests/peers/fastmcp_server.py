@@ -49,6 +49,23 @@ Tools
                                  after each step, then answers "counted to N". Progress goes out only
                                  when the call's _meta has a progressToken; not in --json-response mode
                                  over HTTP.
+
+Resources
+  test://greeting                text/plain "Hello from the Python SDK"
+  test://pixel                   image/png blob: the 1x1 PNG
+  test://users/{id}/profile      template: text "profile of user <id>" (text/plain)
+
+Prompts
+  review(code:str, language:str="python")
+                                 two messages: a user text message naming the language and the
+                                 code, and an assistant message with the greeting embedded as a
+                                 resource
+  plain()                        one user text message "plain prompt"
+
+Completions (completion/complete)
+  ref/prompt review, argument language: the languages in LANGUAGES starting with the value
+  ref/resource test://users/{id}/profile, argument id: the USER_IDS starting with the value; with
+                                 context argument "team" = "ops" only the ids starting with "o"
 """
 
 from __future__ import annotations
@@ -163,6 +180,78 @@ async def count(steps: int, ctx: Context) -> str:
         await ctx.report_progress(i, steps, f"step {i} of {steps}")
         await asyncio.sleep(0.02)
     return f"counted to {steps}"
+
+
+@mcp.resource("test://greeting", name="greeting", mime_type="text/plain")
+def greeting() -> str:
+    """A fixed greeting."""
+    return "Hello from the Python SDK"
+
+
+@mcp.resource("test://pixel", name="pixel", mime_type="image/png")
+def pixel() -> bytes:
+    """The 1x1 PNG, as a blob."""
+    return PNG_1X1
+
+
+@mcp.resource("test://users/{id}/profile", name="profile", mime_type="text/plain")
+def profile(id: str) -> str:
+    """A user's profile."""
+    return f"profile of user {id}"
+
+
+try:  # the message types: mcp >= 2 and 1.x name them alike
+    from mcp.types import (
+        Completion,
+        EmbeddedResource,
+        PromptReference,
+        ResourceTemplateReference,
+        TextContent,
+        TextResourceContents,
+    )
+    from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp.prompts.base import AssistantMessage, UserMessage  # type: ignore[no-redef]
+
+LANGUAGES = ["python", "perl", "php", "rust", "ruby"]
+USER_IDS = ["ada", "alan", "grace", "otto", "olga"]
+
+
+@mcp.prompt()
+def review(code: str, language: str = "python") -> list:
+    """Review a piece of code."""
+    return [
+        UserMessage(TextContent(type="text", text=f"Review this {language} code:\n{code}")),
+        AssistantMessage(
+            EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(
+                    uri="test://greeting", mimeType="text/plain", text="Hello from the Python SDK"
+                ),
+            )
+        ),
+    ]
+
+
+@mcp.prompt()
+def plain() -> str:
+    """A prompt without arguments."""
+    return "plain prompt"
+
+
+@mcp.completion()
+async def complete(ref, argument, context):
+    value = argument.value or ""
+    if isinstance(ref, PromptReference) and ref.name == "review" and argument.name == "language":
+        found = [lang for lang in LANGUAGES if lang.startswith(value)]
+        return Completion(values=found, total=len(found), has_more=False)
+    if isinstance(ref, ResourceTemplateReference) and argument.name == "id":
+        ids = USER_IDS
+        given = (context.arguments or {}) if context else {}
+        if given.get("team") == "ops":
+            ids = [i for i in ids if i.startswith("o")]
+        return Completion(values=[i for i in ids if i.startswith(value)])
+    return None
 
 
 def make_event_store():
