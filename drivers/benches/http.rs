@@ -33,8 +33,12 @@
 //! Syscalls per call are not counted in process. For them, run one client alone against the
 //! server in a process of its own, under `perf stat`:
 //! `mcp-http --serve [--json] [--modern]` (the example) prints `LISTENING <url>`, then
-//! `perf stat -e 'syscalls:sys_enter_*' <this bench> --only a|a0|f|x|y|b --url <url> [--calls N]`
-//! (`a0`: ours, its calls without a timeout: what the caller's timer costs)
+//! `perf stat -e 'syscalls:sys_enter_*' <this bench> --only a|a0|af|ai|f|x|xf|y|b --url <url> [--calls N]`
+//! (`a0`: ours, its calls without a timeout: what the caller's timer costs; `ai`: ours without
+//! the idle reader (`ClientConfig::idle_reader`): what it costs; `af` and `xf`: ours
+//! and bare isahc's async API awaited in `smol::future::block_on`, which parks the thread on a
+//! futex, as isahc's blocking API does, instead of `smol::block_on`, which parks it in
+//! async-io's reactor (`epoll`) whenever the reactor is free: what the caller's executor costs)
 //! (N calls after 200 of warm-up; the start-up's few syscalls are counted too).
 //! Alone, it prints each thread's CPU, switches and sleeps per call (a sleep is a voluntary
 //! switch: the thread blocked, and something had to wake it; unlike switches, not inflated by
@@ -67,7 +71,8 @@ fn main() {
             .position(|a| a == name)
             .and_then(|i| args.get(i + 1))
     };
-    // `--only a|a0|f|x|y|b --url URL [--calls N]` (a0: ours, calls without a timeout): one client alone against a server of another
+    // `--only a|a0|af|ai|f|x|xf|y|b --url URL [--calls N]` (a0: ours, calls without a timeout; ai: without the idle reader; af, xf:
+    // ours and bare async isahc in `smol::future::block_on`): one client alone against a server of another
     // process (`mcp-http --serve [--json] [--modern]`), for `perf stat` to count its syscalls.
     if let (Some(only), Some(url)) = (arg("--only"), arg("--url")) {
         let calls = arg("--calls").map_or(20_000, |n| n.parse().expect("--calls N"));
@@ -77,15 +82,43 @@ fn main() {
                 no_timeout: true,
                 ..Ours::start(url)
             }),
+            "ai" => Box::new(Ours::with_config(
+                url,
+                mcp_connect::ClientConfig {
+                    idle_reader: false,
+                    ..Default::default()
+                },
+            )),
+            "af" => Box::new(Ours {
+                futex: true,
+                ..Ours::start(url)
+            }),
+            "xf" => Box::new(RawIsahc {
+                futex: true,
+                ..RawIsahc::start(url, false)
+            }),
             "x" => Box::new(RawIsahc::start(url, false)),
             "y" => Box::new(RawIsahc::start(url, true)),
             "b" => Box::new(Baseline::start(url)),
-            other => panic!("--only a|f|x|y|b, not {other}"),
+            other => panic!("--only a|a0|af|ai|f|x|xf|y|b, not {other}"),
         };
         client.calls(200);
         let before = threads_cpu(server::SERVER_THREADS);
         let by_thread = per_thread();
+        *LATENCIES.lock().unwrap() = Some(Vec::with_capacity(calls));
         let spent = client.calls(calls);
+        let mut took = LATENCIES.lock().unwrap().take().unwrap_or_default();
+        took.sort();
+        // The fast end of the distribution: the path a call takes when the machine lets it run,
+        // far less disturbed by a loaded machine than the median.
+        let at = |q: f64| took[((took.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e6;
+        println!(
+            "({only}) latency µs: min {:.1}, p5 {:.1}, p25 {:.1}, p50 {:.1}",
+            at(0.0),
+            at(0.05),
+            at(0.25),
+            at(0.5)
+        );
         let cost = threads_cpu(server::SERVER_THREADS) - before;
         println!(
             "({only}) {calls} calls: {:.0} calls/s, client CPU {:.1} µs/call, {:.2} switches/call",
@@ -184,6 +217,17 @@ fn per_thread() -> std::collections::BTreeMap<String, (u64, u64, u64)> {
         e.2 += sleeps;
     }
     out
+}
+
+/// Each call's wall time, kept while `--only` measures (`None`: not kept).
+static LATENCIES: std::sync::Mutex<Option<Vec<Duration>>> = std::sync::Mutex::new(None);
+
+/// Keeps the wall time of a call sent at `sent`, when `--only` measures.
+fn latency(sent: Instant) {
+    let took = sent.elapsed();
+    if let Some(all) = LATENCIES.lock().unwrap().as_mut() {
+        all.push(took);
+    }
 }
 
 /// A client under measurement: `n` sequential calls, their wall time.
@@ -311,21 +355,39 @@ fn run(url: &str, modern_url: &str, p: &Params) {
     ours.close();
 }
 
+/// Runs `f` in `smol::future::block_on` (`futex`: the thread parks on a futex) or in
+/// `smol::block_on` (async-io's: it parks in the reactor, `epoll`, when the reactor is free).
+fn block_on<T>(futex: bool, f: impl std::future::Future<Output = T>) -> T {
+    match futex {
+        true => smol::future::block_on(f),
+        false => smol::block_on(f),
+    }
+}
+
 /// Our client.
 struct Ours {
     client: Client,
     /// Calls without a timeout (`--only a0`): what the caller's timer costs.
     no_timeout: bool,
+    /// Awaited in `smol::future::block_on` (parks on a futex), not `smol::block_on` (which
+    /// parks in async-io's reactor when it can): `--only af`.
+    futex: bool,
 }
 
 impl Ours {
     fn start(url: &str) -> Ours {
+        Ours::with_config(url, mcp_connect::ClientConfig::default())
+    }
+
+    /// Ours with `config` (`--only ai`: without the idle reader, what it costs per call).
+    fn with_config(url: &str, config: mcp_connect::ClientConfig) -> Ours {
         let transport = HttpTransport::new(HttpTransportConfig::new(url)).expect("transport");
-        let client = Client::new(transport);
+        let client = Client::with_config(transport, config);
         smol::block_on(client.initialize()).expect("initialize");
         Ours {
             client,
             no_timeout: false,
+            futex: false,
         }
     }
 
@@ -336,7 +398,8 @@ impl Ours {
 
 impl Calls for Ours {
     fn calls(&mut self, n: usize) -> Duration {
-        smol::block_on(async {
+        let futex = self.futex;
+        block_on(futex, async {
             let started = Instant::now();
             for _ in 0..n {
                 let request = Request::call_tool("echo", json!({"text": "hi"}));
@@ -344,7 +407,9 @@ impl Calls for Ours {
                     true => request.no_timeout(),
                     false => request,
                 };
+                let sent = Instant::now();
                 let r = self.client.call(request).await.expect("call");
+                latency(sent);
                 assert_eq!(r.text(), "hi");
             }
             started.elapsed()
@@ -420,7 +485,9 @@ impl Calls for Baseline {
                 r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}}}}}}"#,
                 self.next_id
             );
+            let sent = Instant::now();
             let answer = self.post(&body);
+            latency(sent);
             assert_eq!(answer.status, 200);
             let v = self.message(&answer.content_type);
             assert_eq!(v["id"], self.next_id);
@@ -537,6 +604,8 @@ struct RawIsahc {
     url: String,
     session: Option<String>,
     blocking: bool,
+    /// The async API in `smol::future::block_on` (`--only xf`), not `smol::block_on`.
+    futex: bool,
 }
 
 impl RawIsahc {
@@ -551,6 +620,7 @@ impl RawIsahc {
             url: url.to_owned(),
             session: None,
             blocking,
+            futex: false,
         };
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
@@ -586,7 +656,7 @@ impl RawIsahc {
                 .map(|v| v.to_str().unwrap().to_owned());
             (resp.text().unwrap(), s)
         } else {
-            smol::block_on(async {
+            block_on(self.futex, async {
                 use isahc::AsyncReadResponseExt;
                 let mut resp = self.client.send_async(req).await.unwrap();
                 let s = resp
@@ -607,7 +677,9 @@ impl Calls for RawIsahc {
                 r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}}}}}}"#,
                 i + 1
             );
+            let sent = Instant::now();
             let (text, _) = self.post(body, self.blocking);
+            latency(sent);
             assert!(text.contains("\"hi\""), "{text}");
         }
         started.elapsed()

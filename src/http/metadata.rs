@@ -194,21 +194,50 @@ pub fn standard_headers(
             method: method.to_owned(),
         });
     }
-    let field = match method {
+    let Some(field) = name_field(method) else {
+        return Ok(vec![(METHOD_HEADER, method.to_owned())]);
+    };
+    let source = params.and_then(|p| p.get(field)).and_then(Value::as_str);
+    named_headers(method, field, source)
+}
+
+/// [`standard_headers`] for a message whose `Mcp-Name` source (`params.name`, or `params.uri`)
+/// is at hand without its params as one JSON value (a `tools/call` built by
+/// `Request::call_tool`): `name` is that member, when it is a string.
+pub(crate) fn standard_headers_named(
+    method: &str,
+    name: Option<&str>,
+) -> Result<Vec<(&'static str, String)>, StandardHeaderError> {
+    if !is_sendable_plain(method) {
+        return Err(StandardHeaderError::Method {
+            method: method.to_owned(),
+        });
+    }
+    match name_field(method) {
+        None => Ok(vec![(METHOD_HEADER, method.to_owned())]),
+        Some(field) => named_headers(method, field, name),
+    }
+}
+
+/// The member of a request's params that `Mcp-Name` mirrors, for the methods that have one.
+fn name_field(method: &str) -> Option<&'static str> {
+    match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
         _ => None,
-    };
-    let Some(field) = field else {
-        return Ok(vec![(METHOD_HEADER, method.to_owned())]);
-    };
-    let source = params
-        .and_then(|p| p.get(field))
-        .and_then(Value::as_str)
-        .ok_or_else(|| StandardHeaderError::MissingName {
-            method: method.to_owned(),
-            field,
-        })?;
+    }
+}
+
+/// `Mcp-Method` and `Mcp-Name` (from `source`, the params' `field`: refused when missing).
+fn named_headers(
+    method: &str,
+    field: &'static str,
+    source: Option<&str>,
+) -> Result<Vec<(&'static str, String)>, StandardHeaderError> {
+    let source = source.ok_or_else(|| StandardHeaderError::MissingName {
+        method: method.to_owned(),
+        field,
+    })?;
     Ok(vec![
         (METHOD_HEADER, method.to_owned()),
         (NAME_HEADER, encode_value(source).into_owned()),

@@ -214,7 +214,7 @@ impl Modern {
         }
         payload.push(b'}');
         let headers = match transport {
-            TransportKind::Http => self.headers(method, params.json()),
+            TransportKind::Http => self.headers(method, params),
             _ => Vec::new(),
         };
         (payload, headers)
@@ -227,18 +227,23 @@ impl Modern {
     /// > "Every POST request to the MCP endpoint **MUST** include an `MCP-Protocol-Version`
     /// > header." / "The header value **MUST** match the `io.modelcontextprotocol/protocolVersion`
     /// > field carried in the request body's `_meta`." — MCP 2026-07-28, Streamable HTTP
-    fn headers(&self, method: &str, params: Option<&Value>) -> Vec<(String, String)> {
+    fn headers(&self, method: &str, params: &Params) -> Vec<(String, String)> {
         let mut out = vec![(
             crate::http::PROTOCOL_VERSION_HEADER.to_owned(),
             self.version.to_owned(),
         )];
-        if let Ok(standard) = metadata::standard_headers(method, params) {
+        // A call's name and arguments are read where they are: making its params one JSON
+        // value (a copy of the arguments) cost more than the rest of the headers.
+        let standard = match params {
+            Params::Call { name, .. } => metadata::standard_headers_named(method, Some(name)),
+            Params::Json(json) => metadata::standard_headers(method, json.as_ref()),
+        };
+        if let Ok(standard) = standard {
             out.extend(standard.into_iter().map(|(k, v)| (k.to_owned(), v)));
         }
         if method == "tools/call" {
-            let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+            let (tool, arguments) = call_parts(params);
             if let Some(spec) = tool.and_then(|t| self.tool_headers.get(t)) {
-                let arguments = params.and_then(|p| p.get("arguments"));
                 if let Ok(mirrored) = spec.headers_for(arguments) {
                     out.extend(mirrored);
                 }
@@ -249,15 +254,31 @@ impl Modern {
 
     /// Why a `tools/call` cannot go out over HTTP: an argument mirrored into a header does not
     /// fit its declared type. The model wrote the arguments and can correct them.
-    pub(super) fn check_call(&self, params: Option<&Value>) -> Result<(), String> {
-        let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+    pub(super) fn check_call(&self, params: &Params) -> Result<(), String> {
+        let (tool, arguments) = call_parts(params);
         let Some(spec) = tool.and_then(|t| self.tool_headers.get(t)) else {
             return Ok(());
         };
-        let arguments = params.and_then(|p| p.get("arguments"));
         spec.headers_for(arguments)
             .map(drop)
             .map_err(|e| e.to_string())
+    }
+}
+
+/// A `tools/call`'s tool name (when a string) and arguments, read without making a call's params
+/// one JSON value.
+fn call_parts(params: &Params) -> (Option<&str>, Option<&Value>) {
+    match params {
+        Params::Call {
+            name, arguments, ..
+        } => (Some(name), Some(arguments)),
+        Params::Json(json) => {
+            let json = json.as_ref();
+            (
+                json.and_then(|p| p.get("name")).and_then(Value::as_str),
+                json.and_then(|p| p.get("arguments")),
+            )
+        }
     }
 }
 
@@ -684,7 +705,7 @@ impl Core {
             return Ok(());
         }
         self.modern
-            .check_call(request.params.json())
+            .check_call(&request.params)
             .map_err(RequestError::InvalidArguments)
     }
 }
