@@ -1228,3 +1228,38 @@ fn a_call_kept_back_for_a_batch_goes_out_though_the_caller_it_waited_for_is_park
         close_and_check(client).await;
     })
 }
+
+// ---- start-up diagnostics ------------------------------------------------------------------------
+
+/// A server that ends whatever it is sent (it reads nothing): started once, not again for the
+/// legacy era, and its exit status and stderr are the error. Linux: elsewhere the pipe does not
+/// say what was read, and the server is given the benefit of the doubt.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_server_that_dies_at_start_up_is_started_once() {
+    smol::block_on(async {
+        let dir = mcp_testkit::TempDir::new("dies-at-start");
+        let starts = dir.path().join("starts");
+        let script = format!(
+            "echo start >> '{}'; echo 'boom: no configuration' >&2; exit 1",
+            starts.display()
+        );
+        let (config, lines) = collecting(StdioConfig::new("sh").args(["-c", &script]));
+        let err = mcp_connect::connect_stdio(config, ClientConfig::default())
+            .await
+            .unwrap_err();
+        let Error::ServerExited { status, stderr } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(status.and_then(|s| s.code()), Some(1));
+        assert_eq!(stderr, "boom: no configuration");
+        let started = std::fs::read_to_string(&starts).unwrap();
+        assert_eq!(started.lines().count(), 1, "{started:?}");
+        assert_eq!(
+            lines.lock().unwrap().len(),
+            1,
+            "{:?}",
+            lines.lock().unwrap()
+        );
+    })
+}
