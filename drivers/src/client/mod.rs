@@ -376,6 +376,10 @@ impl Client {
     pub async fn initialize(&self) -> Result<InitializeResult, Error> {
         #[cfg(feature = "tracing")]
         if crate::trace::enabled() {
+            // Opened already (`connect_*` did it): no second span for the same opening.
+            if let Some(init) = self.initialize_result() {
+                return Ok(init);
+            }
             let label = self.lock().label.clone();
             let span = crate::trace::opening_span(label.as_deref(), self.shared.transport.kind());
             let started = Instant::now();
