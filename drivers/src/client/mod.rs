@@ -434,7 +434,9 @@ impl Client {
 
     /// Whether the server ended while the era probe (`server/discover`) waited for its answer: a
     /// legacy server that exits on an unknown request (or one that failed to start). Start it
-    /// again with [`EraChoice::Legacy`](mcp_proto::EraChoice::Legacy);
+    /// again with [`EraChoice::Legacy`](mcp_proto::EraChoice::Legacy) when it read the probe
+    /// ([`Transport::input_read`] is not `Some(0)`: see
+    /// [`EraMemory::relaunch`](mcp_proto::server_set::EraMemory::relaunch));
     /// [`connect_stdio`](crate::connect_stdio) does so by itself.
     pub fn ended_on_probe(&self) -> bool {
         self.lock().ended_on_probe
