@@ -391,6 +391,27 @@ fn the_quoted_line_loses_its_control_characters_and_is_capped() {
 }
 
 #[test]
+fn lines_printed_before_the_opening_count_too() {
+    // A driver may read what the program printed before it opens the session.
+    let now = Instant::now();
+    let mut s = Session::new(config(EraChoice::Legacy));
+    line(&mut s, "hello", now);
+    let later = now + Duration::from_secs(1);
+    s.initialize(later).unwrap();
+    sent(&mut s);
+    let at = later + Duration::from_secs(3);
+    assert_eq!(
+        s.poll_timer(),
+        Some((at, TimerFor::NotAnswering(RequestId(0))))
+    );
+    s.handle_timeout(at);
+    assert!(matches!(
+        outcomes(&mut s).as_slice(),
+        [Event::Failed(SessionError::NotAnMcpServer { more: 0, .. })]
+    ));
+}
+
+#[test]
 fn a_banner_then_an_answer_is_an_mcp_server() {
     let now = Instant::now();
     let mut s = Session::new(config(EraChoice::Legacy));

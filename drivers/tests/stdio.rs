@@ -1260,6 +1260,33 @@ fn a_program_that_prints_only_lines_that_are_not_json_rpc_is_named_not_an_mcp_se
     })
 }
 
+/// What the program printed before the opening began (the idle reader read it) counts too.
+#[test]
+fn lines_read_before_the_opening_count_too() {
+    smol::block_on(async {
+        let program = StdioConfig::new("sh").args(["-c", "echo hello; echo world; exec sleep 100"]);
+        let client = Client::with_config(
+            StdioTransport::spawn(program).unwrap(),
+            ClientConfig::default(),
+        );
+        assert!(
+            wait_until(Duration::from_secs(30), || client.stats().messages_ignored
+                == 2),
+            "{:?}",
+            client.stats()
+        );
+        let err = client.initialize().await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::Session(mcp_connect::proto::SessionError::NotAnMcpServer { more: 1, .. })
+            ),
+            "{err:?}"
+        );
+        close_and_check(client).await;
+    })
+}
+
 #[test]
 fn a_server_that_greets_on_stdout_then_answers_still_works() {
     smol::block_on(async {

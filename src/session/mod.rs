@@ -663,7 +663,10 @@ impl Session {
     /// id is the opening's first request; its outcome is [`Event::Ready`] or
     /// [`Event::Failed`], not a response.
     pub fn initialize(&mut self, now: Instant) -> Result<RequestId, UsageError> {
-        self.core.open(now)
+        let id = self.core.open(now)?;
+        // The program may have printed before it was sent anything.
+        self.core.arm_junk_verdict();
+        Ok(id)
     }
 
     /// The transport's session is gone (over HTTP: a 404 to a message that carried a session id),

@@ -207,11 +207,15 @@ impl Core {
     }
 
     /// A whole line of the stream was read (`ignored`: [`Junk::ignored`] before it): during the
-    /// opening, note whether it was JSON-RPC (see [`Junk`]).
+    /// opening, or before it (a program prints before it is sent anything), note whether it was
+    /// JSON-RPC (see [`Junk`]).
     pub(super) fn after_line(&mut self, line: &[u8], ignored: u64, now: Instant) {
         let opening = matches!(
             self.opening,
-            Opening::Probing { .. } | Opening::Racing { .. } | Opening::Initializing { .. }
+            Opening::New
+                | Opening::Probing { .. }
+                | Opening::Racing { .. }
+                | Opening::Initializing { .. }
         );
         if self.junk.spoke || !opening || line.trim_ascii().is_empty() {
             return;
