@@ -180,6 +180,23 @@ pub enum SessionError {
         "the server ended on the era probe (server/discover): start it again in the legacy era"
     )]
     EndedOnProbe,
+    /// The program is not an MCP server: during the opening it wrote only lines that are not
+    /// JSON-RPC on its stdout, and did not answer within
+    /// [`Config::junk_timeout`](crate::Config::junk_timeout) of the later of its first such line
+    /// and the opening's last request.
+    ///
+    /// > "The server **MUST NOT** write anything to its stdout that is not a valid MCP message."
+    /// > — MCP 2025-11-25, Transports § stdio
+    #[error("{}", not_an_mcp_server_text(printed, *more, unanswered))]
+    NotAnMcpServer {
+        /// Its first such line: control characters removed, at most
+        /// [`QUOTED_LINE_MAX`](crate::session::QUOTED_LINE_MAX) characters.
+        printed: String,
+        /// How many more such lines it wrote.
+        more: u64,
+        /// The opening's request it did not answer (`initialize`, or `server/discover`).
+        unanswered: String,
+    },
     /// `server/discover` failed in the modern era (forced, or after the server showed it is
     /// modern).
     #[error("server/discover failed, so the server does not speak the modern era (2026-07-28) as asked: {0}")]
@@ -243,6 +260,15 @@ fn unsupported_text(requested: &str, supported: &[String], ours: &[String]) -> S
     } else {
         format!("the server does not support protocol version {requested} (it supports: {}; this client speaks: {})", supported.join(", "), ours.join(", "))
     }
+}
+
+fn not_an_mcp_server_text(printed: &str, more: u64, unanswered: &str) -> String {
+    let more = match more {
+        0 => String::new(),
+        1 => " (and 1 more line)".to_owned(),
+        n => format!(" (and {n} more lines)"),
+    };
+    format!("not an MCP server: it printed {printed:?}{more} and did not answer {unanswered}")
 }
 
 /// Peer misbehaviour the session tolerated: reported, never fatal.

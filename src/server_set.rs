@@ -430,13 +430,27 @@ impl EraMemory {
 
     /// Whether an opening that failed is tried once more, in the legacy era, on a new
     /// connection (a stdio server started again): only when the era was being found out
-    /// ([`EraChoice::Auto`]) and the server ended on the probe. A server that exits on an
+    /// ([`EraChoice::Auto`]), the server ended on the probe, and it ended *because of* the probe:
+    /// it read some of what it was sent (`input_read`: the bytes of it the server read, when the
+    /// transport can tell; the driver's `Transport::input_read`). A server that exits on an
     /// unknown request is a legacy server that does not survive one:
     ///
     /// > "The server returns any other error, or does not respond … the server is legacy. Fall
     /// > back to the `initialize` handshake." — MCP 2026-07-28, stdio § Backward Compatibility
-    pub fn relaunch(opened_with: EraChoice, ended_on_probe: bool) -> Option<EraChoice> {
-        (ended_on_probe && opened_with == EraChoice::Auto).then_some(EraChoice::Legacy)
+    ///
+    /// A server that exits without having read a byte ended whatever it was sent (a missing
+    /// setting, a crash at start-up, a program that is no server at all): starting it again
+    /// would run its start-up, and its side effects, twice, and fail the same way. A legacy
+    /// server can only end *on* the probe by reading it; the legacy SDK servers do not end at
+    /// all, they answer it with a JSON-RPC error. Where the transport cannot tell (`None`), the
+    /// server is given the benefit of the doubt.
+    pub fn relaunch(
+        opened_with: EraChoice,
+        ended_on_probe: bool,
+        input_read: Option<u64>,
+    ) -> Option<EraChoice> {
+        let read_it = input_read != Some(0);
+        (ended_on_probe && read_it && opened_with == EraChoice::Auto).then_some(EraChoice::Legacy)
     }
 
     /// The key a stdio server is remembered by: its command line and working directory. Never
@@ -741,12 +755,21 @@ mod tests {
     #[test]
     fn only_a_server_that_ended_on_the_probe_being_found_out_is_relaunched_legacy() {
         assert_eq!(
-            EraMemory::relaunch(EraChoice::Auto, true),
+            EraMemory::relaunch(EraChoice::Auto, true, None),
             Some(EraChoice::Legacy)
         );
-        assert_eq!(EraMemory::relaunch(EraChoice::Auto, false), None);
-        assert_eq!(EraMemory::relaunch(EraChoice::LegacyFirst, true), None);
-        assert_eq!(EraMemory::relaunch(EraChoice::Modern, true), None);
-        assert_eq!(EraMemory::relaunch(EraChoice::Legacy, true), None);
+        assert_eq!(
+            EraMemory::relaunch(EraChoice::Auto, true, Some(120)),
+            Some(EraChoice::Legacy)
+        );
+        // It ended without reading a byte: whatever it was sent.
+        assert_eq!(EraMemory::relaunch(EraChoice::Auto, true, Some(0)), None);
+        assert_eq!(EraMemory::relaunch(EraChoice::Auto, false, None), None);
+        assert_eq!(
+            EraMemory::relaunch(EraChoice::LegacyFirst, true, None),
+            None
+        );
+        assert_eq!(EraMemory::relaunch(EraChoice::Modern, true, None), None);
+        assert_eq!(EraMemory::relaunch(EraChoice::Legacy, true, None), None);
     }
 }

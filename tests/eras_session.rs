@@ -310,6 +310,165 @@ fn when_both_fail_the_session_fails_with_initializes_error() {
     assert_eq!(s.state(), State::Closed);
 }
 
+// ---- a program that is not an MCP server ---------------------------------------------------------
+
+/// Drains the events, keeping what is not a warning (a line that is not JSON is one).
+fn outcomes(s: &mut Session) -> Vec<Event> {
+    events(s)
+        .into_iter()
+        .filter(|e| !matches!(e, Event::Warning(_)))
+        .collect()
+}
+
+#[test]
+fn a_program_that_prints_only_lines_that_are_not_json_rpc_is_not_an_mcp_server() {
+    let now = Instant::now();
+    let secs = Duration::from_secs;
+    let mut s = Session::new(Config::default());
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    line(&mut s, "hello", now);
+    line(&mut s, "   ", now);
+    line(&mut s, "\u{1b}[31mworld", now + secs(1));
+    // The probe's fallback comes first: initialize at 2 s, then 3 s for it.
+    assert_eq!(
+        s.poll_timer(),
+        Some((now + secs(2), TimerFor::Probe(RequestId(0))))
+    );
+    s.handle_timeout(now + secs(2));
+    assert_eq!(sent(&mut s)[0]["method"], "initialize");
+    assert_eq!(
+        s.poll_timer(),
+        Some((now + secs(5), TimerFor::NotAnswering(RequestId(1))))
+    );
+    s.handle_timeout(now + secs(5) - Duration::from_millis(1));
+    assert!(outcomes(&mut s).is_empty());
+    s.handle_timeout(now + secs(5));
+    let failed = outcomes(&mut s);
+    assert_eq!(
+        failed,
+        vec![Event::Failed(SessionError::NotAnMcpServer {
+            printed: "hello".into(),
+            more: 1,
+            unanswered: "initialize".into(),
+        })]
+    );
+    let Event::Failed(e) = &failed[0] else {
+        unreachable!()
+    };
+    assert_eq!(
+        e.to_string(),
+        "not an MCP server: it printed \"hello\" (and 1 more line) and did not answer initialize"
+    );
+    assert_eq!(s.state(), State::Closed);
+}
+
+#[test]
+fn the_quoted_line_loses_its_control_characters_and_is_capped() {
+    let now = Instant::now();
+    let mut s = Session::new(config(EraChoice::Legacy));
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    let long = format!("\u{1b}[1m{}\u{7}", "x".repeat(200));
+    line(&mut s, &long, now);
+    let at = now + Duration::from_secs(3);
+    assert_eq!(
+        s.poll_timer(),
+        Some((at, TimerFor::NotAnswering(RequestId(0))))
+    );
+    s.handle_timeout(at);
+    match outcomes(&mut s).as_slice() {
+        [Event::Failed(SessionError::NotAnMcpServer {
+            printed,
+            more: 0,
+            unanswered,
+        })] => {
+            assert_eq!(printed, &format!("[1m{}…", "x".repeat(77)));
+            assert_eq!(unanswered, "initialize");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn lines_printed_before_the_opening_count_too() {
+    // A driver may read what the program printed before it opens the session.
+    let now = Instant::now();
+    let mut s = Session::new(config(EraChoice::Legacy));
+    line(&mut s, "hello", now);
+    let later = now + Duration::from_secs(1);
+    s.initialize(later).unwrap();
+    sent(&mut s);
+    let at = later + Duration::from_secs(3);
+    assert_eq!(
+        s.poll_timer(),
+        Some((at, TimerFor::NotAnswering(RequestId(0))))
+    );
+    s.handle_timeout(at);
+    assert!(matches!(
+        outcomes(&mut s).as_slice(),
+        [Event::Failed(SessionError::NotAnMcpServer { more: 0, .. })]
+    ));
+}
+
+#[test]
+fn a_banner_then_an_answer_is_an_mcp_server() {
+    let now = Instant::now();
+    let mut s = Session::new(config(EraChoice::Legacy));
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    line(&mut s, "Starting server v1.2 on stdio", now);
+    assert!(matches!(
+        s.poll_timer(),
+        Some((_, TimerFor::NotAnswering(_)))
+    ));
+    result(&mut s, 0, INIT, now + Duration::from_secs(2));
+    assert_eq!(outcomes(&mut s), vec![Event::Ready]);
+    assert!(s.is_ready());
+}
+
+#[test]
+fn a_program_that_spoke_json_rpc_or_printed_nothing_waits_for_the_request_timeout() {
+    let now = Instant::now();
+    let secs = Duration::from_secs;
+    // Nothing printed: the request's own timeout.
+    let mut s = Session::new(config(EraChoice::Legacy));
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    assert_eq!(
+        s.poll_timer(),
+        Some((now + secs(60), TimerFor::Request(RequestId(0))))
+    );
+    // A banner, then a log notification: it speaks JSON-RPC, the verdict's timer goes.
+    let mut s = Session::new(config(EraChoice::Legacy));
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    line(&mut s, "loading…", now);
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"up"}}"#,
+        now,
+    );
+    line(&mut s, "more junk", now);
+    assert_eq!(
+        s.poll_timer(),
+        Some((now + secs(60), TimerFor::Request(RequestId(0))))
+    );
+    // Switched off: the same.
+    let mut s = Session::new(Config {
+        era: EraChoice::Legacy,
+        junk_timeout: None,
+        ..Config::default()
+    });
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    line(&mut s, "hello", now);
+    assert_eq!(
+        s.poll_timer(),
+        Some((now + secs(60), TimerFor::Request(RequestId(0))))
+    );
+}
+
 #[test]
 fn a_server_that_ends_on_the_probe_is_ended_on_probe() {
     let now = Instant::now();

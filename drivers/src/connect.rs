@@ -36,7 +36,9 @@
 //! [`EraMemory`]: a server remembered as legacy is opened with [`EraChoice::LegacyFirst`] (no
 //! probe; the probe follows only if `initialize` is refused), and a stdio server that exits on
 //! the probe — a legacy server that does not survive an unknown request — is started again and
-//! spoken to in the legacy era. A client made with [`Client::new`] and opened with
+//! spoken to in the legacy era. Only one that read the probe is: a server that exits without
+//! having read a byte of it (a missing setting, a crash at start-up) ended whatever it was sent,
+//! and is started once ([`EraMemory::relaunch`]; on Linux, where the pipe says what is unread). A client made with [`Client::new`] and opened with
 //! [`Client::initialize`] does neither: prefer `connect_*`.
 
 #[cfg(feature = "http")]
@@ -100,7 +102,9 @@ pub async fn connect_stdio(stdio: StdioConfig, config: ClientConfig) -> Result<C
         }
         Err(e) => e,
     };
-    let relaunch = EraMemory::relaunch(era, client.ended_on_probe());
+    // Before the close, which closes stdin: what of the probe the server read.
+    let read = client.transport().input_read();
+    let relaunch = EraMemory::relaunch(era, client.ended_on_probe(), read);
     let _ = client.close().await;
     let Some(era) = relaunch else {
         memory(&config).opened(&key, None);

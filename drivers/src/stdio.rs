@@ -280,6 +280,8 @@ struct WriteState {
     /// The pipe did not take all that was offered: the writer task writes the backlog as the
     /// pipe takes it, and sends only queue behind it.
     stalled: bool,
+    /// Bytes the pipe took, in all.
+    written: u64,
 }
 
 /// One message waiting to be written: its payload, then a newline.
@@ -327,6 +329,7 @@ fn write_batch(fd: std::os::fd::BorrowedFd<'_>, st: &mut WriteState) -> rustix::
         (rustix::io::writev(fd, &slices[..n])?, offered)
     };
     st.queued -= written;
+    st.written += written as u64;
     let mut rest = written;
     while let Some(q) = st.backlog.front_mut() {
         if rest < q.left() {
@@ -424,6 +427,7 @@ impl StdioTransport {
                 queued: 0,
                 max: config.max_backlog,
                 stalled: false,
+                written: 0,
             }),
             wake,
             end: end.clone(),
@@ -695,6 +699,19 @@ impl Transport for StdioTransport {
             stderr: StdioTransport::stderr_tail(self),
         })
     }
+
+    /// The bytes the pipe took, less those still in it (`FIONREAD`, which Linux answers for
+    /// either end of a pipe, and after the reader is gone); `None` once stdin is closed, and
+    /// elsewhere than Linux.
+    fn input_read(&self) -> Option<u64> {
+        if !cfg!(target_os = "linux") {
+            return None;
+        }
+        let st = lock(&self.writer.state);
+        let stdin = st.stdin.as_ref()?;
+        let unread = rustix::io::ioctl_fionread(stdin.get_ref()).ok()?;
+        Some(st.written.saturating_sub(unread))
+    }
 }
 
 impl Drop for StdioTransport {
@@ -744,7 +761,10 @@ impl Writer {
             // Alone: straight to the pipe, one system call.
             let slices = [IoSlice::new(&payload), IoSlice::new(b"\n")];
             match rustix::io::writev(stdin.get_ref(), &slices) {
-                Ok(n) => done = n,
+                Ok(n) => {
+                    done = n;
+                    st.written += n as u64;
+                }
                 Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => {}
                 Err(e) => return Err(self.fail(&mut st, stopped_reading(e))),
             }

@@ -231,6 +231,13 @@ pub trait Transport: Send + Sync + 'static {
     fn ended(&self) -> Option<Error> {
         None
     }
+    /// How many bytes of what was sent the server has read, when the transport can tell (stdio
+    /// on Linux: the bytes written to the child's stdin less those still in the pipe). What
+    /// tells a server that ended on what it was sent from one that ended whatever it was sent
+    /// (see [`connect_stdio`](crate::connect_stdio)). By default `None`.
+    fn input_read(&self) -> Option<u64> {
+        None
+    }
     /// The transport's session with the server, when it has one (Streamable HTTP: the
     /// `MCP-Session-Id` the server assigned). By default `None`.
     fn session_id(&self) -> Option<String> {
@@ -272,6 +279,9 @@ macro_rules! forward_transport {
             }
             fn ended(&self) -> Option<Error> {
                 (**self).ended()
+            }
+            fn input_read(&self) -> Option<u64> {
+                (**self).input_read()
             }
             fn session_id(&self) -> Option<String> {
                 (**self).session_id()

@@ -315,8 +315,12 @@ fn the_cli_shows_progress_declares_roots_declines_without_a_terminal_and_prints_
         out.stdout
     );
 
-    // Its simulated logging sends an error-level message at once.
+    // Its simulated logging sends an error-level message at once, shown with the server's name.
     let out = run(&["--verbose", "--call", "toggle-simulated-logging"]);
     assert!(out.status.success(), "{out:?}");
-    assert!(out.stderr.contains("server log ["), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("server log everything ["),
+        "{}",
+        out.stderr
+    );
 }

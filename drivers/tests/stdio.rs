@@ -1228,3 +1228,107 @@ fn a_call_kept_back_for_a_batch_goes_out_though_the_caller_it_waited_for_is_park
         close_and_check(client).await;
     })
 }
+
+// ---- start-up diagnostics ------------------------------------------------------------------------
+
+#[test]
+fn a_program_that_prints_only_lines_that_are_not_json_rpc_is_named_not_an_mcp_server() {
+    smol::block_on(async {
+        let program = StdioConfig::new("sh").args(["-c", "echo hello; echo world; exec sleep 100"]);
+        let started = Instant::now();
+        let err = mcp_connect::connect_stdio(program, ClientConfig::default())
+            .await
+            .unwrap_err();
+        let took = started.elapsed();
+        let Error::Session(mcp_connect::proto::SessionError::NotAnMcpServer {
+            printed,
+            more,
+            unanswered,
+        }) = &err
+        else {
+            panic!("{err:?}")
+        };
+        assert_eq!((printed.as_str(), *more), ("hello", 1));
+        assert_eq!(unanswered, "initialize");
+        assert_eq!(
+            err.to_string(),
+            "not an MCP server: it printed \"hello\" (and 1 more line) and did not answer initialize"
+        );
+        // The probe's 2 s, then 3 s for initialize, then the close (2 s for the program to leave
+        // after its stdin closed): well under the request's 60 s timeout.
+        assert!(took < Duration::from_secs(30), "{took:?}");
+    })
+}
+
+/// What the program printed before the opening began (the idle reader read it) counts too.
+#[test]
+fn lines_read_before_the_opening_count_too() {
+    smol::block_on(async {
+        let program = StdioConfig::new("sh").args(["-c", "echo hello; echo world; exec sleep 100"]);
+        let client = Client::with_config(
+            StdioTransport::spawn(program).unwrap(),
+            ClientConfig::default(),
+        );
+        assert!(
+            wait_until(Duration::from_secs(30), || client.stats().messages_ignored
+                == 2),
+            "{:?}",
+            client.stats()
+        );
+        let err = client.initialize().await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::Session(mcp_connect::proto::SessionError::NotAnMcpServer { more: 1, .. })
+            ),
+            "{err:?}"
+        );
+        close_and_check(client).await;
+    })
+}
+
+#[test]
+fn a_server_that_greets_on_stdout_then_answers_still_works() {
+    smol::block_on(async {
+        let client = mcp_connect::connect_stdio(serve(&["banner"]), ClientConfig::default())
+            .await
+            .expect("a banner is skipped");
+        let echo = client.call_tool("echo", json!({"text": "hi"})).await;
+        assert_eq!(echo.unwrap().text(), "hi");
+        assert!(client.stats().messages_ignored >= 1);
+        close_and_check(client).await;
+    })
+}
+
+/// A server that ends whatever it is sent (it reads nothing): started once, not again for the
+/// legacy era, and its exit status and stderr are the error. Linux: elsewhere the pipe does not
+/// say what was read, and the server is given the benefit of the doubt.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_server_that_dies_at_start_up_is_started_once() {
+    smol::block_on(async {
+        let dir = mcp_testkit::TempDir::new("dies-at-start");
+        let starts = dir.path().join("starts");
+        let script = format!(
+            "echo start >> '{}'; echo 'boom: no configuration' >&2; exit 1",
+            starts.display()
+        );
+        let (config, lines) = collecting(StdioConfig::new("sh").args(["-c", &script]));
+        let err = mcp_connect::connect_stdio(config, ClientConfig::default())
+            .await
+            .unwrap_err();
+        let Error::ServerExited { status, stderr } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(status.and_then(|s| s.code()), Some(1));
+        assert_eq!(stderr, "boom: no configuration");
+        let started = std::fs::read_to_string(&starts).unwrap();
+        assert_eq!(started.lines().count(), 1, "{started:?}");
+        assert_eq!(
+            lines.lock().unwrap().len(),
+            1,
+            "{:?}",
+            lines.lock().unwrap()
+        );
+    })
+}

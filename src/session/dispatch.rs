@@ -23,7 +23,11 @@ pub const MAX_ECHOED_METHOD: usize = 128;
 impl Core {
     pub(super) fn handle_frame(&mut self, frame: Frame<'_>, now: Instant) {
         match frame {
-            Frame::Line(line) => self.handle_message(line, None, now),
+            Frame::Line(line) => {
+                let ignored = self.junk.ignored;
+                self.handle_message(line, None, now);
+                self.after_line(line, ignored, now);
+            }
             Frame::Oversized { len, id_hint } => {
                 self.handle_oversized(len, id_hint.as_deref(), now)
             }
@@ -332,6 +336,9 @@ impl Core {
     }
 
     pub(super) fn ignore(&mut self, warning: Warning) {
+        if matches!(warning, Warning::NotJson { .. } | Warning::NotJsonRpc(_)) {
+            self.junk.ignored += 1;
+        }
         self.stats.messages_ignored += 1;
         self.events.push_back(Event::Warning(warning));
     }

@@ -54,6 +54,15 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// see [`Config::probe_timeout`].
 pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How long a program that writes only lines that are not JSON-RPC on its stdout during the
+/// opening gets to answer before it is found not to be an MCP server (default 3 s); see
+/// [`Config::junk_timeout`].
+pub const DEFAULT_JUNK_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The most characters of a line quoted in [`SessionError::NotAnMcpServer`] (the rest becomes
+/// `…`).
+pub const QUOTED_LINE_MAX: usize = 80;
+
 /// The most input-required rounds one request goes through (default 10, as the TypeScript,
 /// Python, Go and C# SDKs allow).
 pub const DEFAULT_MAX_INPUT_ROUNDS: u32 = 10;
@@ -80,6 +89,14 @@ pub struct Config {
     /// The most input-required rounds one request goes through before it fails with
     /// [`RequestError::TooManyRounds`] (default [`DEFAULT_MAX_INPUT_ROUNDS`]).
     pub max_input_rounds: u32,
+    /// Over a stream (stdio): once the program has written a line that is not JSON-RPC during
+    /// the opening, and nothing that is, how long the opening's last request waits for an answer
+    /// — counted from the later of that line and the request — before the opening fails with
+    /// [`SessionError::NotAnMcpServer`], quoting the line (default [`DEFAULT_JUNK_TIMEOUT`];
+    /// `None`: only the request's own timeout). A program that prints nothing yet (a slow
+    /// starter) is not concerned, nor one that prints a banner and then answers, nor one that
+    /// sent anything that is JSON-RPC.
+    pub junk_timeout: Option<Duration>,
     /// What carries the messages; over HTTP the modern era mirrors request fields into headers
     /// ([`Transmit::headers`]) and cancels by closing the response stream.
     pub transport: TransportKind,
@@ -99,6 +116,7 @@ impl Default for Config {
             era: EraChoice::Auto,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
+            junk_timeout: Some(DEFAULT_JUNK_TIMEOUT),
             transport: TransportKind::Stream,
             capabilities: crate::capabilities::ClientCapabilities::default(),
         }
@@ -364,6 +382,8 @@ struct Core {
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
     stats: Stats,
+    /// Stdout lines that are not JSON-RPC, during the opening (see `opening.rs`).
+    junk: opening::Junk,
 }
 
 impl Session {
@@ -382,6 +402,7 @@ impl Session {
                 transmits: VecDeque::new(),
                 events: VecDeque::new(),
                 stats: Stats::default(),
+                junk: opening::Junk::default(),
             },
         }
     }
@@ -517,6 +538,7 @@ impl Session {
         let core = &mut self.core;
         self.framer
             .feed(bytes, |frame| core.handle_frame(frame, now));
+        self.core.arm_junk_verdict();
     }
 
     /// Feeds one whole message (an HTTP response body, or the data of one SSE event). A message
@@ -598,7 +620,7 @@ impl Session {
         let at = match wake {
             Some(pending::Wake::Fallback) => now.checked_add(self.core.config.probe_timeout),
             Some(pending::Wake::Resend) => Some(now),
-            None => None,
+            Some(pending::Wake::JunkVerdict) | None => None,
         };
         if let (Some(at), Some(why)) = (at, wake) {
             self.core.pending.set_wake(id, Some((at, why)));
@@ -639,8 +661,10 @@ impl Session {
             match why {
                 pending::Wake::Fallback => self.core.probe_fallback(id, now),
                 pending::Wake::Resend => self.core.resend(id),
+                pending::Wake::JunkVerdict => self.core.junk_verdict(id),
             }
         }
+        self.core.arm_junk_verdict();
     }
 
     // ---- commands ------------------------------------------------------------------------------
@@ -655,7 +679,10 @@ impl Session {
     /// id is the opening's first request; its outcome is [`Event::Ready`] or
     /// [`Event::Failed`], not a response.
     pub fn initialize(&mut self, now: Instant) -> Result<RequestId, UsageError> {
-        self.core.open(now)
+        let id = self.core.open(now)?;
+        // The program may have printed before it was sent anything.
+        self.core.arm_junk_verdict();
+        Ok(id)
     }
 
     /// The transport's session is gone (over HTTP: a 404 to a message that carried a session id),

@@ -30,13 +30,14 @@
 //! | `Renewing` | `initialize` answered | `Open(Legacy)`; the requests held meanwhile go out |
 //! | `Renewing` | `initialize` failed | `Closed` ([`Event::Failed`]) |
 //! | any | [`close`](super::Session::close), the end of the stream | `Closed` (a `Probing` opening whose probe ended with the stream, with `Auto`: [`SessionError::EndedOnProbe`]) |
+//! | `Probing`, `Racing`, `Initializing` | over a stream, the program wrote only lines that are not JSON-RPC, and its last request went unanswered for [`Config::junk_timeout`](super::Config::junk_timeout) after the later of the first such line and that request | `Closed` ([`SessionError::NotAnMcpServer`]) |
 //!
 //! > "The server returns any other error, or does not respond within a reasonable timeout: the
 //! > server is legacy. Fall back to the `initialize` handshake." / "The fallback **MUST NOT** be
 //! > keyed to one specific error code" — MCP 2026-07-28, stdio § Backward Compatibility
 
 use super::pending::Wake;
-use super::{Casualties, Core, Era, EraChoice, Event, Reply, State};
+use super::{Casualties, Core, Era, EraChoice, Event, Reply, State, QUOTED_LINE_MAX};
 use crate::error::{RequestError, SessionError};
 use crate::jsonrpc::RequestId;
 use crate::types::{
@@ -98,6 +99,53 @@ pub(super) enum Opening {
     },
 }
 
+/// Stdout lines that are not JSON-RPC during the opening: what tells a program that is not an
+/// MCP server (a shell script, a web server, a program that prints a greeting) from a slow one.
+///
+/// > "The server **MUST NOT** write anything to its stdout that is not a valid MCP message." —
+/// > MCP 2025-11-25, Transports § stdio
+///
+/// The rule: once the program has written a line that is not JSON-RPC during the opening, and
+/// nothing that is, the opening's last request gets [`Config::junk_timeout`] from the later of
+/// that line and the request to be answered; then the opening fails with
+/// [`SessionError::NotAnMcpServer`], quoting the line. With [`EraChoice::Auto`] the probe's
+/// fallback comes first (the probe's timer is the fallback's until then), so a legacy server that
+/// greets on stdout and ignores the probe still gets `initialize` and the whole bound to answer
+/// it. A program that writes nothing is no concern of this rule (a slow start: the request's own
+/// timeout applies), and one that writes anything that is JSON-RPC (an answer, a log
+/// notification) is taken to speak it.
+///
+/// [`Config::junk_timeout`]: super::Config::junk_timeout
+#[derive(Debug, Default)]
+pub(super) struct Junk {
+    /// Messages ignored as not JSON or not JSON-RPC, ever: a line that raised it was not
+    /// JSON-RPC.
+    pub(super) ignored: u64,
+    /// The opening's first such line, quoted ([`quote_line`]), and when it came.
+    first: Option<(String, Instant)>,
+    /// How many such lines came during the opening.
+    lines: u64,
+    /// The program wrote something that is JSON-RPC: it speaks it, and the rule is off.
+    spoke: bool,
+}
+
+/// A line the program wrote, for a message: lossily decoded, trimmed, its control characters
+/// removed, at most [`QUOTED_LINE_MAX`] characters (then `…`). Bounded work whatever the line's
+/// length.
+pub(super) fn quote_line(line: &[u8]) -> String {
+    let head = &line[..line.len().min(QUOTED_LINE_MAX * 16)];
+    let text = String::from_utf8_lossy(head);
+    let mut quoted = String::new();
+    for (n, c) in text.trim().chars().filter(|c| !c.is_control()).enumerate() {
+        if n == QUOTED_LINE_MAX {
+            quoted.push('…');
+            break;
+        }
+        quoted.push(c);
+    }
+    quoted
+}
+
 impl Opening {
     /// The public view of it.
     pub(super) fn state(&self) -> State {
@@ -156,6 +204,81 @@ impl Core {
                 _ => None,
             },
         }
+    }
+
+    /// A whole line of the stream was read (`ignored`: [`Junk::ignored`] before it): during the
+    /// opening, or before it (a program prints before it is sent anything), note whether it was
+    /// JSON-RPC (see [`Junk`]).
+    pub(super) fn after_line(&mut self, line: &[u8], ignored: u64, now: Instant) {
+        let opening = matches!(
+            self.opening,
+            Opening::New
+                | Opening::Probing { .. }
+                | Opening::Racing { .. }
+                | Opening::Initializing { .. }
+        );
+        if self.junk.spoke || !opening || line.trim_ascii().is_empty() {
+            return;
+        }
+        if self.junk.ignored > ignored {
+            self.junk.lines += 1;
+            if self.junk.first.is_none() {
+                self.junk.first = Some((quote_line(line), now));
+            }
+            return;
+        }
+        // JSON-RPC: the verdict's timer, if armed, goes.
+        self.junk.spoke = true;
+        for id in [self.opening.init_request(), self.opening.probe_request()]
+            .into_iter()
+            .flatten()
+        {
+            if self.pending.wake_of(id) == Some(Wake::JunkVerdict) {
+                self.pending.set_wake(id, None);
+            }
+        }
+    }
+
+    /// After every input: when the program wrote only lines that are not JSON-RPC during the
+    /// opening, the opening's last request gets the verdict's timer (see [`Junk`]), unless the
+    /// probe's fallback is still due (it sends `initialize`, which then gets it).
+    pub(super) fn arm_junk_verdict(&mut self) {
+        let (Some((_, since)), Some(bound), false) =
+            (&self.junk.first, self.config.junk_timeout, self.junk.spoke)
+        else {
+            return;
+        };
+        let id = match self.opening {
+            Opening::Initializing { init } | Opening::Racing { init, .. } => init,
+            Opening::Probing { probe, .. } => probe,
+            _ => return,
+        };
+        if self.pending.wake_of(id).is_some() {
+            return;
+        }
+        let Some(sent) = self.pending.get(&id).and_then(|p| p.started) else {
+            return;
+        };
+        if let Some(at) = (*since).max(sent).checked_add(bound) {
+            self.pending.set_wake(id, Some((at, Wake::JunkVerdict)));
+        }
+    }
+
+    /// The verdict's timer of the opening's request `id` fired: the program is not an MCP server.
+    pub(super) fn junk_verdict(&mut self, id: RequestId) {
+        let mine = [self.opening.init_request(), self.opening.probe_request()].contains(&Some(id));
+        let (Some((printed, _)), false, true) = (&self.junk.first, self.junk.spoke, mine) else {
+            return;
+        };
+        let Some(unanswered) = self.pending.get(&id).map(|p| p.method.to_string()) else {
+            return;
+        };
+        let error = SessionError::NotAnMcpServer {
+            printed: printed.clone(),
+            more: self.junk.lines.saturating_sub(1),
+            unanswered,
+        };
+        self.fail(error);
     }
 
     /// `New` → the first request of the opening, by [`Config::era`](super::Config::era).

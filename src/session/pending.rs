@@ -56,6 +56,9 @@ pub(super) enum Wake {
     Fallback,
     /// Send the request again (the next input-required round, after its backoff).
     Resend,
+    /// The opening's request went unanswered while the program wrote only lines that are not
+    /// JSON-RPC: it is not an MCP server.
+    JunkVerdict,
 }
 
 impl Pending {
@@ -150,6 +153,9 @@ pub enum TimerFor {
     Probe(RequestId),
     /// The next round of an input-required request (this handle), after its backoff.
     Retry(RequestId),
+    /// The opening's request (this handle) has waited long enough while the program wrote only
+    /// lines that are not JSON-RPC ([`Config::junk_timeout`](super::Config::junk_timeout)).
+    NotAnswering(RequestId),
 }
 
 /// Hashes the table's wire ids: the keys are this client's own ids (a counter), never the
@@ -312,6 +318,11 @@ impl PendingTable {
         }
     }
 
+    /// What request `id`'s wake-up is for, if it has one.
+    pub(super) fn wake_of(&self, id: RequestId) -> Option<Wake> {
+        self.by_handle.get(&id)?.wake.map(|(_, why)| why)
+    }
+
     pub(super) fn get(&self, id: &RequestId) -> Option<&Pending> {
         self.by_handle.get(id)
     }
@@ -366,6 +377,7 @@ impl PendingTable {
             let what = match why {
                 Wake::Fallback => TimerFor::Probe(id),
                 Wake::Resend => TimerFor::Retry(id),
+                Wake::JunkVerdict => TimerFor::NotAnswering(id),
             };
             (at, what)
         });

@@ -18,7 +18,8 @@
 //!
 //! Behaviours of either era: `crash-on-call` (exits with code 3 on `tools/call`), `hang`
 //! (`tools/call` is never answered), `stderr-flood` (20 MiB on stderr before answering a call),
-//! `junk` (non-JSON lines on stdout before a call's answer), `ping-first` (a call first sends the
+//! `junk` (non-JSON lines on stdout before a call's answer), `banner` (a line that is not JSON
+//! on stdout at start, before reading anything, as a server that greets there does), `ping-first` (a call first sends the
 //! client a `ping` and a `sampling/createMessage`, and appends their answers to its text;
 //! with `ask-on-roots-change` too, it asks only once the client sent
 //! `notifications/roots/list_changed`),
@@ -107,6 +108,8 @@ struct Behaviour {
     hang: bool,
     stderr_flood: usize,
     junk: bool,
+    /// `banner`: a greeting on stdout at start.
+    banner: bool,
     ping_first: bool,
     /// `ask-on-roots-change`: `ping-first` asks only after `notifications/roots/list_changed`.
     ask_on_roots_change: bool,
@@ -244,6 +247,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "hang" => b.hang = true,
                         "stderr-flood" => b.stderr_flood = 20 * 1024 * 1024,
                         "junk" => b.junk = true,
+                        "banner" => b.banner = true,
                         "ping-first" => b.ping_first = true,
                         "ask-on-roots-change" => b.ask_on_roots_change = true,
                         "ignore-eof" => b.ignore_eof = true,
@@ -313,6 +317,13 @@ fn run(b: Behaviour) -> ExitCode {
         drop(rx);
         Box::new(std::io::BufWriter::new(std::io::stdout().lock()))
     };
+    if b.banner {
+        let greeted = writeln!(out, "mcp-testkit-serve starting (a banner on stdout)")
+            .and_then(|()| out.flush());
+        if greeted.is_err() {
+            return ExitCode::from(1);
+        }
+    }
     let mut line = String::new();
     // A line read ahead (by `ping-idle`) that still has to be handled.
     let mut pending: Option<String> = None;

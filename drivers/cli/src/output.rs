@@ -26,12 +26,15 @@ pub(crate) fn install_tracing(verbose: bool) {
         _ if verbose => EnvFilter::new("mcp_connect=info"),
         _ => return,
     };
-    // --verbose prints the server's log messages itself ("server log [...]"): not twice.
+    // --verbose prints the server's log messages itself ("server log [...]"), and every failure
+    // on its last line (or, with --config, a server's on its own line): not twice. The request's
+    // span still says its outcome and `error.type`.
     let not_log_messages = tracing_subscriber::filter::filter_fn(move |meta| {
+        let fields = meta.fields();
         !(verbose
             && meta.is_event()
             && meta.target() == "mcp_connect::trace"
-            && meta.fields().field("logger").is_some())
+            && (fields.field("logger").is_some() || fields.field("error").is_some()))
     });
     // Field values (a server's error message, a tool's name…) shown as `term` shows them; the
     // colours are the formatter's own.

@@ -8,7 +8,9 @@ use crate::output::{describe, failure, print_info, print_result, print_tools, sh
 use crate::signals::Started;
 use crate::term;
 use mcp_connect::proto::oauth::PreRegistered;
-use mcp_connect::proto::{CallToolResult, Config, Implementation, LogMessage, RequestError};
+use mcp_connect::proto::{
+    CallToolResult, Config, Implementation, LogMessage, RequestError, SessionError,
+};
 use mcp_connect::{
     connect_http, connect_stdio, Authorize, Client, ClientConfig, Error, FileStore, Handlers,
     HttpTransportConfig, LogCallback, MemoryStore, OAuthConfig, Request, Root, StderrMode,
@@ -98,24 +100,7 @@ pub(crate) fn client_config(options: &Options, server: Option<&str>) -> ClientCo
     if !options.roots.is_empty() {
         handlers = handlers.fixed_roots(options.roots.iter().map(Root::directory).collect());
     }
-    let from = server
-        .map(|s| format!(" {}", term::line(s)))
-        .unwrap_or_default();
-    let on_log = options.verbose.then(|| {
-        LogCallback(Arc::new(move |m: &LogMessage| {
-            let logger = m
-                .logger
-                .as_deref()
-                .map(|l| format!(" {l}"))
-                .unwrap_or_default();
-            let data = match &m.data {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            let line = format!("[{}{logger}]: {data}", m.level);
-            eprintln!("server log{from} {}", term::line(&line));
-        }))
-    });
+    let on_log = options.verbose.then(|| log_printer(server));
     ClientConfig {
         session: Config {
             client_info: Implementation::new("mcp-client", env!("CARGO_PKG_VERSION")),
@@ -127,6 +112,26 @@ pub(crate) fn client_config(options: &Options, server: Option<&str>) -> ClientCo
         on_log,
         ..ClientConfig::default()
     }
+}
+
+/// `--verbose`'s printer of the server's log messages: `server log[ NAME] [LEVEL[ LOGGER]]: DATA`.
+fn log_printer(server: Option<&str>) -> LogCallback {
+    let from = server
+        .map(|s| format!(" {}", term::line(s)))
+        .unwrap_or_default();
+    LogCallback(Arc::new(move |m: &LogMessage| {
+        let logger = m
+            .logger
+            .as_deref()
+            .map(|l| format!(" {l}"))
+            .unwrap_or_default();
+        let data = match &m.data {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let line = format!("[{}{logger}]: {data}", m.level);
+        eprintln!("server log{from} {}", term::line(&line));
+    }))
 }
 
 /// What a session did: its exit code, and the calls' cost with `--repeat`.
@@ -202,24 +207,38 @@ pub(crate) async fn run(options: &Options, to_close: &Started) -> Result<ExitCod
             .await
             .map_err(|e| failure(e, options))?;
         to_close.client(&client);
-        let outcome = session(&client, options, arguments).await;
+        let outcome = session(&client, options, arguments, &|e| failure(e, options)).await;
         close(&client, outcome).await?
     } else {
         let mut command = options.command.iter().cloned();
         let program = command.next().expect("parse checked a command is given");
+        // The server's name, in --verbose's lines: its program's file name.
+        let name = std::path::Path::new(&program)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| program.to_string_lossy().into_owned());
+        let prefix = if options.verbose {
+            format!("server stderr {}: ", term::line(&name))
+        } else {
+            String::new()
+        };
         let stdio = StdioConfig::new(program)
             .args(command)
-            .stderr(StderrMode::Callback(Arc::new(|line| {
+            .stderr(StderrMode::Callback(Arc::new(move |line| {
                 // One write per line: not cut by the CLI's own output.
-                let mut line = term::line(line);
-                line.push('\n');
+                let line = format!("{prefix}{}\n", term::line(line));
                 let _ = std::io::stderr().write_all(line.as_bytes());
             })));
+        // --verbose's lines name it: the request spans, its log messages, its stderr.
+        let mut config = config;
+        config.label = Some(name.clone());
+        config.on_log = options.verbose.then(|| log_printer(Some(&name)));
+        let fail = |e: Error| said_once(e, &name, options);
         // Opens in the era the server speaks; a server that exits on the probe is started again
         // in the legacy era.
-        let client = connect_stdio(stdio, config).await.map_err(describe)?;
+        let client = connect_stdio(stdio, config).await.map_err(fail)?;
         to_close.client(&client);
-        let outcome = session(&client, options, arguments).await;
+        let outcome = session(&client, options, arguments, &fail).await;
         close(&client, outcome).await?
     };
     // Last, after the server's own stderr lines (forwarded) have stopped.
@@ -227,6 +246,19 @@ pub(crate) async fn run(options: &Options, to_close: &Started) -> Result<ExitCod
         eprintln!("{rate}");
     }
     Ok(outcome.code)
+}
+
+/// A stdio server's error on one line: its stderr, forwarded line by line as it came, is not
+/// repeated (the exit status is said), and a program that is not an MCP server is named.
+fn said_once(e: Error, name: &str, options: &Options) -> String {
+    match e {
+        Error::ServerExited { status, .. } => describe(Error::ServerExited {
+            status,
+            stderr: String::new(),
+        }),
+        Error::Session(e @ SessionError::NotAnMcpServer { .. }) => format!("{name} is {e}"),
+        e => failure(e, options),
+    }
 }
 
 /// Closes the client whatever the session's outcome; the session's error comes first.
@@ -238,8 +270,12 @@ async fn close(client: &Client, outcome: Result<Outcome, String>) -> Result<Outc
 }
 
 /// Lists or calls, as the options say, on an open client.
-async fn session(client: &Client, options: &Options, arguments: Value) -> Result<Outcome, String> {
-    let fail = |e| failure(e, options);
+async fn session(
+    client: &Client,
+    options: &Options,
+    arguments: Value,
+    fail: &dyn Fn(Error) -> String,
+) -> Result<Outcome, String> {
     let init = client.initialize().await.map_err(fail)?;
     if options.call.is_some() && !options.roots.is_empty() {
         // The call would reach a server that reads its roots before it has them.
@@ -264,7 +300,7 @@ async fn session(client: &Client, options: &Options, arguments: Value) -> Result
             rate: None,
         });
     };
-    let (result, rate) = call(client, name, arguments, options).await?;
+    let (result, rate) = call(client, name, arguments, options, fail).await?;
     print_result(&mut out, &result, options.json);
     Ok(Outcome {
         code: if result.is_error {
@@ -283,8 +319,8 @@ async fn call(
     name: &str,
     arguments: Value,
     options: &Options,
+    fail: &dyn Fn(Error) -> String,
 ) -> Result<(CallToolResult, Option<Rate>), String> {
-    let fail = |e| failure(e, options);
     // In the modern era over HTTP, the call's first POST carries the tool's `Mcp-Param-*`
     // headers: the tools are listed first (one round trip, the cheapest way to know them) when
     // the session does not know them. A listing that fails leaves the call to say what is wrong.

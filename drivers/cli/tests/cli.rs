@@ -958,11 +958,15 @@ fn a_servers_control_characters_are_shown_escaped_wherever_the_cli_prints_them()
     assert!(info.stdout.contains("\nline three"), "{}", info.stdout);
     // A call, with --verbose: the server's log line, the call's progress, its stderr line
     // (forwarded), the client's tracing and the result's text (its lines kept, CRLF as LF, a
-    // lone CR escaped).
+    // lone CR escaped). The server's lines are named by its program's file name.
     let call = against_behaving(&["--call", "echo", "--verbose"], "hostile-text");
     assert!(call.status.success(), "{call:?}");
     escaped(&call, &call.stdout);
-    for shown in ["server log [warning ", "progress: 1/2 ", "serve: "] {
+    let bin = serve_bin();
+    let name = bin.file_name().unwrap().to_str().unwrap();
+    let log = format!("server log {name} [warning ");
+    let stderr = format!("server stderr {name}: serve: ");
+    for shown in [log.as_str(), "progress: 1/2 ", stderr.as_str()] {
         let line = call.stderr.lines().find(|l| l.starts_with(shown));
         let line = line.unwrap_or_else(|| panic!("no {shown:?} line: {call:?}"));
         assert!(line.contains(r"\x1b]0;PWNED-TITLE\x07"), "{line}");
@@ -973,14 +977,21 @@ fn a_servers_control_characters_are_shown_escaped_wherever_the_cli_prints_them()
         "{:?}",
         call.stdout
     );
-    // An error's message, and a crashed server's stderr tail, on the one line of the cause.
-    for tool in ["fail", "crash"] {
-        let failed = against_behaving(&["--call", tool], "hostile-text");
-        assert_eq!(failed.status.code(), Some(1), "{failed:?}");
-        let last = failed.stderr.lines().last().unwrap_or_default();
-        assert!(last.starts_with("mcp-client: "), "{failed:?}");
-        escaped(&failed, last);
-    }
+    // An error's message on the one line of the cause; a crashed server's stderr, forwarded
+    // as it came, before the line that says its exit status (and does not repeat it).
+    let failed = against_behaving(&["--call", "fail"], "hostile-text");
+    assert_eq!(failed.status.code(), Some(1), "{failed:?}");
+    let last = failed.stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with("mcp-client: "), "{failed:?}");
+    escaped(&failed, last);
+    let crashed = against_behaving(&["--call", "crash"], "hostile-text");
+    assert_eq!(crashed.status.code(), Some(1), "{crashed:?}");
+    let last = crashed.stderr.lines().last().unwrap_or_default();
+    assert_eq!(
+        last, "mcp-client: server exited (exit status: 3)",
+        "{crashed:?}"
+    );
+    escaped(&crashed, &crashed.stderr);
 }
 
 #[test]
@@ -1316,4 +1327,143 @@ fn an_authorization_servers_error_description_is_shown_escaped() {
     assert!(last.contains("invalid_client"), "{out:?}");
     escaped(&out, last);
     shows_no_secret(&out, &["s3cr3t-value"]);
+}
+
+// ---- start-up diagnostics ------------------------------------------------------------------------
+
+#[test]
+fn a_program_that_is_not_an_mcp_server_is_named_with_what_it_printed() {
+    let started = std::time::Instant::now();
+    let out = cli(&["--", "sh", "-c", "echo hello; echo world; exec sleep 100"]);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        out.stderr.trim(),
+        "mcp-client: sh is not an MCP server: it printed \"hello\" (and 1 more line) and did not answer initialize"
+    );
+    // Not the 60 s of initialize's timeout: the probe's 2 s, 3 s more, and the close.
+    assert!(took < Duration::from_secs(30), "{took:?}");
+}
+
+/// A server that fails at start-up whatever it is sent: started once, its stderr shown once
+/// (forwarded as it came: the message says the exit status without repeating it), with and
+/// without `--verbose`.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_server_that_dies_at_start_up_is_started_once_and_its_stderr_shown_once() {
+    for verbose in [false, true] {
+        let dir = TempDir::new("cli-dies-at-start");
+        let starts = dir.path().join("starts");
+        let script = format!(
+            "echo start >> '{}'; echo 'boom: no configuration' >&2; exit 1",
+            starts.display()
+        );
+        let mut args = vec!["--", "sh", "-c", &script];
+        if verbose {
+            args.insert(0, "--verbose");
+        }
+        let out = cli(&args);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let started = std::fs::read_to_string(&starts).unwrap();
+        assert_eq!(started.lines().count(), 1, "started again: {out:?}");
+        assert_eq!(
+            out.stderr.matches("boom: no configuration").count(),
+            1,
+            "{}",
+            out.stderr
+        );
+        let last = out.stderr.lines().last().unwrap_or_default();
+        assert_eq!(
+            last, "mcp-client: server exited (exit status: 1)",
+            "{}",
+            out.stderr
+        );
+        if verbose {
+            assert!(
+                out.stderr
+                    .lines()
+                    .any(|l| l == "server stderr sh: boom: no configuration"),
+                "{}",
+                out.stderr
+            );
+            let spans = out.stderr.matches("otel.name=\"initialize\"").count();
+            assert_eq!(spans, 1, "{}", out.stderr);
+        }
+    }
+}
+
+#[test]
+fn verbose_says_each_thing_once_with_the_servers_name() {
+    let Some(everything) = peer_bin("everything") else {
+        return;
+    };
+    let out = cli(&["--verbose", "--", everything.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let lines: Vec<&str> = out.stderr.lines().filter(|l| !l.is_empty()).collect();
+    // One opening, one span; one listing.
+    let count = |what: &str| lines.iter().filter(|l| l.contains(what)).count();
+    assert_eq!(count("otel.name=\"initialize\""), 1, "{}", out.stderr);
+    assert_eq!(count("otel.name=tools/list"), 1, "{}", out.stderr);
+    // Every line names the server: the spans, and its stderr as forwarded.
+    for line in &lines {
+        assert!(
+            line.contains("mcp.server=\"everything\"")
+                || line.starts_with("server stderr everything: "),
+            "a line without the server's name: {line:?}\n{}",
+            out.stderr
+        );
+    }
+    assert!(count("server stderr everything: ") >= 1, "{}", out.stderr);
+    // No line twice (the timestamps make the spans' lines differ; the rest must not repeat).
+    let mut seen = std::collections::HashSet::new();
+    for line in &lines {
+        assert!(seen.insert(*line), "{line:?} twice:\n{}", out.stderr);
+    }
+}
+
+/// The same with `--config`: each server's opening once, named; a failed server's stderr once
+/// (its failure line carries it: a set's servers' stderr is not forwarded).
+#[cfg(target_os = "linux")]
+#[test]
+fn verbose_with_a_config_says_each_servers_opening_and_failure_once() {
+    let Some(everything) = peer_bin("everything") else {
+        return;
+    };
+    let dir = TempDir::new("cli-verbose-set");
+    let starts = dir.path().join("starts");
+    let script = format!(
+        "echo start >> '{}'; echo 'boom: no configuration' >&2; exit 1",
+        starts.display()
+    );
+    let config = serde_json::json!({"mcpServers": {
+        "ev": {"command": everything},
+        "bad": {"command": "sh", "args": ["-c", script]},
+    }});
+    let file = dir.path().join("servers.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let out = cli(&["--verbose", "--config", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let opening = |server: &str| {
+        let named = format!("mcp.server=\"{server}\"");
+        out.stderr
+            .lines()
+            .filter(|l| l.contains("otel.name=\"initialize\"") && l.contains(&named))
+            .count()
+    };
+    assert_eq!(opening("ev"), 1, "{}", out.stderr);
+    assert_eq!(opening("bad"), 1, "{}", out.stderr);
+    assert_eq!(
+        out.stderr.matches("boom: no configuration").count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.lines().any(|l| l
+            == "mcp-client: server \"bad\" failed: server exited (exit status: 1); stderr: boom: no configuration"),
+        "{}",
+        out.stderr
+    );
+    let started = std::fs::read_to_string(&starts).unwrap();
+    assert_eq!(started.lines().count(), 1, "{}", out.stderr);
 }

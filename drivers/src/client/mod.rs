@@ -410,6 +410,10 @@ impl Client {
     pub async fn initialize(&self) -> Result<InitializeResult, Error> {
         #[cfg(feature = "tracing")]
         if crate::trace::enabled() {
+            // Opened already (`connect_*` did it): no second span for the same opening.
+            if let Some(init) = self.initialize_result() {
+                return Ok(init);
+            }
             let label = self.lock().label.clone();
             let span = crate::trace::opening_span(label.as_deref(), self.shared.transport.kind());
             let started = Instant::now();
@@ -464,7 +468,9 @@ impl Client {
 
     /// Whether the server ended while the era probe (`server/discover`) waited for its answer: a
     /// legacy server that exits on an unknown request (or one that failed to start). Start it
-    /// again with [`EraChoice::Legacy`](mcp_proto::EraChoice::Legacy);
+    /// again with [`EraChoice::Legacy`](mcp_proto::EraChoice::Legacy) when it read the probe
+    /// ([`Transport::input_read`] is not `Some(0)`: see
+    /// [`EraMemory::relaunch`](mcp_proto::server_set::EraMemory::relaunch));
     /// [`connect_stdio`](crate::connect_stdio) does so by itself.
     pub fn ended_on_probe(&self) -> bool {
         self.lock().ended_on_probe
