@@ -1408,7 +1408,7 @@ fn a_secret_or_key_without_an_issuer_is_refused_before_anything_is_sent() {
             assert!(r
                 .err()
                 .to_string()
-                .contains("bind it to the authorization server"));
+                .contains("give the URL of the authorization server that issued it"));
             assert!(!r.err().to_string().contains("pre-secret"));
         }
     }

@@ -1408,7 +1408,11 @@ fn a_secret_goes_only_to_the_issuer_it_is_bound_to() {
         config,
         |e| matches!(e, AuthError::UnboundSecret { client_id } if client_id == "real-client"),
     );
-    assert!(shown(&error).contains("bind it"), "{}", shown(&error));
+    assert!(
+        shown(&error).contains("give the URL of the authorization server"),
+        "{}",
+        shown(&error)
+    );
     assert!(auth.log().is_empty(), "{:?}", auth.log());
     assert_eq!(mcp.count("GET", PRM_PATH), 0, "discovery ran");
     // The same with the authorization code grant, and with a private key.
