@@ -134,6 +134,19 @@ fn log_printer(server: Option<&str>) -> LogCallback {
     }))
 }
 
+/// How a stdio server's stderr is shown: each line forwarded as it comes, escaped, after
+/// `server stderr NAME: ` when `name` is given (`--verbose`), bare otherwise.
+pub(crate) fn stderr_printer(name: Option<&str>) -> StderrMode {
+    let prefix = name
+        .map(|name| format!("server stderr {}: ", term::line(name)))
+        .unwrap_or_default();
+    StderrMode::Callback(Arc::new(move |line| {
+        // One write per line: not cut by the CLI's own output, nor by another server's line.
+        let line = format!("{prefix}{}\n", term::line(line));
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    }))
+}
+
 /// What a session did: its exit code, and the calls' cost with `--repeat`.
 pub(crate) struct Outcome {
     pub(crate) code: ExitCode,
@@ -217,18 +230,9 @@ pub(crate) async fn run(options: &Options, to_close: &Started) -> Result<ExitCod
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| program.to_string_lossy().into_owned());
-        let prefix = if options.verbose {
-            format!("server stderr {}: ", term::line(&name))
-        } else {
-            String::new()
-        };
         let stdio = StdioConfig::new(program)
             .args(command)
-            .stderr(StderrMode::Callback(Arc::new(move |line| {
-                // One write per line: not cut by the CLI's own output.
-                let line = format!("{prefix}{}\n", term::line(line));
-                let _ = std::io::stderr().write_all(line.as_bytes());
-            })));
+            .stderr(stderr_printer(options.verbose.then_some(&*name)));
         // --verbose's lines name it: the request spans, its log messages, its stderr.
         let mut config = config;
         config.label = Some(name.clone());

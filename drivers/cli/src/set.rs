@@ -8,12 +8,12 @@
 
 use crate::args::{call_arguments, Options};
 use crate::output::{describe, print_result, print_set_tools};
-use crate::run::{client_config, Outcome, Rate, ROOTS_SETTLE, ROOTS_WAIT};
+use crate::run::{client_config, stderr_printer, Outcome, Rate, ROOTS_SETTLE, ROOTS_WAIT};
 use crate::signals::Started;
 use crate::term;
 use mcp_connect::config::{ConfigErrorKind, ExpandOptions, FailedEntry, ServersConfig};
 use mcp_connect::proto::server_set::{routes_to, NameRules};
-use mcp_connect::{ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
+use mcp_connect::{Error, Launch, ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
@@ -179,7 +179,13 @@ fn chosen<'a>(
         .filter_map(|s| {
             let mut entry = s.clone();
             entry.enabled = true;
-            ServerSpec::from_entry(&entry, client_config(options, Some(&s.name)))
+            let mut spec = ServerSpec::from_entry(&entry, client_config(options, Some(&s.name)))?;
+            // --verbose: each server's stderr as it comes, one line each, named; its failure
+            // line then says its exit status without repeating the tail.
+            if let (true, Launch::Stdio(stdio)) = (options.verbose, &mut spec.launch) {
+                stdio.stderr = stderr_printer(Some(&s.name));
+            }
+            Some(spec)
         })
         .collect();
     if specs.is_empty() && unset.is_empty() {
@@ -208,7 +214,17 @@ async fn session(
     let tools = set.tools().await;
     for name in set.server_names() {
         if let Some((_, cause)) = failures.iter().find(|(n, _)| n == name) {
-            let line = format!("server {name:?} failed: {}", describe(cause));
+            // With --verbose its stderr was shown as it came: only its exit status here.
+            let cause = match cause {
+                Error::ServerExited { status, .. } if options.verbose => {
+                    describe(Error::ServerExited {
+                        status: *status,
+                        stderr: String::new(),
+                    })
+                }
+                cause => describe(cause),
+            };
+            let line = format!("server {name:?} failed: {cause}");
             eprintln!("mcp-client: {}", term::line(&line))
         }
     }

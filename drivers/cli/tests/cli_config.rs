@@ -202,6 +202,68 @@ fn a_server_that_exits_at_start_is_reported_with_its_stderr_tail() {
 }
 
 #[test]
+fn verbose_shows_each_servers_stderr_once_named() {
+    let s = Setup::new();
+    let file = s.write(
+        "mcp.json",
+        &format!(
+            r#"{{"mcpServers": {{
+  "beta": {{"command": {serve}, "args": ["--era", "modern"]}},
+  "quitter": {{"command": {serve}, "args": ["--behave", "exit-before-handshake"]}}
+}}}}"#,
+            serve = json!(s.serve())
+        ),
+    );
+    let count = |text: &str, what: &str| text.matches(what).count();
+    let out = s.cli(&["--config", p(&file), "--verbose"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    // The quitter's stderr line, shown once, on a line of its own that names it; its failure
+    // line says its exit status only.
+    let said = "exiting before the handshake, on purpose";
+    assert_eq!(count(&out.stderr, said), 1, "{}", out.stderr);
+    assert_eq!(
+        count(
+            &out.stderr,
+            &format!("server stderr quitter: serve: {said}")
+        ),
+        1,
+        "{}",
+        out.stderr
+    );
+    let quitter = reported(&out, "quitter");
+    assert_eq!(
+        quitter,
+        ["mcp-client: server \"quitter\" failed: server exited (exit status: 4)"]
+    );
+    // The modern server logs each request it gets on stderr: each line once, named, the
+    // second server's lines too.
+    let got = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("server stderr beta: serve: got "))
+        .count();
+    assert!(got >= 1, "{}", out.stderr);
+    assert_eq!(count(&out.stderr, "serve: got "), got, "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("server stderr alpha"),
+        "{}",
+        out.stderr
+    );
+
+    // Without --verbose: the stderr is not shown, the failure line has its tail.
+    let out = s.cli(&["--config", p(&file)]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(count(&out.stderr, said), 1, "{}", out.stderr);
+    assert_eq!(count(&out.stderr, "server stderr"), 0, "{}", out.stderr);
+    assert_eq!(count(&out.stderr, "serve: got "), 0, "{}", out.stderr);
+    assert!(
+        reported(&out, "quitter")[0].contains(said),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn calls_go_to_their_server_and_exit_codes_say_what_failed() {
     let s = Setup::new();
     let file = &s.configs()[0];
