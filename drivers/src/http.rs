@@ -1084,7 +1084,15 @@ async fn run_exchange(shared: &Shared, id: RequestId, transmit: &Transmit) -> Re
                 };
             }
             Step::Send(request) => {
-                let sent = shared.send(request).await.map_err(failed)?;
+                let sent = shared.send(request).await.map_err(|error| {
+                    // No request gets through where no connection can be made: the session is
+                    // told so, and an era probe that meets it is no sign of a legacy server.
+                    if could_not_connect(&error) {
+                        Inbound::Unreachable { id, error }
+                    } else {
+                        failed(error)
+                    }
+                })?;
                 let head = head(&sent);
                 lock(&shared.rules).on_head(&mut exchange, sent.status().as_u16(), &head);
                 response = Some(sent);
@@ -1420,6 +1428,30 @@ fn in_words(
             cause: Box::new(e),
         },
     )
+}
+
+/// Whether a request failed before any byte of it could reach the server: no connection (refused,
+/// unreachable, timed out connecting), no such host, or a TLS handshake that cannot succeed. Any
+/// other request to the same URL fails the same way, whatever it carries.
+fn could_not_connect(e: &Error) -> bool {
+    use isahc::error::ErrorKind as K;
+    let Error::Io { source, .. } = e else {
+        return false;
+    };
+    let isahc = source
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<crate::error::Said>())
+        .and_then(|said| said.cause.downcast_ref::<isahc::Error>());
+    isahc.is_some_and(|e| {
+        matches!(
+            e.kind(),
+            K::ConnectionFailed
+                | K::NameResolution
+                | K::BadServerCertificate
+                | K::BadClientCertificate
+                | K::InvalidTlsConfiguration
+        )
+    })
 }
 
 /// Whether curl would use a proxy from the environment (`http_proxy`, `HTTPS_PROXY`,

@@ -96,7 +96,8 @@ pub enum Inbound {
         error: Error,
     },
     /// Request `id` cannot reach the server, and no other request could: its authorization was
-    /// refused or could not be obtained (the HTTP transport's OAuth flow failed). It fails with
+    /// refused or could not be obtained (the HTTP transport's OAuth flow failed), or no
+    /// connection to the server could be made (refused, no such host, a failed TLS handshake). It fails with
     /// `error` as for [`Failed`](Self::Failed), except that the session applies its rule for
     /// such failures ([`mcp_proto::Session::handle_unreachable`]: a probe that meets one is no
     /// sign of a legacy server, so the opening fails rather than send `initialize` into the same

@@ -1767,3 +1767,50 @@ fn a_refused_connection_is_said_in_words_and_keeps_its_cause() {
         );
     });
 }
+
+/// A server no connection can be made to is no era question: the era probe's failure ends the
+/// opening, and no `initialize` follows it into the same failure. The listener accepts each
+/// connection and closes it at once, so every TLS handshake fails (a connection that cannot be
+/// made, as curl says it): it counts the attempts.
+#[test]
+fn a_connection_that_cannot_be_made_is_tried_once() {
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("listen on 127.0.0.1");
+    let port = listener.local_addr().unwrap().port();
+    let last = Arc::new(AtomicBool::new(false));
+    let counter = {
+        let last = last.clone();
+        std::thread::spawn(move || {
+            let mut accepted = 0;
+            // Until the test's own last connection, which follows the client's (in order).
+            for stream in listener.incoming() {
+                drop(stream);
+                if last.load(Ordering::SeqCst) {
+                    break;
+                }
+                accepted += 1;
+            }
+            accepted
+        })
+    };
+    let url = format!("https://127.0.0.1:{port}/mcp");
+    let connected = smol::block_on(mcp_connect::connect_http(
+        HttpTransportConfig::new(&url),
+        ClientConfig::default(),
+    ));
+    let Err(e) = connected else {
+        panic!("no TLS server listens there")
+    };
+    last.store(true, Ordering::SeqCst);
+    TcpStream::connect(("127.0.0.1", port)).expect("the listener is there");
+    let accepted = counter.join().unwrap();
+    assert!(matches!(e, Error::Io { .. }), "{e:?}");
+    assert_eq!(
+        e.chain(),
+        format!("transport error: POST {url}: could not connect to 127.0.0.1:{port}")
+    );
+    // The probe's POST, and the transport's own connection that asks the system why curl could
+    // not connect (`sending_failed`); an `initialize` after it would make two more.
+    assert_eq!(accepted, 2, "{e}");
+}

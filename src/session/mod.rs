@@ -798,9 +798,13 @@ impl Session {
     }
 
     /// Like [`handle_undeliverable`](Self::handle_undeliverable), for a failure that no other
-    /// request would escape (the server's authorization was refused or could not be obtained):
-    /// a probe that meets it is no sign of a legacy server, so the opening fails instead of
-    /// sending `initialize` into the same refusal.
+    /// request would escape (the server's authorization was refused or could not be obtained; no
+    /// connection to it could be made): a probe that meets it is no sign of a legacy server, so
+    /// the opening fails instead of sending `initialize` into the same refusal. The fallback is
+    /// for what a server says, which such a probe never reached:
+    ///
+    /// > "The server returns any other error, or does not respond within a reasonable timeout:
+    /// > the server is legacy." — MCP 2026-07-28, stdio § Backward Compatibility
     pub fn handle_unreachable(&mut self, id: RequestId, now: Instant) -> Casualties {
         match self.core.probe_unreachable(id) {
             Some(hit) => hit,
