@@ -364,6 +364,34 @@ fn a_program_that_prints_only_lines_that_are_not_json_rpc_is_not_an_mcp_server()
 }
 
 #[test]
+fn what_a_program_printed_before_it_ended_is_kept_until_it_speaks_json_rpc() {
+    let now = Instant::now();
+    let mut s = Session::new(config(EraChoice::Legacy));
+    assert_eq!(s.printed_only_junk(), None);
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    line(&mut s, "Usage: foo [OPTIONS]", now);
+    line(&mut s, "  -h  help", now);
+    assert_eq!(s.printed_only_junk(), Some(("Usage: foo [OPTIONS]", 1)));
+    // It ends: the session closes as for any end, and what it printed is still said.
+    s.handle_eof(now);
+    assert_eq!(outcomes(&mut s), vec![Event::Failed(SessionError::Closed)]);
+    assert_eq!(s.printed_only_junk(), Some(("Usage: foo [OPTIONS]", 1)));
+
+    // A program that wrote JSON-RPC speaks it: its other lines are no sign.
+    let mut s = Session::new(config(EraChoice::Legacy));
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    line(&mut s, "starting…", now);
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}"#,
+        now,
+    );
+    assert_eq!(s.printed_only_junk(), None);
+}
+
+#[test]
 fn the_quoted_line_loses_its_control_characters_and_is_capped() {
     let now = Instant::now();
     let mut s = Session::new(config(EraChoice::Legacy));

@@ -29,6 +29,23 @@ pub enum Error {
         /// The tail of its stderr.
         stderr: String,
     },
+    /// The server process ended during the opening (as for [`ServerExited`](Self::ServerExited))
+    /// after printing on its stdout only lines that are not JSON-RPC: most likely a program that
+    /// is not an MCP server (a usage message, a greeting). `printed` is its first such line
+    /// ([`Session::printed_only_junk`](mcp_proto::Session::printed_only_junk)), `more` how many
+    /// more came.
+    #[error("{} after printing {printed:?}{} on stdout — not an MCP server?{}", match status { Some(s) => format!("server exited ({s})"), None => "server closed its output".to_owned() }, more_lines(*more), stderr_suffix(stderr))]
+    ExitedAfterPrinting {
+        /// Its exit status, when it had exited.
+        status: Option<ExitStatus>,
+        /// Its first line on stdout, quoted: control characters removed, at most
+        /// [`QUOTED_LINE_MAX`](mcp_proto::session::QUOTED_LINE_MAX) characters.
+        printed: String,
+        /// How many more lines that are not JSON-RPC it printed.
+        more: u64,
+        /// The tail of its stderr.
+        stderr: String,
+    },
     /// The connection is closed: [`close`](crate::Client::close) was called or the peer went away.
     #[error("connection closed")]
     Closed,
@@ -185,6 +202,14 @@ impl std::fmt::Display for Said {
 impl std::error::Error for Said {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&*self.cause)
+    }
+}
+
+fn more_lines(more: u64) -> String {
+    match more {
+        0 => String::new(),
+        1 => " (and 1 more line)".to_owned(),
+        n => format!(" (and {n} more lines)"),
     }
 }
 

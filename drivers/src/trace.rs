@@ -140,6 +140,7 @@ fn error_type(e: &Error) -> &'static str {
         Error::Timeout(_) => "timeout",
         Error::Cancelled(_) => "cancelled",
         Error::ServerExited { .. } => "server_exited",
+        Error::ExitedAfterPrinting { .. } => "not_an_mcp_server",
         Error::Closed => "closed",
         Error::Io { .. } => "io",
         Error::QueueFull { .. } => "queue_full",

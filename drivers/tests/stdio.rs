@@ -1260,6 +1260,43 @@ fn a_program_that_prints_only_lines_that_are_not_json_rpc_is_named_not_an_mcp_se
     })
 }
 
+/// A program that prints lines that are not JSON-RPC and exits: its exit, with what it printed.
+#[test]
+fn a_program_that_prints_and_exits_is_quoted_with_its_exit_status() {
+    smol::block_on(async {
+        let program = StdioConfig::new("sh").args([
+            "-c",
+            "echo 'Usage: foo [OPTIONS]'; echo '  -h'; echo '  -v'; echo 'bad option' >&2; exit 2",
+        ]);
+        let err = mcp_connect::connect_stdio(program, ClientConfig::default())
+            .await
+            .unwrap_err();
+        let Error::ExitedAfterPrinting {
+            status,
+            printed,
+            more,
+            stderr,
+        } = &err
+        else {
+            panic!("{err:?}")
+        };
+        assert_eq!(status.and_then(|s| s.code()), Some(2));
+        assert_eq!((printed.as_str(), *more), ("Usage: foo [OPTIONS]", 2));
+        assert_eq!(stderr.trim(), "bad option");
+        assert_eq!(
+            err.to_string(),
+            "server exited (exit status: 2) after printing \"Usage: foo [OPTIONS]\" (and 2 more \
+             lines) on stdout — not an MCP server?; stderr: bad option"
+        );
+        // A program that printed nothing keeps the plain exit.
+        let program = StdioConfig::new("sh").args(["-c", "echo 'bad option' >&2; exit 2"]);
+        let err = mcp_connect::connect_stdio(program, ClientConfig::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::ServerExited { .. }), "{err:?}");
+    })
+}
+
 /// What the program printed before the opening began (the idle reader read it) counts too.
 #[test]
 fn lines_read_before_the_opening_count_too() {

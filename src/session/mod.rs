@@ -521,6 +521,19 @@ impl Session {
         self.framer.buffered_len()
     }
 
+    /// What the program printed on its stdout during the opening, when nothing it printed was
+    /// JSON-RPC: its first line that was not (quoted as [`SessionError::NotAnMcpServer`] quotes
+    /// it) and how many more such lines came. `None` once it wrote anything that is JSON-RPC, or
+    /// while it wrote nothing. A program that ends with this said ended as a program that is not
+    /// an MCP server does (a usage message, a greeting, a web server's banner): the driver says
+    /// so beside how it ended.
+    ///
+    /// > "The server **MUST NOT** write anything to its stdout that is not a valid MCP
+    /// > message." — MCP 2025-11-25, Transports § stdio
+    pub fn printed_only_junk(&self) -> Option<(&str, u64)> {
+        self.core.printed_only_junk()
+    }
+
     /// Counters of what the session handled on its own.
     pub fn stats(&self) -> Stats {
         self.core.stats

@@ -239,6 +239,12 @@ impl Core {
         }
     }
 
+    /// See [`Session::printed_only_junk`](super::Session::printed_only_junk).
+    pub(super) fn printed_only_junk(&self) -> Option<(&str, u64)> {
+        let (printed, _) = self.junk.first.as_ref().filter(|_| !self.junk.spoke)?;
+        Some((printed, self.junk.lines.saturating_sub(1)))
+    }
+
     /// After every input: when the program wrote only lines that are not JSON-RPC during the
     /// opening, the opening's last request gets the verdict's timer (see [`Junk`]), unless the
     /// probe's fallback is still due (it sends `initialize`, which then gets it).

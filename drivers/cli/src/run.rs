@@ -260,6 +260,17 @@ fn said_once(e: Error, name: &str, options: &Options) -> String {
             status,
             stderr: String::new(),
         }),
+        Error::ExitedAfterPrinting {
+            status,
+            printed,
+            more,
+            ..
+        } => describe(Error::ExitedAfterPrinting {
+            status,
+            printed,
+            more,
+            stderr: String::new(),
+        }),
         Error::Session(e @ SessionError::NotAnMcpServer { .. }) => format!("{name} is {e}"),
         e => failure(e, options),
     }

@@ -222,6 +222,17 @@ async fn session(
                         stderr: String::new(),
                     })
                 }
+                Error::ExitedAfterPrinting {
+                    status,
+                    printed,
+                    more,
+                    ..
+                } if options.verbose => describe(Error::ExitedAfterPrinting {
+                    status: *status,
+                    printed: printed.clone(),
+                    more: *more,
+                    stderr: String::new(),
+                }),
                 cause => describe(cause),
             };
             let line = format!("server {name:?} failed: {cause}");

@@ -1345,6 +1345,37 @@ fn a_program_that_is_not_an_mcp_server_is_named_with_what_it_printed() {
     assert!(took < Duration::from_secs(30), "{took:?}");
 }
 
+/// A program that prints a usage message on stdout and exits: named with what it printed,
+/// beside its exit status; its stderr forwarded as it came, not repeated.
+#[test]
+fn a_program_that_prints_and_exits_is_named_with_what_it_printed() {
+    let script =
+        "echo 'Usage: foo [OPTIONS]'; echo '  -h  help'; echo 'foo: no such option' >&2; exit 1";
+    for verbose in [false, true] {
+        let mut args = vec!["--", "sh", "-c", script];
+        if verbose {
+            args.insert(0, "--verbose");
+        }
+        let out = cli(&args);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let last = out.stderr.lines().last().unwrap_or_default();
+        assert_eq!(
+            last,
+            "mcp-client: server exited (exit status: 1) after printing \"Usage: foo [OPTIONS]\" \
+             (and 1 more line) on stdout — not an MCP server?",
+            "{out:?}"
+        );
+        assert_eq!(out.stderr.matches("Usage").count(), 1, "{out:?}");
+        let stderr_line = if verbose {
+            "server stderr sh: foo: no such option"
+        } else {
+            "foo: no such option"
+        };
+        assert_eq!(out.stderr.matches("no such option").count(), 1, "{out:?}");
+        assert!(out.stderr.lines().any(|l| l == stderr_line), "{out:?}");
+    }
+}
+
 /// A server that fails at start-up whatever it is sent: started once, its stderr shown once
 /// (forwarded as it came: the message says the exit status without repeating it), with and
 /// without `--verbose`.

@@ -133,6 +133,26 @@ impl ConnState {
                 Event::Ready => self.finish_init(Ok(())),
                 Event::Failed(e) => {
                     let error = match (e, &self.close_reason) {
+                        // The server ended having printed nothing but lines that are not
+                        // JSON-RPC: quoted, beside how it ended. (`ended_on_probe` still lets a
+                        // legacy server that read the probe be started again.)
+                        (
+                            e @ (mcp_proto::SessionError::Closed
+                            | mcp_proto::SessionError::Initialize(RequestError::Closed)
+                            | mcp_proto::SessionError::EndedOnProbe),
+                            Some(Error::ServerExited { status, stderr }),
+                        ) if self.session.printed_only_junk().is_some() => {
+                            self.ended_on_probe =
+                                matches!(e, mcp_proto::SessionError::EndedOnProbe);
+                            let (printed, more) =
+                                self.session.printed_only_junk().unwrap_or_default();
+                            Error::ExitedAfterPrinting {
+                                status: *status,
+                                printed: printed.to_owned(),
+                                more,
+                                stderr: stderr.clone(),
+                            }
+                        }
                         (mcp_proto::SessionError::Closed, Some(reason)) => reason.clone(),
                         (
                             mcp_proto::SessionError::Initialize(RequestError::Closed),
