@@ -18,6 +18,16 @@ use mcp_connect::{Client, StdioConfig, StdioTransport};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+/// `println!` that goes on quietly when stdout is gone (piped into `head`, which stops
+/// reading): what is not read is not wanted, and a broken pipe is no failure; the CLI's output
+/// does the same. (`println!` panics: "failed printing to stdout: Broken pipe".)
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 /// The forms this example adds to the command's: its usage line and `--help` name them too.
 const DEMO: mcp_client_cli::Extra = mcp_client_cli::Extra {
     usage: "[--serve] ",
@@ -67,19 +77,21 @@ fn demo() -> ExitCode {
             StdioTransport::spawn(StdioConfig::new(me).args(["--serve"])).map_err(describe)?;
         let client = Client::new(transport);
         let init = client.initialize().await.map_err(describe)?;
-        println!(
+        say!(
             "connected to {} {} (protocol {})",
-            init.server_info.name, init.server_info.version, init.protocol_version
+            init.server_info.name,
+            init.server_info.version,
+            init.protocol_version
         );
         let tools = mcp_connect::as_tools(&client).await.map_err(describe)?;
-        println!("{} tools:", tools.len());
+        say!("{} tools:", tools.len());
         for tool in &tools {
             use mcp_connect::AgentTool;
             // A description of several lines goes on under its first (control characters
             // escaped, as everything a server sends that is printed).
             let name = terminal::line(tool.name());
             let indent = format!("  {}\t", " ".repeat(name.chars().count()));
-            println!(
+            say!(
                 "  {name}\t{}\n    schema: {}",
                 terminal::block(tool.description(), &indent),
                 terminal::shown(&tool.input_schema().to_string(), terminal::Layout::Text)
@@ -99,9 +111,9 @@ fn demo() -> ExitCode {
                 .find(|t| t.definition().name == name)
                 .expect("the demo server has it");
             match mcp_connect::AgentTool::call(tool, args.clone()).await {
-                Ok(text) => println!("call {name} {args} -> {text}"),
+                Ok(text) => say!("call {name} {args} -> {text}"),
                 Err(mcp_connect::ToolError::Retry(msg)) => {
-                    println!("call {name} {args} -> correctable error: {msg}")
+                    say!("call {name} {args} -> correctable error: {msg}")
                 }
                 Err(e) => return Err(describe(e)),
             }

@@ -16,6 +16,16 @@ use mcp_testkit::http_server as server;
 use serde_json::json;
 use std::process::ExitCode;
 
+/// `println!` that goes on quietly when stdout is gone (piped into `head`, which stops
+/// reading): what is not read is not wanted, and a broken pipe is no failure; the CLI's output
+/// does the same. (`println!` panics: "failed printing to stdout: Broken pipe".)
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let behaviour = server::Behaviour {
@@ -31,7 +41,7 @@ fn main() -> ExitCode {
         }
     };
     if args.iter().any(|a| a == "--serve") {
-        println!("LISTENING {}", server.url);
+        say!("LISTENING {}", server.url);
         loop {
             std::thread::park();
         }
@@ -49,7 +59,7 @@ async fn demo(url: &str) -> Result<(), mcp_connect::Error> {
     let client = Client::new(HttpTransport::new(HttpTransportConfig::new(url))?);
     let init = client.initialize().await?;
     let session = client.transport().session_id().unwrap_or_default();
-    println!(
+    say!(
         "connected to {} over Streamable HTTP at {url} (session {session})",
         init.server_info.name
     );
@@ -59,10 +69,10 @@ async fn demo(url: &str) -> Result<(), mcp_connect::Error> {
         let name = terminal::line(&tool.name);
         let indent = format!("  {}\t", " ".repeat(name.chars().count()));
         let description = tool.description.as_deref().unwrap_or("");
-        println!("  {name}\t{}", terminal::block(description, &indent));
+        say!("  {name}\t{}", terminal::block(description, &indent));
     }
     let sum = client.call_tool("add", json!({"a": 2, "b": 40})).await?;
-    println!(
+    say!(
         "add 2 40 -> {} (structured: {})",
         sum.text(),
         sum.structured_content.unwrap_or_default()
@@ -70,6 +80,6 @@ async fn demo(url: &str) -> Result<(), mcp_connect::Error> {
     let echo = client
         .call_tool("echo", json!({"text": "over HTTP"}))
         .await?;
-    println!("echo -> {}", echo.text());
+    say!("echo -> {}", echo.text());
     client.close().await
 }
