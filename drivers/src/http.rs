@@ -948,7 +948,7 @@ async fn post_message(
                             format!("POST {}", lock(&shared.rules).redacted_url()),
                             std::io::Error::new(
                                 std::io::ErrorKind::TimedOut,
-                                format!("no answer within {:?}", shared.post_timeout),
+                                format!("no answer within {} s", shared.post_timeout.as_secs_f64()),
                             ),
                         ))
                     })

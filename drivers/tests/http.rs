@@ -1007,6 +1007,11 @@ fn a_cancellation_that_cannot_be_delivered_is_a_warning() {
                 .any(|w| w.starts_with("could not deliver the cancellation of request")),
             "{shown:?}"
         );
+        // Why, with the deadline in seconds as the rest of the messages say it.
+        assert!(
+            shown.iter().any(|w| w.contains("no answer within 0.3 s")),
+            "{shown:?}"
+        );
         // The client goes on.
         let r = c.call_tool("echo", json!({"text": "on"})).await.unwrap();
         assert_eq!(r.text(), "on");
