@@ -243,10 +243,13 @@ async fn session(
     let total = set.server_names().len() + unset.len();
     let failed = failures.len() + unset.len();
     if progress {
+        // Of those "starting N servers…" named: the entries whose variables are not set were
+        // said failed before it.
+        let starting = set.server_names().len();
         eprintln!(
-            "started {} of {total} server{} in {:.2} s",
-            total - failed,
-            plural(total),
+            "started {} of {starting} server{} in {:.2} s",
+            starting - failures.len(),
+            plural(starting),
             started.elapsed().as_secs_f64()
         );
     }

@@ -846,6 +846,45 @@ fn start_up_progress_is_shown_on_a_terminal() {
     assert!(lines[done + 1..].contains(&"alpha__echo\tEchoes its text back."));
 }
 
+/// On a terminal, an entry whose variable is not set is said failed before the others start,
+/// and the start-up's two lines count the same servers: those started.
+#[test]
+fn start_up_progress_counts_the_servers_it_starts() {
+    let have_script = Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_script {
+        eprintln!("skipped: no `script` (util-linux) to run the CLI on a terminal");
+        return;
+    }
+    let s = Setup::new();
+    let file = s.write(
+        "mcp.json",
+        &format!(
+            r#"{{"mcpServers": {{
+  "alpha": {{"command": {serve}}},
+  "needy": {{"command": {serve}, "env": {{"MCP_TESTKIT_TAG": "${{MCP_CLI_SURELY_UNSET}}"}}}}
+}}}}"#,
+            serve = json!(s.serve())
+        ),
+    );
+    let out = s.cli_script(&format!("{CLI} --config {}", p(&file)));
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let text = out.stdout.replace('\r', "");
+    let lines: Vec<&str> = text.lines().collect();
+    let at = |prefix: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no line starting {prefix:?} in {text}"))
+    };
+    let needy = at("mcp-client: server \"needy\" failed: ");
+    let starting = at("starting 1 server…");
+    let done = at("started 1 of 1 server in ");
+    assert!(needy < starting && starting < done, "{text}");
+}
+
 impl Setup {
     fn cli_script(&self, command: &str) -> Finished {
         let out = run_within(
