@@ -1120,6 +1120,15 @@ pub fn wait_for_shutdowns(limit: Duration) -> bool {
     shutdowns::wait(limit)
 }
 
+/// How many stdio servers this process started and has not reaped yet (in use, closing, or
+/// still starting): the groups [`kill_all`] would signal now.
+pub fn unreaped() -> usize {
+    shutdowns::live()
+        .iter()
+        .filter(|p| !p.reaped.load(Ordering::SeqCst))
+        .count()
+}
+
 /// SIGKILLs, at once, the whole process group of every stdio server this process started and
 /// has not reaped yet: in use, closing ([`close`](Transport::close) under way, or dropped and
 /// ending on a thread of its own) or still starting ([`connect_stdio`](crate::connect_stdio), a

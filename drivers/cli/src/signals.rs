@@ -156,7 +156,13 @@ pub(crate) async fn or_signal(
         First::Caught(signal) => signal,
     };
     let (what, number) = name(signal);
-    eprintln!("mcp-client: {what}: closing the servers (again to kill them at once)");
+    // A second signal kills server processes: said only when there is one.
+    let again = if mcp_connect::stdio::unreaped() > 0 {
+        " (again to kill them at once)"
+    } else {
+        ""
+    };
+    eprintln!("mcp-client: {what}: closing the servers{again}");
     enum Then {
         Closed,
         Again(Signal),

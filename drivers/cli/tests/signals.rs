@@ -383,3 +383,98 @@ fn a_signal_ignored_at_start_stays_ignored() {
     let left: Vec<u32> = pids.into_iter().filter(|&p| pid_alive(p)).collect();
     assert!(left.is_empty(), "left running: {left:?}");
 }
+
+/// SIGINT while a call over `--url` is in flight (the test kit's HTTP server runs its `slow`
+/// tool for a minute): the command ends the session with its `DELETE` and exits 130. No server
+/// process is the command's, so its line does not offer to kill one.
+#[test]
+fn sigint_during_a_url_call_deletes_the_session_and_exits_130() {
+    use mcp_testkit::http_server;
+    let server = http_server::start(http_server::Behaviour::default()).expect("start the server");
+    let (dir, _) = Cli::dir_and_wrapper();
+    let args: Vec<String> = [
+        "--url",
+        &server.url,
+        "--call",
+        "slow",
+        "--args",
+        r#"{"ms": 60000}"#,
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let mut cli = Cli::start(dir, &args, &[]);
+    let calls = || {
+        server
+            .log()
+            .iter()
+            .filter(|r| r.rpc_method().as_deref() == Some("tools/call"))
+            .count()
+    };
+    assert!(
+        wait_until(EVENT, || calls() == 1),
+        "the call never came: {}",
+        cli.stderr()
+    );
+    let session = server
+        .log()
+        .iter()
+        .find_map(|r| r.header("mcp-session-id").map(str::to_owned))
+        .expect("the call carried its session");
+    cli.signal("INT");
+    let status = cli.wait(EVENT);
+    assert_eq!(status.code(), Some(130), "{}", cli.stderr());
+    // Read whole (the lines are collected as they come).
+    cli.wait_for_line("mcp-client: SIGINT: closing the servers\n");
+    assert_eq!(
+        cli.stderr(),
+        "mcp-client: SIGINT: closing the servers\n",
+        "no server process to kill"
+    );
+    // The session was ended before the exit: its DELETE came (the close is bounded, and
+    // waited for).
+    let deleted: Vec<_> = server
+        .log()
+        .into_iter()
+        .filter(|r| r.method == "DELETE")
+        .collect();
+    assert_eq!(deleted.len(), 1, "{deleted:?}");
+    assert_eq!(deleted[0].header("mcp-session-id"), Some(session.as_str()));
+}
+
+/// SIGTERM during `--repeat` (a server that pings the client after each call, and logs its
+/// answer): once some calls were made, the command ends the server with its group and exits
+/// 143, without the rate line of a finished run.
+#[test]
+fn sigterm_during_repeat_ends_everything_and_exits_143() {
+    let (dir, wrapper) = Cli::dir_and_wrapper();
+    let mut args: Vec<String> = ["--call", "echo", "--repeat", "100000000", "--"]
+        .map(str::to_owned)
+        .to_vec();
+    args.extend(wrapped(&wrapper, dir.path(), false, "one", "ping-idle"));
+    let mut cli = Cli::start(dir, &args, &["one"]);
+    let pids = cli.wait_for_pids();
+    let stderr = cli.path("one.server.stderr");
+    let pongs = || {
+        std::fs::read_to_string(&stderr)
+            .map(|s| s.matches("serve: idle pong").count())
+            .unwrap_or(0)
+    };
+    assert!(
+        wait_until(EVENT, || pongs() >= 3),
+        "the calls never went round: {}",
+        cli.stderr()
+    );
+    cli.signal("TERM");
+    let status = cli.wait(EVENT);
+    assert_eq!(status.code(), Some(143), "{}", cli.stderr());
+    cli.wait_for_line("(again to kill them at once)\n");
+    assert!(
+        cli.stderr()
+            .starts_with("mcp-client: SIGTERM: closing the servers (again to kill them at once)\n"),
+        "{}",
+        cli.stderr()
+    );
+    assert!(!cli.stderr().contains("calls/s"), "{}", cli.stderr());
+    let left: Vec<u32> = pids.into_iter().filter(|&p| pid_alive(p)).collect();
+    assert!(left.is_empty(), "left running: {left:?}");
+}
