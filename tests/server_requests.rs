@@ -326,6 +326,39 @@ fn roots_are_unasked_until_the_first_roots_list_is_answered() {
 }
 
 #[test]
+fn a_ping_answered_before_any_roots_list_ends_the_wait_over_a_stream_only() {
+    let (mut s, now) = legacy(all());
+    assert!(s.roots_unasked_after_ping());
+    // Asked: not yet answered, but a ping answered now tells nothing more.
+    line(
+        &mut s,
+        r#"{"jsonrpc":"2.0","id":"r1","method":"roots/list"}"#,
+        now,
+    );
+    assert!(s.roots_unasked(), "asked, not yet answered");
+    assert!(!s.roots_unasked_after_ping());
+    // No roots declared: nothing to wait for at all.
+    let (s, _) = legacy(ClientCapabilities::default());
+    assert!(!s.roots_unasked_after_ping());
+    // Over HTTP the server's request and the ping's answer travel apart: a ping tells nothing.
+    let mut s = Session::new(Config {
+        era: EraChoice::Legacy,
+        capabilities: all(),
+        transport: mcp_proto::TransportKind::Http,
+        ..Config::default()
+    });
+    s.initialize(now).unwrap();
+    sent(&mut s);
+    s.handle_message(
+        br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#,
+        now,
+    );
+    assert_eq!(events(&mut s), vec![Event::Ready]);
+    assert!(s.roots_unasked());
+    assert!(!s.roots_unasked_after_ping());
+}
+
+#[test]
 fn closing_the_session_drops_open_asks() {
     let (mut s, now) = legacy(all());
     line(&mut s, FORM, now);

@@ -1297,6 +1297,36 @@ fn a_program_that_prints_and_exits_is_quoted_with_its_exit_status() {
     })
 }
 
+/// A server that never asks for the roots: the wait for them ends with the answer to a ping
+/// sent after the handshake, not at its bound; the roots are then not answered.
+#[test]
+fn a_server_that_never_asks_for_roots_ends_the_wait_on_a_ping() {
+    smol::block_on(async {
+        let config = ClientConfig {
+            handlers: mcp_connect::Handlers::new()
+                .fixed_roots(vec![mcp_connect::Root::directory("/tmp")]),
+            ..ClientConfig::default()
+        };
+        let client = Client::with_config(StdioTransport::spawn(serve(&[])).unwrap(), config);
+        client.initialize().await.unwrap();
+        let started = Instant::now();
+        // A bound no test run reaches: only the ping's answer can end the wait in time.
+        assert!(!client.roots_listed(Duration::from_secs(600)).await);
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(client.stats().roots_answered, 0);
+        let r = client
+            .call_tool("echo", json!({"text": "on"}))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "on");
+        close_and_check(client).await;
+    })
+}
+
 /// What the program printed before the opening began (the idle reader read it) counts too.
 #[test]
 fn lines_read_before_the_opening_count_too() {

@@ -142,6 +142,8 @@ pub(super) struct Ask {
 pub(super) struct Asks {
     next: u64,
     open: BTreeMap<AskId, Ask>,
+    /// A `roots/list` came (answered or not).
+    roots_asked: bool,
 }
 
 impl Session {
@@ -235,6 +237,24 @@ impl Session {
             && self.core.stats.roots_answered == 0
     }
 
+    /// Whether a `ping` answered now tells that the server does not ask for the roots at start:
+    /// [`roots_unasked`](Self::roots_unasked), over a stream, and no `roots/list` came at all
+    /// (none is being answered either). Ask it after the answer to a `ping` sent once the
+    /// session was open (after `notifications/initialized`): a server that asks for the roots
+    /// as it is initialized — in its `initialized` handler, as the TypeScript SDK's servers do
+    /// (server-filesystem) — writes its `roots/list` before it reads the `ping`, and over a
+    /// stream the client reads in the order the server wrote. True then means the wait for
+    /// the roots can end: the server did not ask when it was initialized. Over HTTP the answer
+    /// and the server's request travel on different streams, so a ping tells nothing: `false`.
+    ///
+    /// Measured with server-filesystem 2026.8.31 (.peers/bin/filesystem), 20 runs: its
+    /// `roots/list` came before the ping's answer 20 times in 20.
+    pub fn roots_unasked_after_ping(&self) -> bool {
+        self.core.config.transport == super::TransportKind::Stream
+            && self.roots_unasked()
+            && !self.core.asks.roots_asked
+    }
+
     /// The server requests awaiting the application's answer.
     pub fn open_asks(&self) -> usize {
         self.core.asks.open.len()
@@ -264,6 +284,9 @@ impl Core {
         let Some(request) = ServerRequest::of(method.name(), params) else {
             return Err((id, method));
         };
+        if matches!(request, ServerRequest::ListRoots) {
+            self.asks.roots_asked = true;
+        }
         // > "Server sends an `elicitation/create` request with a mode not declared in client
         // > capabilities: `-32602` (Invalid params)" — MCP 2025-11-25, Client § Elicitation
         if let Err(reason) = self.mode_declared(&request) {

@@ -25,8 +25,10 @@ use std::time::{Duration, Instant};
 /// How long a `--call` with `--roots` waits, after the handshake, for the server to ask for the
 /// roots (`roots/list`, answered at once) before it calls. A server that works from the roots
 /// asks as soon as it is initialized (server-filesystem started without directories has none
-/// until then, and answers a call that came first as if it had none); one that never asks costs
-/// this whole wait, once. Without `--roots`, or without `--call`, nothing waits.
+/// until then, and answers a call that came first as if it had none). Over stdio a `ping` sent
+/// after the handshake ends the wait for one that does not ask then (its answer comes with no
+/// `roots/list` before it: `Client::roots_listed`); over HTTP one that never asks costs this
+/// whole wait, once. Without `--roots`, or without `--call`, nothing waits.
 pub(crate) const ROOTS_WAIT: Duration = Duration::from_secs(2);
 
 /// How long a `--call` waits after the server's roots were answered, before it calls. The

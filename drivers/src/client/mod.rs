@@ -516,8 +516,13 @@ impl Client {
     /// When the server has applied the roots is its own affair (server-filesystem does it
     /// asynchronously, a few milliseconds after reading them). Nothing of this touches a
     /// call's path.
+    ///
+    /// Over a stream it also sends a `ping`: a server that asks as it is initialized writes its
+    /// `roots/list` before its answer, so an answer with none before it ends the wait at once
+    /// (`false`) instead of after `within`
+    /// ([`Session::roots_unasked_after_ping`](mcp_proto::Session::roots_unasked_after_ping)).
     pub async fn roots_listed(&self, within: Duration) -> bool {
-        let rx = {
+        let (rx, ping) = {
             let mut st = self.lock();
             if !st.session.roots_unasked() {
                 return st.session.stats().roots_answered > 0;
@@ -525,18 +530,28 @@ impl Client {
             let (tx, rx) = channel::bounded(1);
             st.roots_waiters.retain(|w| !w.is_closed());
             st.roots_waiters.push(tx);
-            rx
+            (rx, st.session.roots_unasked_after_ping())
         };
         let answered = self
             .shared
             .wait(Box::pin(rx), None, Timers::Session, false, |()| {
                 Some(Ok(()))
             });
+        let pinged = async {
+            if ping
+                && self.request(Request::new("ping", None)).await.is_ok()
+                && self.lock().session.roots_unasked_after_ping()
+            {
+                return Ok(());
+            }
+            // Asked (its answer is awaited), or the ping failed: the bound decides.
+            std::future::pending().await
+        };
         let bound = async {
             smol::Timer::after(within).await;
             Err(Error::Timeout(within))
         };
-        let _ = smol::future::or(answered, bound).await;
+        let _ = smol::future::or(answered, smol::future::or(pinged, bound)).await;
         self.lock().session.stats().roots_answered > 0
     }
 
