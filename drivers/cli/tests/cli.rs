@@ -1453,7 +1453,7 @@ fn verbose_says_each_thing_once_with_the_servers_name() {
 }
 
 /// The same with `--config`: each server's opening once, named; a failed server's stderr once
-/// (its failure line carries it: a set's servers' stderr is not forwarded).
+/// (forwarded as it came, named: its failure line says the exit status alone).
 #[cfg(target_os = "linux")]
 #[test]
 fn verbose_with_a_config_says_each_servers_opening_and_failure_once() {
@@ -1490,8 +1490,16 @@ fn verbose_with_a_config_says_each_servers_opening_and_failure_once() {
         out.stderr
     );
     assert!(
-        out.stderr.lines().any(|l| l
-            == "mcp-client: server \"bad\" failed: server exited (exit status: 1); stderr: boom: no configuration"),
+        out.stderr
+            .lines()
+            .any(|l| l == "server stderr bad: boom: no configuration"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .lines()
+            .any(|l| l == "mcp-client: server \"bad\" failed: server exited (exit status: 1)"),
         "{}",
         out.stderr
     );
