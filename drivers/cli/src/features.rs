@@ -722,7 +722,7 @@ pub(crate) async fn across(
             // Routed as a read is: the server named, else the one that lists it.
             let server = match named(options) {
                 Some(s) => s.to_owned(),
-                None => set.read_resource(None, uri).await.map_err(fail)?.server,
+                None => set.resource_server(uri).await.map_err(fail)?,
             };
             let client = set.client(&server).await.map_err(fail)?;
             client

@@ -446,3 +446,51 @@ fn watch_prints_updates_until_sigint() {
         assert_eq!(serde_json::from_str::<Value>(&line).unwrap()["uri"], uri);
     }
 }
+
+/// With --config: the server --server names is watched, each update names it, and --read
+/// prints the contents again, as a read across the set does.
+#[test]
+fn a_watch_across_a_config_names_its_server_and_reads_again() {
+    let Some(everything) = peer_bin("everything") else {
+        return;
+    };
+    let dir = TempDir::new("mcp-cli-features-watch");
+    let file = config(&dir, &everything);
+    let uri = "demo://resource/static/document/features.md";
+    let mut command = Command::new(CLI);
+    command
+        .args(["--config", file.to_str().unwrap(), "--server", "b"])
+        .args(["resources", "watch", uri, "--read", "--json"])
+        .args(["--call", "b__toggle-subscriber-updates"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut cli = GroupGuard::spawn(&mut command).expect("spawn mcp-client");
+    let stdout = cli.child().stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next = || {
+        let line = rx.recv_timeout(EVENT).expect("a line");
+        serde_json::from_str::<Value>(&line).unwrap()
+    };
+    assert_eq!(next(), serde_json::json!({"server": "b", "uri": uri}));
+    let read = next();
+    assert_eq!(read["server"], "b");
+    assert_eq!(read["result"]["contents"][0]["uri"], uri);
+    let status = Command::new("kill")
+        .args(["-TERM", &cli.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(cli.child().wait().unwrap().code(), Some(143));
+}

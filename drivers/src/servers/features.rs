@@ -25,6 +25,7 @@ use mcp_proto::{
     ResourceTemplate,
 };
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -135,19 +136,23 @@ impl ServerSet {
             .across(|client: Client| async move { client.list_prompts().await })
             .await;
         let plan = self.inner.plan_prompts(&listed.items);
+        // Each server's prompts by name (the first of a name a server repeats, as the plan).
+        let mut by_name: HashMap<(&str, &str), &Prompt> = HashMap::new();
+        for p in &listed.items {
+            by_name
+                .entry((p.server.as_str(), p.item.name.as_str()))
+                .or_insert(&p.item);
+        }
         let items = plan
             .routes
             .iter()
             .filter_map(|route| {
                 let server = &self.inner.slots[route.server].spec.name;
-                let prompt = listed
-                    .items
-                    .iter()
-                    .find(|p| &p.server == server && p.item.name == route.tool)?;
+                let prompt = by_name.get(&(server.as_str(), route.tool.as_str()))?;
                 Some(SetPrompt {
                     name: route.exposed.clone(),
                     server: server.clone(),
-                    prompt: prompt.item.clone(),
+                    prompt: (*prompt).clone(),
                 })
             })
             .collect();
@@ -208,8 +213,10 @@ impl ServerSet {
         Ok(FromServer { server, item: read })
     }
 
-    /// The server that reads `uri` when none is named.
-    async fn resource_server(&self, uri: &str) -> Result<String, SetError> {
+    /// The server that reads `uri` when none is named, as [`read_resource`](Self::read_resource)
+    /// finds it: the set's only server, else the one that lists it (the servers' resources
+    /// are listed), else [`SetError::UnknownResource`].
+    pub async fn resource_server(&self, uri: &str) -> Result<String, SetError> {
         let names = self.server_names();
         if let [only] = &names[..] {
             return Ok((*only).to_owned());
