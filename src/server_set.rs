@@ -3,6 +3,8 @@
 //! deny lists), the routing from a name the model sees to a server and the tool's own name, and
 //! when a server that died may be started again (backoff, a cap per minute; time is an input),
 //! and which era to open a server in, from what earlier connections to it found ([`EraMemory`]).
+//! Prompts are named and routed as tools are ([`plan_prompts`]); a resource keeps its URI and
+//! is read from the server that lists it ([`resource_owner`]).
 //!
 //! > Tool names "SHOULD be between 1 and 128 characters in length (inclusive)" and "SHOULD only
 //! > contain … uppercase and lowercase ASCII letters (A-Z, a-z), digits (0-9), underscore (_),
@@ -295,6 +297,56 @@ pub fn plan(servers: &[ServerTools<'_>], rules: &NameRules) -> Plan {
         }
     }
     out
+}
+
+/// Names and routes the prompts of `servers` (each a server's name and its prompts' names, in
+/// its order) as [`plan`] does tools: `server__prompt` under `rules`, no prompt filtered. A
+/// prompt is got by the name the plan gives it, and the prompt's own name goes to its server.
+pub fn plan_prompts(servers: &[(&str, &[String])], rules: &NameRules) -> Plan {
+    let everything = ToolFilter::default();
+    let servers: Vec<ServerTools<'_>> = servers
+        .iter()
+        .map(|&(name, tools)| ServerTools {
+            name,
+            filter: &everything,
+            tools,
+        })
+        .collect();
+    plan(&servers, rules)
+}
+
+/// Which server a resource's URI is read from, when the caller did not name one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceOwner {
+    /// This server (its index): the only one that lists the URI, or the set's only server.
+    Server(usize),
+    /// No server lists it (and the set has several): the caller must name one.
+    Unlisted,
+    /// Several servers list it (their indexes): the caller must name one.
+    Several(Vec<usize>),
+}
+
+/// Which of the servers reads `uri`, from the URIs each lists (`listed[i]`: server `i`'s).
+///
+/// > "Each resource is uniquely identified by a URI." — MCP 2025-11-25, Resources
+///
+/// — unique within its server: two servers may list the same URI. URIs are compared exactly: a URI is the resource's identity, and only its server knows which
+/// other spellings are the same resource. A URI no server lists (a template's expansion, one the
+/// server does not list) goes to the set's only server, if it has one; otherwise the caller
+/// names the server.
+pub fn resource_owner<S: AsRef<str>>(uri: &str, listed: &[&[S]]) -> ResourceOwner {
+    let owners: Vec<usize> = listed
+        .iter()
+        .enumerate()
+        .filter(|(_, uris)| uris.iter().any(|u| u.as_ref() == uri))
+        .map(|(i, _)| i)
+        .collect();
+    match owners[..] {
+        [one] => ResourceOwner::Server(one),
+        [] if listed.len() == 1 => ResourceOwner::Server(0),
+        [] => ResourceOwner::Unlisted,
+        _ => ResourceOwner::Several(owners),
+    }
 }
 
 /// When a server that died may be started again: after a backoff that doubles from `initial`
@@ -673,6 +725,41 @@ mod tests {
             deny: vec![],
         };
         assert!(allow.offers("add") && !allow.offers("echo"));
+    }
+
+    #[test]
+    fn prompts_are_named_and_routed_like_tools() {
+        let a = names(&["greet", "sum"]);
+        let b = names(&["greet"]);
+        let plan = plan_prompts(&[("a", &a), ("b c", &b)], &NameRules::default());
+        let exposed: Vec<&str> = plan.routes.iter().map(|r| r.exposed.as_str()).collect();
+        assert_eq!(exposed, ["a__greet", "a__sum", "b_c__greet"]);
+        let route = plan.route("b_c__greet").unwrap();
+        assert_eq!((route.server, route.tool.as_str()), (1, "greet"));
+        assert!(plan.route("greet").is_none());
+        assert!(plan.skipped.is_empty());
+    }
+
+    #[test]
+    fn a_resource_goes_to_the_one_server_that_lists_it() {
+        let a = names(&["file:///a", "mem://x"]);
+        let b = names(&["mem://x", "file:///b"]);
+        let both: [&[String]; 2] = [&a, &b];
+        assert_eq!(resource_owner("file:///b", &both), ResourceOwner::Server(1));
+        assert_eq!(
+            resource_owner("mem://x", &both),
+            ResourceOwner::Several(vec![0, 1])
+        );
+        assert_eq!(resource_owner("file:///c", &both), ResourceOwner::Unlisted);
+        // Exact comparison: another spelling is not the same URI here.
+        assert_eq!(resource_owner("FILE:///a", &both), ResourceOwner::Unlisted);
+        // The only server reads what it does not list (a template's expansion).
+        assert_eq!(
+            resource_owner("file:///c", &[&a[..]]),
+            ResourceOwner::Server(0)
+        );
+        let none: [&[String]; 0] = [];
+        assert_eq!(resource_owner("file:///c", &none), ResourceOwner::Unlisted);
     }
 
     #[test]

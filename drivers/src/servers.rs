@@ -24,6 +24,9 @@
 //! server that cannot list costs at most one request timeout per change it announces.
 //! [`close`](ServerSet::close) ends every server at once and reaps every process.
 //!
+//! Resources, resource templates and prompts are listed across the set too, each with its
+//! server, and a read, a prompt or a completion goes to its server ([`features`]).
+//!
 //! Nobody waits behind anybody: a server's state is behind a lock that is only taken to read or
 //! swap it, never while a server is awaited. A restart runs as a task of its own that the
 //! callers of that server wait on, so a call future polled once and then parked holds up
@@ -53,6 +56,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+pub mod features;
+pub use features::{FromServer, SetListing, SetPrompt};
 
 /// How to reach one server.
 #[derive(Debug, Clone)]
@@ -192,6 +198,20 @@ pub enum SetError {
         #[source]
         cause: Error,
     },
+    /// No server of the set has this name.
+    #[error("no server named {0:?}")]
+    UnknownServer(String),
+    /// No prompt has this name (its name in the set, `server__prompt`).
+    #[error("no prompt named {0:?}")]
+    UnknownPrompt(String),
+    /// No server was named for a resource, and not exactly one server lists it.
+    #[error("{}", unknown_resource(uri, servers))]
+    UnknownResource {
+        /// The resource's URI.
+        uri: String,
+        /// The servers that list it (none, or several).
+        servers: Vec<String>,
+    },
     /// The server failed the call.
     #[error("server {server:?}: {cause}")]
     Server {
@@ -201,6 +221,14 @@ pub enum SetError {
         #[source]
         cause: Error,
     },
+}
+
+fn unknown_resource(uri: &str, servers: &[String]) -> String {
+    if servers.is_empty() {
+        format!("no server lists the resource {uri:?}: name its server")
+    } else {
+        format!("the resource {uri:?} is listed by servers {servers:?}: name one")
+    }
 }
 
 /// What the set asks of a server's client besides its calls.
@@ -274,6 +302,8 @@ struct Inner {
     /// Held while a plan is made from the servers' last lists and put in place, so that an
     /// older plan never replaces a newer one (never across an `.await`).
     planning: Mutex<()>,
+    /// The prompts' names and routes, from the last listing of them ([`features`]).
+    prompts: Mutex<Arc<Plan>>,
 }
 
 #[derive(Default)]
@@ -368,6 +398,7 @@ impl ServerSet {
                 closing: event_listener::Event::new(),
                 routing: Mutex::new(Arc::new(Routing::default())),
                 planning: Mutex::new(()),
+                prompts: Mutex::default(),
             }),
         };
         // Every server at once: a task each, so a slow one holds nobody up.
@@ -920,6 +951,8 @@ impl AgentTool for SetTool {
                 Err(SetError::UnknownTool(name)) => {
                     Err(ToolError::Retry(format!("no tool named {name:?}")))
                 }
+                // A call reaches no other.
+                Err(other) => Err(ToolError::Retry(other.to_string())),
             }
         })
     }

@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 /// The usage line after `usage: mcp-client ` (a wrong argument prints it).
-pub(crate) const USAGE: &str = "[--info | --call NAME [--args JSON] [--repeat N]] [--era auto|legacy|modern] [--timeout SECS] [--max-time SECS] [--json] [--verbose] [--roots DIR...] (-- COMMAND [ARG...] | --url URL [--header 'K: V']... [--no-auth | --client-id ID ...] | --config FILE [--server NAME]...); --help for more";
+pub(crate) const USAGE: &str = "[--info | --call NAME [--args JSON] [--repeat N] | resources [list|templates|read URI [--out FILE]|watch URI [--read]] | prompts [list|get NAME [--arg K=V]...] | complete (--prompt NAME|--resource TEMPLATE) ARG [VALUE] [--context K=V]...] [--era auto|legacy|modern] [--timeout SECS] [--max-time SECS] [--json] [--verbose] [--roots DIR...] (-- COMMAND [ARG...] | --url URL [--header 'K: V']... [--no-auth | --client-id ID ...] | --config FILE [--server NAME]...); --help for more";
 
 /// What the command line asks for.
 #[derive(Debug, Default)]
@@ -37,6 +37,13 @@ pub(crate) struct Options {
     pub(crate) auth: AuthFlags,
     /// `--help`: print the help ([`crate::HELP`]) and do nothing else.
     pub(crate) help: bool,
+    /// The words before `--` that are no option: a command and its operands, read into
+    /// [`feature`](Self::feature).
+    pub(crate) words: Vec<String>,
+    /// `resources`, `prompts` or `complete`, with its own options ([`crate::features`]).
+    pub(crate) feature: Option<crate::features::Feature>,
+    /// The options only those commands take.
+    pub(crate) feature_flags: crate::features::Flags,
 }
 
 /// How `--url` authorizes when the server asks.
@@ -145,6 +152,11 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
                 o.command = argv.collect();
                 break;
             }
+            Some(flag) if crate::features::FLAGS.contains(&flag) => {
+                let mut next = || value(&mut argv, flag);
+                crate::features::flag(&mut o.feature_flags, flag, &mut next)?;
+            }
+            Some(word) if !word.starts_with('-') => o.words.push(word.to_owned()),
             Some("-h" | "--help") => {
                 o.help = true;
                 return Ok(o);
@@ -180,6 +192,7 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
         return Err("--header needs --url".into());
     }
     check_auth(&o.auth, o.url.is_some())?;
+    o.feature = crate::features::parse(&o, usage)?;
     Ok(o)
 }
 

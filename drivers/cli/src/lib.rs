@@ -1,5 +1,6 @@
 //! The `mcp-client` command: a command-line MCP client that lists and calls the tools of a stdio
-//! server, a Streamable HTTP endpoint, or the servers of a config file at once.
+//! server, a Streamable HTTP endpoint, or the servers of a config file at once, and lists, reads
+//! and follows their resources, gets their prompts and completes their arguments.
 //!
 //! ```text
 #![doc = include_str!("help.txt")]
@@ -12,7 +13,7 @@
 //!
 //! The code reads in the order the command runs: `args` (the options, checked before anything
 //! starts), `run` (one server: connect, list or call, close) or `set` (a config's servers as one
-//! tool set), `output` (what is printed, plain or `--json`) with `term` (a server's text without
+//! tool set), `features` (the `resources`, `prompts` and `complete` commands, on either), `output` (what is printed, plain or `--json`) with `term` (a server's text without
 //! its control characters), `ask` (a server's questions on the terminal), and `signals` (Ctrl-C
 //! and `kill` in any phase: every server started is closed, then the command exits).
 
@@ -21,6 +22,7 @@ use std::process::ExitCode;
 
 mod args;
 mod ask;
+mod features;
 mod output;
 mod run;
 mod set;

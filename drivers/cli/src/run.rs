@@ -112,6 +112,7 @@ pub(crate) fn client_config(options: &Options, server: Option<&str>) -> ClientCo
         },
         handlers,
         on_log,
+        on_resource_updated: crate::features::on_updated(options, server),
         ..ClientConfig::default()
     }
 }
@@ -299,6 +300,10 @@ async fn session(
         if client.roots_listed(ROOTS_WAIT).await {
             smol::Timer::after(ROOTS_SETTLE).await;
         }
+    }
+    if let Some(feature) = &options.feature {
+        let code = crate::features::one(client, feature, options, fail).await?;
+        return Ok(Outcome { code, rate: None });
     }
     let mut out = std::io::stdout().lock();
     if options.info {

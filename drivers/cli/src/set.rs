@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 /// The exit code when the list or the call worked but some servers failed.
-const SOME_FAILED: u8 = 3;
+pub(crate) const SOME_FAILED: u8 = 3;
 
 /// Loads the config, starts its servers (all enabled ones, or those of `--server`), lists or
 /// calls, and closes them all.
@@ -148,7 +148,7 @@ fn chosen<'a>(
     // A call names its server in its prefix: only that one starts (a listing starts them all,
     // and so does a name that cannot tell).
     let routed = match &options.call {
-        Some(call) if options.servers.is_empty() => routes_to(
+        Some(call) if options.servers.is_empty() && options.feature.is_none() => routes_to(
             call,
             entries
                 .iter()
@@ -273,6 +273,11 @@ async fn session(
         if set.roots_listed(ROOTS_WAIT).await {
             smol::Timer::after(ROOTS_SETTLE).await;
         }
+    }
+    if let Some(feature) = &options.feature {
+        let reported: Vec<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
+        let code = crate::features::across(set, feature, options, partial, &reported).await?;
+        return Ok(Outcome { code, rate: None });
     }
     let mut out = std::io::stdout().lock();
     let Some(name) = &options.call else {
