@@ -341,7 +341,19 @@ async fn start(spec: &ServerSpec) -> Result<Started, Error> {
             Launch::Unavailable { transport } => Err(Error::TransportUnavailable { transport }),
         }?;
         let changes = client.tool_changes();
-        match client.list_tools().await {
+        // > "Servers that support tools **MUST** declare the `tools` capability" — MCP
+        // > 2025-11-25, Tools § Capabilities
+        // A server that offers only resources or prompts joins the set with no tools. It is
+        // still asked (servers that serve tools without declaring them exist, and the official
+        // SDKs ask them too); its refusal then means "no tools", not a failed start.
+        let declared_tools = client
+            .initialize_result()
+            .is_none_or(|init| init.capabilities.get("tools").is_some());
+        let listed = match client.list_tools().await {
+            Err(Error::Protocol(_)) if !declared_tools => Ok(Vec::new()),
+            listed => listed,
+        };
+        match listed {
             Ok(tools) => Ok(Started {
                 client,
                 tools,

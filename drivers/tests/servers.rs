@@ -411,6 +411,42 @@ fn each_start_up_is_told_as_it_ends() {
 }
 
 #[test]
+fn a_server_without_tools_joins_the_set_with_none() {
+    // A server of resources or prompts only: no `tools` capability, and `tools/list` refused as
+    // an unknown method. It started; it offers no tool. One that declares tools and refuses the
+    // listing still failed (the next test).
+    smol::block_on(async {
+        let specs = vec![
+            tagged("ok", serve(&[])),
+            tagged("bare", serve(&["no-tools"])),
+        ];
+        let set = within(
+            Duration::from_secs(60),
+            "connect",
+            ServerSet::connect(specs, ServerSetConfig::default()),
+        )
+        .await;
+        assert!(
+            set.failures().await.is_empty(),
+            "{:?}",
+            set.failures().await
+        );
+        assert!(
+            set.server_pid("bare").await.is_some(),
+            "the tool-less server was ended"
+        );
+        let tools = set.tools().await;
+        assert!(!tools.is_empty());
+        assert!(
+            tools.iter().all(|t| t.server() == "ok"),
+            "{:?}",
+            tools.iter().map(|t| t.name()).collect::<Vec<_>>()
+        );
+        set.close().await;
+    });
+}
+
+#[test]
 fn a_server_whose_first_listing_fails_or_hangs_failed_to_start() {
     smol::block_on(async {
         let dir = TempDir::new("mcp-servers-listing");

@@ -33,7 +33,8 @@
 //!
 //! Listing behaviours of the legacy era (each logged on stderr as it happens): `hang-list`
 //! (`tools/list` is never answered), `list-error` (`tools/list` gets -32603), `hang-relist` (the
-//! first `tools/list` is answered, no later one).
+//! first `tools/list` is answered, no later one), `no-tools` (no `tools` capability declared, and
+//! `tools/list` refused as an unknown method, -32601: a server of resources or prompts only).
 //!
 //! Behaviours of the modern era: `mrtr-state` (`tools/call slow {"rounds": N, "hang": bool}`
 //! answers `input_required` with only a `requestState` for N rounds (default 3), checking that each
@@ -145,6 +146,8 @@ struct Behaviour {
     list_error: bool,
     /// The first `tools/list` is answered, no later one (legacy era).
     hang_relist: bool,
+    /// `no-tools`: no `tools` capability, and `tools/list` is an unknown method (legacy era).
+    no_tools: bool,
 }
 
 /// What `hostile-text` puts in every string: an OSC 8 link that shows one URL and opens another,
@@ -270,6 +273,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "long-description" => b.long_description = true,
                         "hang-list" => b.hang_list = true,
                         "list-error" => b.list_error = true,
+                        "no-tools" => b.no_tools = true,
                         "hang-relist" => b.hang_relist = true,
                         "exit-before-handshake" => {
                             eprintln!("serve: exiting before the handshake, on purpose");
@@ -439,9 +443,14 @@ fn run(b: Behaviour) -> ExitCode {
                     } else {
                         "2025-11-25"
                     };
+                    let capabilities = if b.no_tools {
+                        json!({})
+                    } else {
+                        json!({"tools": {}})
+                    };
                     Ok(json!({
                         "protocolVersion": version,
-                        "capabilities": {"tools": {}},
+                        "capabilities": capabilities,
                         "serverInfo": {"name": "mcp-client-serve", "version": env!("CARGO_PKG_VERSION")}
                     }))
                 }
@@ -450,6 +459,9 @@ fn run(b: Behaviour) -> ExitCode {
                     listings += 1;
                     eprintln!("serve: not answering tools/list {id}, on purpose");
                     continue;
+                }
+                "tools/list" if b.no_tools => {
+                    Err(json!({"code": -32601, "message": "Method not found"}))
                 }
                 "tools/list" if b.list_error => {
                     listings += 1;
