@@ -33,7 +33,15 @@
 //!   the same elicitation handler, and the core sends the call again with a new id, the
 //!   `inputResponses` and the exact `requestState`.
 //!
-//! Only those last two scenarios register a handler (an elicitation handler that accepts, see
+//! - `sep-2640-client-no-prefetch` (the skills extension, run with `--force`): list the skills
+//!   and print their index; no skill is loaded, so no skill file is read;
+//! - `sep-2640-client-verify-digest`, `-verify-size`, `-verify-frontmatter`: list the skills and
+//!   load each (its `SKILL.md` read and verified), then read each loaded skill's files (each
+//!   verified). Each scenario serves a `SKILL.md` that lies (its digest, its size, its
+//!   frontmatter): the client refuses the skill, reads none of its files, and the flow fails with
+//!   the refusal.
+//!
+//! Only the two elicitation scenarios register a handler (an elicitation handler that accepts, see
 //! [`accepting_user`]): the others declare no client capability.
 //!
 //! Any other scenario: call the first tool with `{}`.
@@ -253,6 +261,17 @@ async fn run_flow(
             expect(&text, r#""name":"John Doe""#)
         }
         "sep-2322-client-request-state" => request_state(client).await,
+        "sep-2640-client-no-prefetch" => {
+            let skills = client.list_skills().await.map_err(s)?;
+            eprint!(
+                "{}",
+                mcp_connect::proto::skills::index("conformance", &skills)
+            );
+            Ok(())
+        }
+        "sep-2640-client-verify-digest"
+        | "sep-2640-client-verify-size"
+        | "sep-2640-client-verify-frontmatter" => load_skills(client).await,
         "http-standard-headers" => standard_headers(client, &tools).await,
         "http-custom-headers" => custom_headers(client, context).await,
         "http-invalid-tool-headers" => invalid_tool_headers(client, &tools).await,
@@ -338,6 +357,19 @@ async fn request_state(client: &Client) -> Result<(), String> {
     // A result without `resultType` is complete.
     let text = call(client, "test_mrtr_no_result_type", json!({})).await?;
     expect(&text, "no-result-type-test-ok")
+}
+
+/// Loads every listed skill, then reads every file of each: the first refusal ends the flow.
+async fn load_skills(client: &Client) -> Result<(), String> {
+    for entry in client.list_skills().await.map_err(s)? {
+        let skill = client.load_skill(&entry).await.map_err(s)?;
+        eprintln!("loaded {} ({} bytes)", entry.uri, skill.text.len());
+        for file in skill.files() {
+            let bytes = client.read_skill_file(&skill, file).await.map_err(s)?;
+            eprintln!("read {file} ({} bytes)", bytes.len());
+        }
+    }
+    Ok(())
 }
 
 /// Any request, its result as JSON.

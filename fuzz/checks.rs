@@ -11,6 +11,8 @@
 //! - eras: `[era, flags, c0, .., t3, body..]`: the session layout after one byte that sets the era
 //!   and its settings (see [`Setup::from_byte`]): the probe, the modern era, HTTP headers.
 //! - text: no header; the whole input is the text to repair ([`check_text`]).
+//! - skills: no header; the whole input is a `SKILL.md`, and its first line a file reference
+//!   ([`check_skills`]).
 //! - sse: no header; the whole input is the SSE stream, whose first bytes also choose the memory
 //!   limit and the chunk sizes, so that seeds stay plain SSE streams ([`check_sse`]).
 //!
@@ -1080,4 +1082,65 @@ pub fn check_oauth(data: &[u8]) -> String {
         }
     }
     panic!("the OAuth flow did not end in 64 steps");
+}
+
+/// `mcp_proto::skills`: a `SKILL.md` of any bytes never panics the frontmatter reader; when its
+/// frontmatter reads, an entry made from it (the true digest and size) loads exactly when its
+/// name and description are valid, and the same entry refuses the file with any byte changed;
+/// the input as a file reference of a loaded skill never leaves the skill's directory.
+pub fn check_skills(data: &[u8]) {
+    use mcp_proto::skills::{digest, frontmatter, valid_name, LoadedSkill, Skill, SkillFiles};
+    use mcp_proto::SkillResource;
+    let text = String::from_utf8_lossy(data);
+    let reference = text.lines().next().unwrap_or("");
+    let Ok(found) = frontmatter(&text) else {
+        return;
+    };
+    let name = found
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| valid_name(n))
+        .unwrap_or("x")
+        .to_owned();
+    let uri = format!("skill://{name}/SKILL.md");
+    let entry = |bytes: &[u8]| Skill {
+        uri: uri.clone(),
+        frontmatter: found.clone(),
+        resources: SkillFiles::Listed(vec![
+            SkillResource {
+                uri: uri.clone(),
+                digest: digest(bytes),
+                size: bytes.len() as u64,
+            },
+            SkillResource {
+                uri: format!("skill://{name}/references/a.md"),
+                digest: digest(b""),
+                size: 0,
+            },
+        ]),
+    };
+    let bytes = text.as_bytes();
+    let valid = found.get("name").and_then(Value::as_str) == Some(name.as_str())
+        && matches!(found.get("description"), Some(Value::String(d)) if !d.is_empty());
+    let loaded = LoadedSkill::new(entry(bytes), bytes.to_vec());
+    assert_eq!(loaded.is_ok(), valid, "{loaded:?}");
+    if let Some(last) = bytes.len().checked_sub(1) {
+        let mut changed = bytes.to_vec();
+        changed[last] ^= 1;
+        assert!(
+            LoadedSkill::new(entry(bytes), changed).is_err(),
+            "a changed byte loaded"
+        );
+    }
+    if let Ok(loaded) = loaded {
+        let root = format!("skill://{name}/");
+        if let Ok(uri) = loaded.entry.file_uri(reference) {
+            let rest = uri.strip_prefix(&root).expect("inside the skill's root");
+            assert!(
+                rest.split('/')
+                    .all(|s| !s.is_empty() && s != "." && s != ".."),
+                "{uri}"
+            );
+        }
+    }
 }

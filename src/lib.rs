@@ -79,6 +79,7 @@ pub mod resources;
 pub mod secret;
 pub mod server_set;
 pub mod session;
+pub mod skills;
 pub mod sse;
 pub mod terminal;
 pub mod text;
@@ -99,10 +100,11 @@ pub use resources::{
 };
 pub use session::{
     AskId, CallTool, Casualties, Complete, Config, Discover, Era, EraChoice, Event, GetPrompt,
-    ListKind, ListPrompts, ListResourceTemplates, ListResources, ListTools, LogMessage, Method,
-    Progress, ReadResource, Reply, Request, ServerRequest, Session, State, Stats, TimerFor,
-    Transmit, TransmitKind, TransportKind,
+    GetSkill, ListKind, ListPrompts, ListResourceTemplates, ListResources, ListSkills, ListTools,
+    LogMessage, Method, Progress, ReadDirectory, ReadResource, Reply, Request, ServerRequest,
+    Session, State, Stats, TimerFor, Transmit, TransmitKind, TransportKind,
 };
+pub use skills::{LoadedSkill, Skill, SkillError, SkillResource};
 pub use types::{
     CallToolResult, ContentBlock, DiscoverResult, IgnoredHint, Implementation, InitializeResult,
     ListToolsResult, ResourceContents, ResultType, Tool,

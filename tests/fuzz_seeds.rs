@@ -125,3 +125,8 @@ fn seed_headers_are_well_formed() {
         }
     }
 }
+
+#[test]
+fn skills_seeds() {
+    replay(&seeds("skills").0, checks::check_skills);
+}

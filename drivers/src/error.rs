@@ -136,6 +136,11 @@ pub enum Error {
     /// not expand.
     #[error(transparent)]
     Resource(mcp_proto::ResourceError),
+    /// A skill was refused (the skills extension, SEP-2640): its entry breaks the rules, or a
+    /// file read for it is not what the entry says (size, digest, frontmatter, a file outside
+    /// the skill or not listed). The content is not returned.
+    #[error(transparent)]
+    Skill(mcp_proto::SkillError),
 }
 
 impl Error {

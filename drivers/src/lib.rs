@@ -78,6 +78,9 @@
 //! | one `resources/read`'s contents (text, blobs as base64) | 32 MiB ([`ClientConfig::max_read_bytes`]) | [`Error::Resource`] |
 //! | a URI template, and the URI it expands to | 8 KiB ([`MAX_TEMPLATE_LEN`](mcp_proto::resources::MAX_TEMPLATE_LEN)), 64 KiB ([`MAX_URI_LEN`](mcp_proto::resources::MAX_URI_LEN)) | [`Error::Resource`], nothing sent |
 //! | completion values | 100 ([`MAX_COMPLETION_VALUES`](mcp_proto::prompts::MAX_COMPLETION_VALUES)), as the spec caps them | the rest dropped, [`Completion::truncated`](mcp_proto::Completion::truncated) set |
+//! | a skill's files (SEP-2640) | 512 files, 16 MiB in all ([`MAX_SKILL_FILES`](mcp_proto::skills::MAX_SKILL_FILES), [`MAX_SKILL_BYTES`](mcp_proto::skills::MAX_SKILL_BYTES)), each read as `resources/read` is | [`Error::Skill`], nothing read |
+//! | a `SKILL.md`'s frontmatter | 256 KiB, 64 levels, no aliases ([`MAX_FRONTMATTER_LEN`](mcp_proto::skills::MAX_FRONTMATTER_LEN)) | [`Error::Skill`], not loaded |
+//! | skills a [`LoadSkillTool`] holds loaded | 16 ([`MAX_LOADED_SKILLS`](skills::MAX_LOADED_SKILLS)) | all forgotten; the model loads again |
 //! | stdio bytes the server has not read | 64 MiB ([`StdioConfig::max_backlog`]); a request cancelled or timed out before any of it was written leaves the queue | the connection fails: every call ends at once with "the server stopped reading its input" (also when the server closes its stdin) |
 //! | server request ids answered | 256 bytes of JSON ([`MAX_ECHOED_ID`](mcp_proto::session::MAX_ECHOED_ID)); method names quoted in -32601 up to 128 bytes | the request is left unanswered (a warning) |
 //! | a call future kept but not polled | the idle reader looks every 100 ms ([`client::WATCHDOG_PERIOD`]) and keeps the timers | what arrived is handled, and due timeouts fire on time anyway |
@@ -132,6 +135,7 @@ mod oauth;
 pub use oauth as auth;
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub mod servers;
+pub mod skills;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 mod sync;
@@ -158,6 +162,7 @@ pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput};
 pub use oauth::{Authorize, FileStore, MemoryStore, OAuthConfig, TokenStore};
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub use servers::{Launch, ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
+pub use skills::LoadSkillTool;
 #[cfg(feature = "stdio")]
 pub use stdio::{StderrMode, StdioConfig, StdioTransport};
 pub use tools::{as_tools, AgentTool, LiveTools, McpTool, ToolError};

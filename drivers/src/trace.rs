@@ -153,6 +153,7 @@ fn error_type(e: &Error) -> &'static str {
         Error::Auth(_) => "authorization",
         Error::Pagination(_) | Error::Listing { .. } => "pagination",
         Error::Resource(_) => "resource",
+        Error::Skill(_) => "skill",
         Error::TransportUnavailable { .. } => "transport_unavailable",
         Error::OAuthUnavailable { .. } => "oauth_unavailable",
     }

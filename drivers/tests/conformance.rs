@@ -6,7 +6,9 @@
 //! - 0.2.0-alpha.12 (`.peers/bin/conformance-next`) with `--spec-version 2026-07-28`:
 //!   `tools_call`, `request-metadata`, `http-standard-headers`, `http-custom-headers`,
 //!   `http-invalid-tool-headers`, `json-schema-ref-no-deref`, `json-schema-2020-12-preservation`,
-//!   `sep-2322-client-request-state`.
+//!   `sep-2322-client-request-state`; and with `--force` (extensions are not on the spec's
+//!   timeline) the skills extension's `sep-2640-client-no-prefetch`, `-verify-digest`,
+//!   `-verify-size` and `-verify-frontmatter`.
 //!
 //! The two elicitation scenarios are the only ones where the example registers a handler (an
 //! elicitation handler that accepts): `elicitation-sep1034-client-defaults` checks that the
@@ -29,6 +31,7 @@
 //! | `tools_call`, `json-schema-2020-12-preservation` (2026-07-28) | modern | discover result (stateless mock) |
 //! | `request-metadata` (2026-07-28) | modern | -32022 with `data.supported`, then a discover result on the retry |
 //! | `http-*`, `json-schema-ref-no-deref`, `sep-2322-client-request-state` (2026-07-28) | modern | discover result |
+//! | `sep-2640-client-*` (2026-07-28, `--force`) | modern | discover result |
 //!
 //! None of the 2026-07-28 servers is ever sent `initialize` (the probe is answered in
 //! milliseconds, long before the 2 s fallback). The example checks the era itself: modern when the
@@ -143,6 +146,12 @@ enum Expect {
 }
 
 fn scenario_expecting(runner: &str, spec: Option<&str>, name: &str, expect: Expect) {
+    scenario_run(runner, spec, name, expect, &[]);
+}
+
+/// Runs one scenario as [`scenario_expecting`] does, with `extra` arguments for the runner
+/// (`--force` for the extension scenarios, which `--spec-version` otherwise skips).
+fn scenario_run(runner: &str, spec: Option<&str>, name: &str, expect: Expect, extra: &[&str]) {
     let Some(runner) = peer_bin(runner) else {
         return;
     };
@@ -160,6 +169,7 @@ fn scenario_expecting(runner: &str, spec: Option<&str>, name: &str, expect: Expe
         command.args(["--spec-version", spec]);
     }
     command.args(["--command", client, "--scenario", name]);
+    command.args(extra);
     if let Some(dir) = &saved {
         command.arg("-o").arg(dir.path());
     }
@@ -325,6 +335,46 @@ fn scenario_2026_json_schema_2020_12_preservation() {
 #[test]
 fn scenario_2026_sep_2322_client_request_state() {
     scenario_2026("sep-2322-client-request-state");
+}
+
+/// A scenario of an extension of 0.2.0-alpha.12 at 2026-07-28: `--force`, as `--spec-version`
+/// skips extensions ("not on the spec timeline").
+fn scenario_extension(name: &str, expect: Expect) {
+    scenario_run(NEXT, Some(MODERN), name, expect, &["--force"]);
+}
+
+// The skills extension (SEP-2640), its four client scenarios. `no-prefetch`: the client lists
+// the skills and reads no file of theirs. The three `verify-*` serve a SKILL.md that lies: the
+// client loads the skill, refuses it for that lie, and reads none of its supporting files.
+#[test]
+fn scenario_sep_2640_client_no_prefetch() {
+    scenario_extension("sep-2640-client-no-prefetch", Expect::Completes);
+}
+
+#[test]
+fn scenario_sep_2640_client_verify_digest() {
+    // Same length, other bytes: the digest differs.
+    scenario_extension(
+        "sep-2640-client-verify-digest",
+        Expect::Refuses("SKILL.md: digest sha256:"),
+    );
+}
+
+#[test]
+fn scenario_sep_2640_client_verify_size() {
+    scenario_extension(
+        "sep-2640-client-verify-size",
+        Expect::Refuses("bytes where the skill's entry says"),
+    );
+}
+
+#[test]
+fn scenario_sep_2640_client_verify_frontmatter() {
+    // The file's digest and size are the entry's; only its frontmatter lies.
+    scenario_extension(
+        "sep-2640-client-verify-frontmatter",
+        Expect::Refuses("frontmatter field \"description\" differs"),
+    );
 }
 
 /// One test per OAuth scenario: `runner`, its `--spec-version` (none: the scenario's own), the

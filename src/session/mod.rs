@@ -33,8 +33,8 @@ pub use modern::MAX_REMEMBERED_TOOLS;
 pub use pending::TimerFor;
 use pending::{Pending, PendingTable};
 pub use request::{
-    CallTool, Complete, Discover, GetPrompt, ListPrompts, ListResourceTemplates, ListResources,
-    ListTools, Method, ReadResource, Reply, Request,
+    CallTool, Complete, Discover, GetPrompt, GetSkill, ListPrompts, ListResourceTemplates,
+    ListResources, ListSkills, ListTools, Method, ReadDirectory, ReadResource, Reply, Request,
 };
 use request::{Params, Timeout};
 pub use transmit::{Transmit, TransmitKind};

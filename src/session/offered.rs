@@ -34,19 +34,37 @@ pub(super) fn needs(method: &str) -> Option<&'static Needs> {
     const SUBSCRIPTIONS: Needs = ("resources", Some("subscribe"));
     const PROMPTS: Needs = ("prompts", None);
     const COMPLETIONS: Needs = ("completions", None);
+    // > "A server that declares this extension **MUST** implement `skills/list` and
+    // > `skills/get`." / "A server that additionally declares `directoryRead: true` **MUST**
+    // > implement `resources/directory/read`." — SEP-2640 § Capability Negotiation
+    const SKILLS: Needs = (EXTENSION_SKILLS, None);
+    const DIRECTORIES: Needs = (EXTENSION_SKILLS, Some("directoryRead"));
     Some(match method {
         "resources/list" | "resources/templates/list" | "resources/read" => &RESOURCES,
         SUBSCRIBE | UNSUBSCRIBE => &SUBSCRIPTIONS,
         "prompts/list" | "prompts/get" => &PROMPTS,
         "completion/complete" => &COMPLETIONS,
+        "skills/list" | "skills/get" => &SKILLS,
+        "resources/directory/read" => &DIRECTORIES,
         _ => return None,
     })
 }
 
+/// The skills extension, as a capability: declared under `capabilities.extensions` (SEP-2133),
+/// which [`declared`] looks in for a name starting `extensions.`.
+const EXTENSION_SKILLS: &str = "extensions.io.modelcontextprotocol/skills";
+
 /// Whether `capabilities` declares `capability` (present, an object or `true`), and within it
-/// `flag` as `true`.
+/// `flag` as `true`. A capability named `extensions.<id>` is extension `<id>` of
+/// `capabilities.extensions`.
 fn declared(capabilities: Option<&Value>, capability: &str, flag: Option<&str>) -> bool {
-    let Some(c) = capabilities.and_then(|c| c.get(capability)) else {
+    let found = match capability.strip_prefix("extensions.") {
+        Some(id) => capabilities
+            .and_then(|c| c.get("extensions"))
+            .and_then(|e| e.get(id)),
+        None => capabilities.and_then(|c| c.get(capability)),
+    };
+    let Some(c) = found else {
         return false;
     };
     let present = c.is_object() || c.as_bool() == Some(true);
@@ -65,7 +83,7 @@ impl Core {
         // The modern era has no `resources/subscribe`: updates come through
         // `subscriptions/listen`, where `resources.subscribe` gates its `resourceSubscriptions`.
         // (The seam: the listen stream is not built yet.)
-        if flag.is_some() && self.era() == Some(Era::Modern) {
+        if capability == "resources" && flag.is_some() && self.era() == Some(Era::Modern) {
             return Err(RequestError::NotInEra {
                 method: request.method.to_string(),
                 instead: "subscriptions/listen",
@@ -103,6 +121,25 @@ mod tests {
         assert!(!declared(Some(&caps), "off", Some("subscribe")));
         assert!(!declared(Some(&caps), "tools", None));
         assert!(!declared(None, "resources", None));
+        let skills = json!({"extensions": {"io.modelcontextprotocol/skills": {}}});
+        assert!(declared(Some(&skills), EXTENSION_SKILLS, None));
+        assert!(!declared(
+            Some(&skills),
+            EXTENSION_SKILLS,
+            Some("directoryRead")
+        ));
+        let dirs =
+            json!({"extensions": {"io.modelcontextprotocol/skills": {"directoryRead": true}}});
+        assert!(declared(
+            Some(&dirs),
+            EXTENSION_SKILLS,
+            Some("directoryRead")
+        ));
+        assert!(!declared(Some(&caps), EXTENSION_SKILLS, None));
+        assert_eq!(
+            EXTENSION_SKILLS.strip_prefix("extensions."),
+            Some(crate::skills::SKILLS_EXTENSION)
+        );
         assert_eq!(needs("tools/call"), None);
         assert_eq!(
             needs("resources/subscribe"),

@@ -6,6 +6,7 @@ use crate::error::RequestError;
 use crate::jsonrpc::RequestId;
 use crate::prompts::{CompleteResult, CompletionRef, GetPromptResult, ListPromptsResult};
 use crate::resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult};
+use crate::skills::{DirectoryReadResult, GetSkillResult, ListSkillsResult};
 use crate::types::{CallToolResult, DiscoverResult, ListToolsResult, Outcome, ResultType};
 use serde::de::DeserializeOwned;
 use serde::ser::SerializeMap;
@@ -188,6 +189,13 @@ methods! {
     GetPrompt = "prompts/get" => Box<GetPromptResult>, Prompt;
     /// `completion/complete`: suggestions for an argument. (Boxed.)
     Complete = "completion/complete" => Box<CompleteResult>, Completion;
+    /// `skills/list` (the skills extension, SEP-2640): a page of skill entries.
+    ListSkills = "skills/list" => ListSkillsResult, Skills;
+    /// `skills/get` (the skills extension): one skill's entry. (Boxed.)
+    GetSkill = "skills/get" => Box<GetSkillResult>, Skill;
+    /// `resources/directory/read` (the skills extension, with `directoryRead`): a page of a
+    /// directory's children.
+    ReadDirectory = "resources/directory/read" => DirectoryReadResult, Directory;
 }
 
 /// `resources/subscribe`.
@@ -419,6 +427,39 @@ impl Request {
         Request::of::<Complete>(Some(crate::prompts::complete_params(
             reference, argument, value, context,
         )))
+    }
+
+    /// `skills/list` for one page (the skills extension, SEP-2640; the server must declare it in
+    /// `capabilities.extensions`). Its reply is [`Reply::Skills`].
+    ///
+    /// > "Clients issue `skills/list` and `skills/get` only after observing the server's
+    /// > declaration." — SEP-2640 § Capability Negotiation
+    pub fn list_skills(cursor: Option<&str>) -> Self {
+        // An empty object rather than no params: the extension's own example sends `{}`.
+        Request::of::<ListSkills>(Some(match cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        }))
+    }
+
+    /// `skills/get {uri}`: the entry of the skill whose `SKILL.md` is at `uri`. Its reply is
+    /// [`Reply::Skill`].
+    pub fn get_skill(uri: &str) -> Self {
+        Request::of::<GetSkill>(Some(json!({ "uri": uri })))
+    }
+
+    /// `resources/directory/read {uri, cursor?}`: one page of a directory resource's children
+    /// (the server must declare the skills extension with `directoryRead: true`). Its reply is
+    /// [`Reply::Directory`].
+    ///
+    /// > "Clients **MUST NOT** call `resources/directory/read` against a server that has not
+    /// > declared `directoryRead: true`." — SEP-2640 § Capability Negotiation
+    pub fn read_directory(uri: &str, cursor: Option<&str>) -> Self {
+        let mut params = json!({ "uri": uri });
+        if let Some(c) = cursor {
+            params["cursor"] = json!(c);
+        }
+        Request::of::<ReadDirectory>(Some(params))
     }
 
     /// Sets this request's timeout, replacing the session default.

@@ -21,6 +21,7 @@ pub mod floor;
 pub mod http_server;
 mod peers;
 mod process;
+pub mod skills;
 pub mod stdio_server;
 pub mod tools;
 

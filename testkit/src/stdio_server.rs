@@ -58,6 +58,9 @@
 //! `long-description` (tool `echo`'s description is [`LONG_DESCRIPTION`], a docstring of
 //! several paragraphs).
 //!
+//! `skills` (either era): the server declares the skills extension (SEP-2640, with
+//! `directoryRead`) and serves [`crate::skills`]' true and hostile skills.
+//!
 //! In the modern and dual eras, every `initialize` and `server/discover` received is logged on
 //! stderr (`serve: got initialize`), and so is the end of input, with their counts (`serve: end of
 //! input; initialize ×0, server/discover ×1`).
@@ -138,6 +141,8 @@ struct Behaviour {
     hostile_text: bool,
     /// `show-capabilities`: each `initialize`'s capabilities logged on stderr.
     show_capabilities: bool,
+    /// `skills`: the skills extension, with hostile skills ([`crate::skills`]).
+    skills: bool,
     /// `long-description`: tool `echo`'s description is [`LONG_DESCRIPTION`] (legacy era).
     long_description: bool,
     /// `tools/list` is never answered (legacy era).
@@ -270,6 +275,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "progress-ticks" => b.progress_ticks = true,
                         "hostile-text" => b.hostile_text = true,
                         "show-capabilities" => b.show_capabilities = true,
+                        "skills" => b.skills = true,
                         "long-description" => b.long_description = true,
                         "hang-list" => b.hang_list = true,
                         "list-error" => b.list_error = true,
@@ -420,7 +426,17 @@ fn run(b: Behaviour) -> ExitCode {
                 None => continue,
             }
         } else {
+            let mut skill = match b.skills {
+                true => crate::skills::answer(method, &msg["params"]),
+                false => None,
+            };
             let reply = match method {
+                _ if skill.is_some() => skill.take().unwrap_or(Ok(Value::Null)),
+                "initialize" if b.skills => Ok(json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": crate::skills::capabilities(),
+                    "serverInfo": {"name": "mcp-client-serve", "version": env!("CARGO_PKG_VERSION")}
+                })),
                 "initialize" if b.hostile_text => Ok(json!({
                     "protocolVersion": "2025-11-25",
                     "capabilities": {"tools": {}, "logging": {}, "experimental": {HOSTILE: HOSTILE}},
@@ -664,7 +680,19 @@ fn modern_reply(
                                "data": {"supported": [MODERN], "requested": version}}),
         ));
     }
+    let mut skill = match b.skills {
+        true => crate::skills::answer(method, &msg["params"]),
+        false => None,
+    };
     let reply = match method {
+        _ if skill.is_some() => skill
+            .take()
+            .unwrap_or(Ok(Value::Null))
+            .map(|v| (v, "complete")),
+        "server/discover" if b.skills => Ok((
+            json!({"supportedVersions": [MODERN], "capabilities": crate::skills::capabilities()}),
+            "complete",
+        )),
         "server/discover" if b.slow_discover => {
             eprintln!("serve: answering server/discover {id} in 1 s");
             let (tx, id) = (tx.clone(), id.clone());

@@ -27,6 +27,7 @@
 mod deliver;
 mod drive;
 mod features;
+mod skills;
 
 use drive::{idle_reader, CancelOnDrop, Slot, Timers};
 
