@@ -80,6 +80,7 @@ pub mod secret;
 pub mod server_set;
 pub mod session;
 pub mod sse;
+pub mod tasks;
 pub mod terminal;
 pub mod text;
 pub mod types;
@@ -98,10 +99,11 @@ pub use resources::{
     ResourceTemplate,
 };
 pub use session::{
-    AskId, CallTool, Casualties, Complete, Config, Discover, Era, EraChoice, Event, GetPrompt,
-    ListKind, ListPrompts, ListResourceTemplates, ListResources, ListTools, LogMessage, Method,
-    Progress, ReadResource, Reply, Request, ServerRequest, Session, State, Stats, TimerFor,
-    Transmit, TransmitKind, TransportKind,
+    AskId, CallTool, CallToolAsTask, CancelTask, Casualties, Complete, Config, Discover, Era,
+    EraChoice, Event, GetPrompt, GetTask, GetTaskResult, ListKind, ListPrompts,
+    ListResourceTemplates, ListResources, ListTasks, ListTools, LogMessage, Method, Progress,
+    ReadResource, Reply, Request, ServerRequest, Session, State, Stats, TimerFor, Transmit,
+    TransmitKind, TransportKind,
 };
 pub use types::{
     CallToolResult, ContentBlock, DiscoverResult, IgnoredHint, Implementation, InitializeResult,

@@ -33,8 +33,9 @@ pub use modern::MAX_REMEMBERED_TOOLS;
 pub use pending::TimerFor;
 use pending::{Pending, PendingTable};
 pub use request::{
-    CallTool, Complete, Discover, GetPrompt, ListPrompts, ListResourceTemplates, ListResources,
-    ListTools, Method, ReadResource, Reply, Request,
+    CallTool, CallToolAsTask, CancelTask, Complete, Discover, GetPrompt, GetTask, GetTaskResult,
+    ListPrompts, ListResourceTemplates, ListResources, ListTasks, ListTools, Method, ReadResource,
+    Reply, Request,
 };
 use request::{Params, Timeout};
 pub use transmit::{Transmit, TransmitKind};

@@ -34,24 +34,43 @@ pub(super) fn needs(method: &str) -> Option<&'static Needs> {
     const SUBSCRIPTIONS: Needs = ("resources", Some("subscribe"));
     const PROMPTS: Needs = ("prompts", None);
     const COMPLETIONS: Needs = ("completions", None);
+    // > "`tasks.list`: Server supports the `tasks/list` operation / `tasks.cancel`: Server
+    // > supports the `tasks/cancel` operation" — MCP 2025-11-25, Tasks § Server Capabilities
+    const TASKS: Needs = ("tasks", None);
+    const TASK_LIST: Needs = ("tasks", Some("list"));
+    const TASK_CANCEL: Needs = ("tasks", Some("cancel"));
     Some(match method {
         "resources/list" | "resources/templates/list" | "resources/read" => &RESOURCES,
         SUBSCRIBE | UNSUBSCRIBE => &SUBSCRIPTIONS,
         "prompts/list" | "prompts/get" => &PROMPTS,
         "completion/complete" => &COMPLETIONS,
+        "tasks/get" | "tasks/result" => &TASKS,
+        "tasks/list" => &TASK_LIST,
+        "tasks/cancel" => &TASK_CANCEL,
         _ => return None,
     })
 }
 
+/// What a task-augmented `tools/call` needs.
+///
+/// > "`tasks.requests.tools.call`: Server supports task-augmented `tools/call` requests" — MCP
+/// > 2025-11-25, Tasks § Server Capabilities
+pub(super) const TASK_CALL: Needs = ("tasks", Some("requests.tools.call"));
+
 /// Whether `capabilities` declares `capability` (present, an object or `true`), and within it
-/// `flag` as `true`.
+/// `flag` as `true` — or, for the `tasks` capability, whose members are objects, `flag` (a
+/// dotted path) present as an object or `true`.
 fn declared(capabilities: Option<&Value>, capability: &str, flag: Option<&str>) -> bool {
     let Some(c) = capabilities.and_then(|c| c.get(capability)) else {
         return false;
     };
-    let present = c.is_object() || c.as_bool() == Some(true);
+    let present = |v: &Value| v.is_object() || v.as_bool() == Some(true);
     match flag {
-        None => present,
+        None => present(c),
+        Some(path) if capability == "tasks" => path
+            .split('.')
+            .try_fold(c, |v, key| v.get(key))
+            .is_some_and(present),
         Some(flag) => c.get(flag).and_then(Value::as_bool) == Some(true),
     }
 }
@@ -62,6 +81,14 @@ impl Core {
         let Some(&(capability, flag)) = request.needs else {
             return Ok(());
         };
+        // In 2026-07-28 tasks are the `io.modelcontextprotocol/tasks` extension, with another
+        // wire (the seam: not built).
+        if capability == "tasks" && self.era() == Some(Era::Modern) {
+            return Err(RequestError::NotInEra {
+                method: request.method.to_string(),
+                instead: "the io.modelcontextprotocol/tasks extension",
+            });
+        }
         // The modern era has no `resources/subscribe`: updates come through
         // `subscriptions/listen`, where `resources.subscribe` gates its `resourceSubscriptions`.
         // (The seam: the listen stream is not built yet.)
@@ -104,6 +131,16 @@ mod tests {
         assert!(!declared(Some(&caps), "tools", None));
         assert!(!declared(None, "resources", None));
         assert_eq!(needs("tools/call"), None);
+        let tasks = json!({"tasks": {"list": {}, "requests": {"tools": {"call": {}}}}});
+        assert!(declared(Some(&tasks), "tasks", None));
+        assert!(declared(Some(&tasks), "tasks", Some("list")));
+        assert!(!declared(Some(&tasks), "tasks", Some("cancel")));
+        assert!(declared(Some(&tasks), TASK_CALL.0, TASK_CALL.1));
+        assert!(!declared(
+            Some(&json!({"tasks": {"requests": {}}})),
+            TASK_CALL.0,
+            TASK_CALL.1
+        ));
         assert_eq!(
             needs("resources/subscribe"),
             Some(&("resources", Some("subscribe")))
