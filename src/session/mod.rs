@@ -458,6 +458,21 @@ impl Session {
             && !self.core.knows_tool(tool)
     }
 
+    /// How a call of `tool` goes when the caller asks for a task (`want_task`) or not: as a task
+    /// only in the 2025-11-25 era with a server that declared `tasks.requests.tools.call`, when
+    /// the tool requires it or allows it and the caller asks ([`tasks::call_mode`]); plainly
+    /// otherwise (also before the opening completed, and in 2026-07-28, whose tasks extension is
+    /// not built).
+    ///
+    /// [`tasks::call_mode`]: crate::tasks::call_mode
+    pub fn task_call_mode(&self, tool: &crate::Tool, want_task: bool) -> crate::tasks::CallMode {
+        let takes = self.core.era() == Some(Era::Legacy)
+            && crate::tasks::server_takes_task_calls(
+                self.core.opening.server().map(|i| &i.capabilities),
+            );
+        crate::tasks::call_mode(takes, crate::tasks::TaskSupport::of(tool), want_task)
+    }
+
     /// What the server said of itself at the opening, once it completed: its `initialize` answer
     /// (legacy era), or the same fields from its `server/discover` answer with the version chosen
     /// (modern era).

@@ -21,7 +21,7 @@ impl Client {
     /// ([`ClientConfig::max_tool_pages`](super::ClientConfig::max_tool_pages) and
     /// [`max_tool_bytes`](super::ClientConfig::max_tool_bytes)): a repeated cursor, too many
     /// pages or too many bytes end it with [`Error::Listing`].
-    async fn list_all<M: Method, T>(
+    pub(super) async fn list_all<M: Method, T>(
         &self,
         page: fn(Option<&str>) -> Request,
         items: fn(M::Result) -> Page<T>,

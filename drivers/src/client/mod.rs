@@ -27,6 +27,9 @@
 mod deliver;
 mod drive;
 mod features;
+mod tasks;
+
+pub use tasks::{TaskHandle, TaskStart};
 
 use drive::{idle_reader, CancelOnDrop, Slot, Timers};
 
