@@ -126,3 +126,63 @@ fn an_explicit_task_handle_follows_lists_and_cancels() {
         close_and_check(client).await;
     });
 }
+
+/// `ambiguous: true` with a client that declares elicitation: at its third stage the task goes
+/// `input_required` and the server asks (`elicitation/create` with the related-task `_meta`)
+/// through the `tasks/result` the waiting call sent; the handler's answer shapes the report.
+///
+/// > "When the requestor encounters the `input_required` status, it **SHOULD** preemptively call
+/// > `tasks/result`." — MCP 2025-11-25, Tasks § Input Required Status
+#[test]
+fn input_required_is_answered_through_tasks_result() {
+    let Some(bin) = peer_bin("everything") else {
+        return;
+    };
+    use mcp_connect::{ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers};
+    let asked: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = asked.clone();
+    let config = ClientConfig {
+        handlers: Handlers::new().elicitation(move |e: Elicitation| {
+            let sink = sink.clone();
+            async move {
+                let Elicitation::Form { message, .. } = e else {
+                    return Err(HandlerError("form mode only".into()));
+                };
+                sink.lock().unwrap().push(message);
+                let mut content = serde_json::Map::new();
+                content.insert("interpretation".into(), json!("historical"));
+                Ok(ElicitAnswer::Accept(content))
+            }
+        }),
+        ..ClientConfig::default()
+    };
+    smol::block_on(async {
+        let client = Client::with_config(
+            StdioTransport::spawn(StdioConfig::new(bin).args(["stdio"])).unwrap(),
+            config,
+        );
+        client.initialize().await.expect("initialize");
+        let tool = research_tool(&client).await;
+        let result = client
+            .call_tool_waiting(
+                &tool,
+                json!({"topic": "ambiguity", "ambiguous": true}),
+                false,
+                Some(Duration::from_secs(60)),
+                |_| {},
+            )
+            .await
+            .unwrap();
+        let asked = asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1, "{asked:?}");
+        assert!(asked[0].contains("ambiguity"), "{asked:?}");
+        assert!(
+            result
+                .text()
+                .contains("Research Report: ambiguity (historical)"),
+            "{}",
+            result.text()
+        );
+        close_and_check(client).await;
+    });
+}
