@@ -81,6 +81,7 @@ pub mod server_set;
 pub mod session;
 pub mod skills;
 pub mod sse;
+pub mod tasks;
 pub mod terminal;
 pub mod text;
 pub mod types;
@@ -99,10 +100,11 @@ pub use resources::{
     ResourceTemplate,
 };
 pub use session::{
-    AskId, CallTool, Casualties, Complete, Config, Discover, Era, EraChoice, Event, GetPrompt,
-    GetSkill, ListKind, ListPrompts, ListResourceTemplates, ListResources, ListSkills, ListTools,
-    LogMessage, Method, Progress, ReadDirectory, ReadResource, Reply, Request, ServerRequest,
-    Session, State, Stats, TimerFor, Transmit, TransmitKind, TransportKind,
+    AskId, CallTool, CallToolAsTask, CancelTask, Casualties, Complete, Config, Discover, Era,
+    EraChoice, Event, GetPrompt, GetSkill, GetTask, GetTaskResult, ListKind, ListPrompts,
+    ListResourceTemplates, ListResources, ListSkills, ListTasks, ListTools, LogMessage, Method,
+    Progress, ReadDirectory, ReadResource, Reply, Request, ServerRequest, Session, State, Stats,
+    TimerFor, Transmit, TransmitKind, TransportKind,
 };
 pub use skills::{LoadedSkill, Skill, SkillError, SkillResource};
 pub use types::{

@@ -145,8 +145,8 @@ pub mod trace;
 pub mod transport;
 
 pub use client::{
-    Client, ClientConfig, ListChangedCallback, LogCallback, ResourceUpdatedCallback,
-    WarningCallback,
+    Client, ClientConfig, ListChangedCallback, LogCallback, ResourceUpdatedCallback, TaskHandle,
+    TaskStart, WarningCallback,
 };
 #[cfg(feature = "http")]
 pub use connect::connect_http;

@@ -36,9 +36,18 @@ pub trait AgentTool: Send + Sync {
 
 /// One server tool, bridged. Several share one client (each holds a handle on it); their calls
 /// may run concurrently.
+///
+/// A tool that must be called as a task (`execution.taskSupport: "required"`, on a server that
+/// declared task calls: the core decides when the tool is bridged,
+/// [`Session::task_call_mode`](mcp_proto::Session::task_call_mode)) is called as one and its
+/// result waited for transparently ([`Client::call_tool_waiting`]): within the session's default
+/// timeout, the task cancelled on timeout or when the call is dropped. Any other tool is a plain
+/// call, with no extra work.
 pub struct McpTool {
     client: Client,
     definition: ToolDefinition,
+    /// Called as a task (decided once, when bridged).
+    as_task: bool,
 }
 
 impl McpTool {
@@ -54,6 +63,14 @@ impl McpTool {
     /// input validation error: they come back as [`ToolOutput::Retry`].
     pub async fn call_output(&self, arguments: Value) -> Result<ToolOutput, Error> {
         let name = &self.definition.name;
+        if self.as_task {
+            let timeout = self.client.default_timeout();
+            let outcome = self
+                .client
+                .wait_task_call(name, arguments, timeout, |_| {})
+                .await;
+            return bridged(name, outcome);
+        }
         bridged(name, self.client.call_tool(name, arguments).await)
     }
 }
@@ -107,6 +124,7 @@ pub async fn as_tools(client: &Client) -> Result<Vec<McpTool>, Error> {
         .map(|tool| McpTool {
             client: client.clone(),
             definition: ToolDefinition::from(tool),
+            as_task: client.task_call_mode(tool, false) == mcp_proto::tasks::CallMode::Task,
         })
         .collect())
 }

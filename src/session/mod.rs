@@ -33,8 +33,9 @@ pub use modern::MAX_REMEMBERED_TOOLS;
 pub use pending::TimerFor;
 use pending::{Pending, PendingTable};
 pub use request::{
-    CallTool, Complete, Discover, GetPrompt, GetSkill, ListPrompts, ListResourceTemplates,
-    ListResources, ListSkills, ListTools, Method, ReadDirectory, ReadResource, Reply, Request,
+    CallTool, CallToolAsTask, CancelTask, Complete, Discover, GetPrompt, GetSkill, GetTask,
+    GetTaskResult, ListPrompts, ListResourceTemplates, ListResources, ListSkills, ListTasks,
+    ListTools, Method, ReadDirectory, ReadResource, Reply, Request,
 };
 use request::{Params, Timeout};
 pub use transmit::{Transmit, TransmitKind};
@@ -455,6 +456,21 @@ impl Session {
         self.core.era() == Some(Era::Modern)
             && self.core.config.transport == TransportKind::Http
             && !self.core.knows_tool(tool)
+    }
+
+    /// How a call of `tool` goes when the caller asks for a task (`want_task`) or not: as a task
+    /// only in the 2025-11-25 era with a server that declared `tasks.requests.tools.call`, when
+    /// the tool requires it or allows it and the caller asks ([`tasks::call_mode`]); plainly
+    /// otherwise (also before the opening completed, and in 2026-07-28, whose tasks extension is
+    /// not built).
+    ///
+    /// [`tasks::call_mode`]: crate::tasks::call_mode
+    pub fn task_call_mode(&self, tool: &crate::Tool, want_task: bool) -> crate::tasks::CallMode {
+        let takes = self.core.era() == Some(Era::Legacy)
+            && crate::tasks::server_takes_task_calls(
+                self.core.opening.server().map(|i| &i.capabilities),
+            );
+        crate::tasks::call_mode(takes, crate::tasks::TaskSupport::of(tool), want_task)
     }
 
     /// What the server said of itself at the opening, once it completed: its `initialize` answer

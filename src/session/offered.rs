@@ -39,6 +39,11 @@ pub(super) fn needs(method: &str) -> Option<&'static Needs> {
     // > implement `resources/directory/read`." — SEP-2640 § Capability Negotiation
     const SKILLS: Needs = (EXTENSION_SKILLS, None);
     const DIRECTORIES: Needs = (EXTENSION_SKILLS, Some("directoryRead"));
+    // > "`tasks.list`: Server supports the `tasks/list` operation / `tasks.cancel`: Server
+    // > supports the `tasks/cancel` operation" — MCP 2025-11-25, Tasks § Server Capabilities
+    const TASKS: Needs = ("tasks", None);
+    const TASK_LIST: Needs = ("tasks", Some("list"));
+    const TASK_CANCEL: Needs = ("tasks", Some("cancel"));
     Some(match method {
         "resources/list" | "resources/templates/list" | "resources/read" => &RESOURCES,
         SUBSCRIBE | UNSUBSCRIBE => &SUBSCRIPTIONS,
@@ -46,6 +51,9 @@ pub(super) fn needs(method: &str) -> Option<&'static Needs> {
         "completion/complete" => &COMPLETIONS,
         "skills/list" | "skills/get" => &SKILLS,
         "resources/directory/read" => &DIRECTORIES,
+        "tasks/get" | "tasks/result" => &TASKS,
+        "tasks/list" => &TASK_LIST,
+        "tasks/cancel" => &TASK_CANCEL,
         _ => return None,
     })
 }
@@ -54,9 +62,16 @@ pub(super) fn needs(method: &str) -> Option<&'static Needs> {
 /// which [`declared`] looks in for a name starting `extensions.`.
 const EXTENSION_SKILLS: &str = "extensions.io.modelcontextprotocol/skills";
 
+/// What a task-augmented `tools/call` needs.
+///
+/// > "`tasks.requests.tools.call`: Server supports task-augmented `tools/call` requests" — MCP
+/// > 2025-11-25, Tasks § Server Capabilities
+pub(super) const TASK_CALL: Needs = ("tasks", Some("requests.tools.call"));
+
 /// Whether `capabilities` declares `capability` (present, an object or `true`), and within it
-/// `flag` as `true`. A capability named `extensions.<id>` is extension `<id>` of
-/// `capabilities.extensions`.
+/// `flag` as `true` — or, for the `tasks` capability, whose members are objects, `flag` (a
+/// dotted path) present as an object or `true`. A capability named `extensions.<id>` is
+/// extension `<id>` of `capabilities.extensions`.
 fn declared(capabilities: Option<&Value>, capability: &str, flag: Option<&str>) -> bool {
     let found = match capability.strip_prefix("extensions.") {
         Some(id) => capabilities
@@ -67,9 +82,13 @@ fn declared(capabilities: Option<&Value>, capability: &str, flag: Option<&str>) 
     let Some(c) = found else {
         return false;
     };
-    let present = c.is_object() || c.as_bool() == Some(true);
+    let present = |v: &Value| v.is_object() || v.as_bool() == Some(true);
     match flag {
-        None => present,
+        None => present(c),
+        Some(path) if capability == "tasks" => path
+            .split('.')
+            .try_fold(c, |v, key| v.get(key))
+            .is_some_and(present),
         Some(flag) => c.get(flag).and_then(Value::as_bool) == Some(true),
     }
 }
@@ -80,6 +99,14 @@ impl Core {
         let Some(&(capability, flag)) = request.needs else {
             return Ok(());
         };
+        // In 2026-07-28 tasks are the `io.modelcontextprotocol/tasks` extension, with another
+        // wire (the seam: not built).
+        if capability == "tasks" && self.era() == Some(Era::Modern) {
+            return Err(RequestError::NotInEra {
+                method: request.method.to_string(),
+                instead: "the io.modelcontextprotocol/tasks extension",
+            });
+        }
         // The modern era has no `resources/subscribe`: updates come through
         // `subscriptions/listen`, where `resources.subscribe` gates its `resourceSubscriptions`.
         // (The seam: the listen stream is not built yet.)
@@ -141,6 +168,16 @@ mod tests {
             Some(crate::skills::SKILLS_EXTENSION)
         );
         assert_eq!(needs("tools/call"), None);
+        let tasks = json!({"tasks": {"list": {}, "requests": {"tools": {"call": {}}}}});
+        assert!(declared(Some(&tasks), "tasks", None));
+        assert!(declared(Some(&tasks), "tasks", Some("list")));
+        assert!(!declared(Some(&tasks), "tasks", Some("cancel")));
+        assert!(declared(Some(&tasks), TASK_CALL.0, TASK_CALL.1));
+        assert!(!declared(
+            Some(&json!({"tasks": {"requests": {}}})),
+            TASK_CALL.0,
+            TASK_CALL.1
+        ));
         assert_eq!(
             needs("resources/subscribe"),
             Some(&("resources", Some("subscribe")))

@@ -7,6 +7,7 @@ use crate::jsonrpc::RequestId;
 use crate::prompts::{CompleteResult, CompletionRef, GetPromptResult, ListPromptsResult};
 use crate::resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult};
 use crate::skills::{DirectoryReadResult, GetSkillResult, ListSkillsResult};
+use crate::tasks::{ListTasksResult, Task, TaskCall};
 use crate::types::{CallToolResult, DiscoverResult, ListToolsResult, Outcome, ResultType};
 use serde::de::DeserializeOwned;
 use serde::ser::SerializeMap;
@@ -196,6 +197,18 @@ methods! {
     /// `resources/directory/read` (the skills extension, with `directoryRead`): a page of a
     /// directory's children.
     ReadDirectory = "resources/directory/read" => DirectoryReadResult, Directory;
+    /// `tools/call` with a `task` member (MCP 2025-11-25): the task created, or the tool's
+    /// result from a server that ignored the augmentation. (Boxed.)
+    CallToolAsTask = "tools/call" => Box<TaskCall>, TaskCall;
+    /// `tasks/get`: a task's state. (Boxed.)
+    GetTask = "tasks/get" => Box<Task>, Task;
+    /// `tasks/result`: a tool-call task's result, once it ended (the server holds the answer
+    /// until then).
+    GetTaskResult = "tasks/result" => CallToolResult, TaskResult;
+    /// `tasks/cancel`: the task, cancelled. (Boxed.)
+    CancelTask = "tasks/cancel" => Box<Task>, TaskCancelled;
+    /// `tasks/list`: a page of tasks.
+    ListTasks = "tasks/list" => ListTasksResult, Tasks;
 }
 
 /// `resources/subscribe`.
@@ -357,6 +370,50 @@ impl Request {
             arguments,
             json: OnceLock::new(),
         })
+    }
+
+    /// A task-augmented `tools/call` (MCP 2025-11-25): `task` in the params, with `ttl` when
+    /// given (see [`task_call_params`](crate::tasks::task_call_params)). Refused before anything
+    /// is sent when the server did not declare `tasks.requests.tools.call`. Its reply is
+    /// [`Reply::TaskCall`].
+    ///
+    /// > "If a server's capabilities do not include `tasks.requests.tools.call`, then clients
+    /// > **MUST NOT** attempt to use task augmentation on that server's tools" — MCP 2025-11-25,
+    /// > Tasks § Tool-Level Negotiation
+    pub fn call_tool_as_task(name: &str, arguments: Value, ttl: Option<Duration>) -> Self {
+        Request {
+            needs: Some(&super::offered::TASK_CALL),
+            ..Request::typed::<CallToolAsTask>(Params::Json(Some(crate::tasks::task_call_params(
+                name, arguments, ttl,
+            ))))
+        }
+    }
+
+    /// `tasks/get {taskId}` (the server must declare `tasks`). Its reply is [`Reply::Task`].
+    pub fn get_task(task_id: &str) -> Self {
+        Request::of::<GetTask>(Some(json!({ "taskId": task_id })))
+    }
+
+    /// `tasks/result {taskId}`: the server answers once the task ended, with what the call
+    /// would have answered. Its reply is [`Reply::TaskResult`].
+    ///
+    /// > "When a receiver receives a `tasks/result` request for a task in any other non-terminal
+    /// > status (`working` or `input_required`), it **MUST** block the response until the task
+    /// > reaches a terminal status." — MCP 2025-11-25, Tasks § Result Retrieval
+    pub fn task_result(task_id: &str) -> Self {
+        Request::of::<GetTaskResult>(Some(json!({ "taskId": task_id })))
+    }
+
+    /// `tasks/cancel {taskId}` (the server must declare `tasks.cancel`). Its reply is
+    /// [`Reply::TaskCancelled`].
+    pub fn cancel_task(task_id: &str) -> Self {
+        Request::of::<CancelTask>(Some(json!({ "taskId": task_id })))
+    }
+
+    /// `tasks/list` for one page (the server must declare `tasks.list`). Its reply is
+    /// [`Reply::Tasks`].
+    pub fn list_tasks(cursor: Option<&str>) -> Self {
+        Request::of::<ListTasks>(cursor.map(|c| json!({ "cursor": c })))
     }
 
     /// `resources/list` for one page (see [`list_tools`](Self::list_tools) for the cursor). Its

@@ -56,7 +56,11 @@
 //! URL and opens another) and answer its reply, as JSON text); `show-capabilities` (logs the
 //! capabilities of each `initialize` on stderr: `serve: client capabilities {…}`);
 //! `long-description` (tool `echo`'s description is [`LONG_DESCRIPTION`], a docstring of
-//! several paragraphs).
+//! several paragraphs); `tasks-ok`, `tasks-forever`, `tasks-no-result`, `tasks-failed`,
+//! `tasks-plain` (legacy era: declares tasks, lists tool `research` that requires them, and its
+//! task `t1` completes after two polls, stays `working`, completes with a result never sent,
+//! fails, or the task call is answered with a plain result; every `tasks/…` request is logged on
+//! stderr, `serve: tasks/cancel t1`).
 //!
 //! `skills` (either era): the server declares the skills extension (SEP-2640, with
 //! `directoryRead`) and serves [`crate::skills`]' true and hostile skills.
@@ -153,6 +157,26 @@ struct Behaviour {
     hang_relist: bool,
     /// `no-tools`: no `tools` capability, and `tools/list` is an unknown method (legacy era).
     no_tools: bool,
+    /// `tasks-…`: declares tasks (SEP-1686) and lists tool `research`
+    /// (`execution.taskSupport: "required"`), whose task call goes as the mode says (legacy
+    /// era; see [`task_reply`]).
+    tasks: Option<TaskMode>,
+}
+
+/// How the `tasks-…` behaviours answer a task-augmented `research` call.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum TaskMode {
+    /// `tasks-ok`: task `t1` works for two polls, then completes with text `researched`.
+    Ok,
+    /// `tasks-forever`: task `t1` stays `working` (every poll says so, `pollInterval` 50 ms).
+    Forever,
+    /// `tasks-no-result`: task `t1` is `completed` at once, and `tasks/result` is never
+    /// answered.
+    NoResult,
+    /// `tasks-failed`: task `t1` is `failed`, and `tasks/result` answers -32603.
+    Failed,
+    /// `tasks-plain`: the task call is answered with a plain result (`plain`), no task.
+    Plain,
 }
 
 /// What `hostile-text` puts in every string: an OSC 8 link that shows one URL and opens another,
@@ -232,6 +256,80 @@ pub fn serve(era: Era) -> ExitCode {
     })
 }
 
+/// The `tasks-…` behaviours' answers: `None` for a method they leave to the rest of the server,
+/// `Some(None)` for a request left unanswered on purpose. Every task request and the
+/// cancellation are logged on stderr (`serve: tasks/cancel t1`).
+type TaskReply = Option<Option<Result<Value, Value>>>;
+
+fn task_reply(mode: TaskMode, msg: &Value, method: &str, polls: &mut u64) -> TaskReply {
+    if method == "tasks/get" {
+        *polls += 1;
+    }
+    let polls = *polls;
+    let task = |status: &str| {
+        json!({"taskId": "t1", "status": status, "statusMessage": format!("{status} ({polls})"),
+               "createdAt": "2025-11-25T10:30:00Z", "lastUpdatedAt": "2025-11-25T10:30:00Z",
+               "ttl": 60000, "pollInterval": 50})
+    };
+    let params = &msg["params"];
+    if method.starts_with("tasks/") {
+        eprintln!(
+            "serve: {method} {}",
+            params["taskId"].as_str().unwrap_or("")
+        );
+        if method != "tasks/list" && params["taskId"] != "t1" {
+            return Some(Some(Err(
+                json!({"code": -32602, "message": "Failed to retrieve task: Task not found"}),
+            )));
+        }
+    }
+    Some(Some(Ok(match method {
+        "initialize" => json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "tasks": {"list": {}, "cancel": {},
+                             "requests": {"tools": {"call": {}}}}},
+            "serverInfo": {"name": "mcp-client-serve-tasks", "version": env!("CARGO_PKG_VERSION")}
+        }),
+        "tools/list" => {
+            let mut list = tools::list();
+            if let Some(tools) = list.as_array_mut() {
+                tools.push(json!({"name": "research", "description": "A long task.",
+                    "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}));
+            }
+            json!({ "tools": list })
+        }
+        "tools/call" if params["name"] == "research" => {
+            if params.get("task").is_none() {
+                return Some(Some(Err(json!({"code": -32601,
+                    "message": "research must be called as a task"}))));
+            }
+            match mode {
+                TaskMode::Plain => json!({"content": [{"type": "text", "text": "plain"}]}),
+                _ => json!({ "task": task("working") }),
+            }
+        }
+        "tasks/get" => match mode {
+            TaskMode::Ok if polls > 2 => task("completed"),
+            TaskMode::Ok | TaskMode::Forever | TaskMode::Plain => task("working"),
+            TaskMode::NoResult => task("completed"),
+            TaskMode::Failed => task("failed"),
+        },
+        "tasks/result" => match mode {
+            TaskMode::NoResult | TaskMode::Forever => return Some(None),
+            TaskMode::Failed => {
+                return Some(Some(Err(
+                    json!({"code": -32603, "message": "the task failed"}),
+                )))
+            }
+            _ => json!({"content": [{"type": "text", "text": "researched"}],
+                        "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "t1"}}}),
+        },
+        "tasks/cancel" => task("cancelled"),
+        "tasks/list" => json!({ "tasks": [task("working")] }),
+        _ => return None,
+    })))
+}
+
 /// The server as `mcp-testkit-serve ARGS…` runs it (`--era E`, `--behave B[,B…]`).
 pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     let mut b = Behaviour::default();
@@ -281,6 +379,11 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "list-error" => b.list_error = true,
                         "no-tools" => b.no_tools = true,
                         "hang-relist" => b.hang_relist = true,
+                        "tasks-ok" => b.tasks = Some(TaskMode::Ok),
+                        "tasks-forever" => b.tasks = Some(TaskMode::Forever),
+                        "tasks-no-result" => b.tasks = Some(TaskMode::NoResult),
+                        "tasks-failed" => b.tasks = Some(TaskMode::Failed),
+                        "tasks-plain" => b.tasks = Some(TaskMode::Plain),
                         "exit-before-handshake" => {
                             eprintln!("serve: exiting before the handshake, on purpose");
                             return ExitCode::from(4);
@@ -344,6 +447,8 @@ fn run(b: Behaviour) -> ExitCode {
     let mut first_request = true;
     // `tools/list` requests received so far.
     let mut listings = 0u64;
+    // `tasks/get` requests received so far (`tasks-…`).
+    let mut polls = 0u64;
     loop {
         line.clear();
         if let Some(ahead) = pending.take() {
@@ -423,6 +528,14 @@ fn run(b: Behaviour) -> ExitCode {
         } else if modern {
             match modern_reply(&b, &msg, method, &id, &mut mrtr, &mut input, &mut out, &tx) {
                 Some(reply) => write_modern(&mut out, &id, reply),
+                None => continue,
+            }
+        } else if let Some(reply) = b
+            .tasks
+            .and_then(|mode| task_reply(mode, &msg, method, &mut polls))
+        {
+            match reply {
+                Some(reply) => write_response(&mut out, &id, reply),
                 None => continue,
             }
         } else {

@@ -28,6 +28,9 @@ mod deliver;
 mod drive;
 mod features;
 mod skills;
+mod tasks;
+
+pub use tasks::{TaskHandle, TaskStart};
 
 use drive::{idle_reader, CancelOnDrop, Slot, Timers};
 
