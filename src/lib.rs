@@ -80,6 +80,7 @@ pub mod secret;
 pub mod server_set;
 pub mod session;
 pub mod sse;
+pub mod subscriptions;
 pub mod terminal;
 pub mod text;
 pub mod types;

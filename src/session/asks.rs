@@ -325,7 +325,7 @@ impl Core {
     }
 
     /// The server gave up on its request `request_id`: the application's handler is dropped.
-    fn server_cancelled(&mut self, params: Option<&RawValue>) {
+    fn server_cancelled(&mut self, params: Option<&RawValue>, now: Instant) {
         let id = params
             .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
             .and_then(|v| v.get("requestId").cloned());
@@ -347,8 +347,33 @@ impl Core {
                 self.asks.open.remove(&ask);
                 self.events.push_back(Event::ServerRequestCancelled { ask });
             }
-            None => self.stats.notifications_dropped += 1,
+            None => match self.server_ended_listen(&id) {
+                Some(own) => self.complete(
+                    own,
+                    Err(RequestError::Cancelled(
+                        "the server ended the subscription".into(),
+                    )),
+                    now,
+                ),
+                None => self.stats.notifications_dropped += 1,
+            },
         }
+    }
+
+    /// The `subscriptions/listen` request of ours that a server's cancellation names, if any.
+    ///
+    /// > "A server **MUST** send `notifications/cancelled` referencing a `subscriptions/listen`
+    /// > request ID when it tears down that subscription stream" — MCP 2026-07-28, Basic §
+    /// > Cancellation
+    fn server_ended_listen(&self, id: &Value) -> Option<RequestId> {
+        let wire = match id {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.parse().ok(),
+            _ => None,
+        }?;
+        let own = self.pending.by_wire(wire)?;
+        let pending = self.pending.get(&own)?;
+        (pending.method == crate::subscriptions::LISTEN).then_some(own)
     }
 
     /// Closes the asks of call `call` (it ended): their handlers are dropped.
@@ -484,10 +509,29 @@ impl Core {
         match method {
             ServerNotificationMethod::Progress => self.progress(params, now),
             ServerNotificationMethod::Message => self.log(params),
-            ServerNotificationMethod::Cancelled => self.server_cancelled(params),
+            ServerNotificationMethod::Cancelled => self.server_cancelled(params, now),
             ServerNotificationMethod::ResourceUpdated => {
                 match params.and_then(|p| field::<String>(p, "uri")) {
                     Some(uri) => self.events.push_back(Event::ResourceUpdated { uri }),
+                    None => self.stats.notifications_dropped += 1,
+                }
+            }
+            // > "The server **MUST** send `notifications/subscriptions/acknowledged` as the first
+            // > message carrying the subscription's ID in `_meta` under
+            // > `io.modelcontextprotocol/subscriptionId`" … "The value is the JSON-RPC ID of the
+            // > `subscriptions/listen` request." — MCP 2026-07-28, Basic § Subscriptions
+            ServerNotificationMethod::SubscriptionsAcknowledged => {
+                let id = params
+                    .and_then(|p| field::<Value>(p, "_meta"))
+                    .and_then(|meta| meta.get("io.modelcontextprotocol/subscriptionId").cloned())
+                    .and_then(|id| match id {
+                        Value::Number(n) => n.as_u64(),
+                        Value::String(s) => s.parse().ok(),
+                        _ => None,
+                    })
+                    .and_then(|wire| self.pending.by_wire(wire));
+                match id {
+                    Some(id) => self.events.push_back(Event::ListenAcknowledged { id }),
                     None => self.stats.notifications_dropped += 1,
                 }
             }
