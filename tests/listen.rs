@@ -243,3 +243,39 @@ fn a_server_cancellation_naming_the_listen_ends_it_and_no_other_request() {
     assert!(l.handle_end(listen, End::Dropped, now));
     assert!(l.poll(&mut s, now + RELISTEN_FIRST).is_some());
 }
+
+#[test]
+fn a_notification_naming_a_replaced_listen_is_dropped() {
+    let (mut s, now) = session(EraChoice::Modern);
+    let mut l = Listener::new();
+    l.want_list(ListKind::Tools, true);
+    l.poll(&mut s, now).unwrap();
+    let old = sent(&mut s)[0]["id"].clone();
+    l.subscribe("file:///a").unwrap();
+    l.poll(&mut s, now).unwrap();
+    let new = sent(&mut s)[0]["id"].clone();
+    // The replaced listen's own end (cancelled).
+    assert!(matches!(
+        events(&mut s).as_slice(),
+        [Event::Response {
+            result: Err(mcp_proto::RequestError::Cancelled(_)),
+            ..
+        }]
+    ));
+    let before = s.stats().notifications_dropped;
+    let tools = |id: &Value| on_stream(id, "notifications/tools/list_changed", json!({}));
+    line(&mut s, tools(&old), now);
+    assert!(events(&mut s).is_empty(), "the replaced stream's");
+    assert_eq!(s.stats().notifications_dropped, before + 1);
+    line(&mut s, tools(&new), now);
+    line(
+        &mut s,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+        now,
+    );
+    assert_eq!(
+        events(&mut s),
+        vec![Event::ListChanged(ListKind::Tools); 2],
+        "the open one's, and one naming none"
+    );
+}

@@ -347,7 +347,7 @@ impl Core {
                 self.asks.open.remove(&ask);
                 self.events.push_back(Event::ServerRequestCancelled { ask });
             }
-            None => match self.server_ended_listen(&id) {
+            None => match self.open_listen(&id) {
                 Some(own) => self.complete(
                     own,
                     Err(RequestError::Cancelled(
@@ -360,12 +360,31 @@ impl Core {
         }
     }
 
-    /// The `subscriptions/listen` request of ours that a server's cancellation names, if any.
+    /// Whether a change notification names, in its `_meta`, a subscription that is no listen of
+    /// ours still open (one replaced or ended: what it says is heard on the listen that replaced
+    /// it). One that names none is taken.
+    ///
+    /// > "All notifications delivered on the stream carry `io.modelcontextprotocol/subscriptionId`
+    /// > in `_meta`, identifying the `subscriptions/listen` request that opened the stream." …
+    /// > "On stdio, where all messages share a single channel, clients **MUST** use this field to
+    /// > correlate notifications with their originating subscription." — MCP 2026-07-28, Basic §
+    /// > Subscriptions
+    fn names_a_stale_listen(&self, params: Option<&RawValue>) -> bool {
+        let Some(id) = params
+            .and_then(|p| field::<Value>(p, "_meta"))
+            .and_then(|meta| meta.get("io.modelcontextprotocol/subscriptionId").cloned())
+        else {
+            return false;
+        };
+        self.open_listen(&id).is_none()
+    }
+
+    /// The open `subscriptions/listen` request of ours that `id` (a wire id) names, if any.
     ///
     /// > "A server **MUST** send `notifications/cancelled` referencing a `subscriptions/listen`
     /// > request ID when it tears down that subscription stream" — MCP 2026-07-28, Basic §
     /// > Cancellation
-    fn server_ended_listen(&self, id: &Value) -> Option<RequestId> {
+    fn open_listen(&self, id: &Value) -> Option<RequestId> {
         let wire = match id {
             Value::Number(n) => n.as_u64(),
             Value::String(s) => s.parse().ok(),
@@ -503,6 +522,11 @@ impl Core {
             ServerNotificationMethod::PromptsListChanged => Some(ListKind::Prompts),
             _ => None,
         };
+        let stream_goods = kind.is_some() || method == ServerNotificationMethod::ResourceUpdated;
+        if stream_goods && self.era() == Some(Era::Modern) && self.names_a_stale_listen(params) {
+            self.stats.notifications_dropped += 1;
+            return;
+        }
         if let Some(kind) = kind {
             return self.events.push_back(Event::ListChanged(kind));
         }
