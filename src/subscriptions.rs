@@ -34,11 +34,16 @@ pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 1024;
 pub const MAX_URI_LEN: usize = 8 * 1024;
 
 /// The wait before the first re-listen after a listen stream dropped; each drop in a row doubles
-/// it, up to [`RELISTEN_MAX`]. An acknowledged listen starts the count again.
+/// it, up to [`RELISTEN_MAX`]. A listen that was acknowledged and stayed open for
+/// [`RELISTEN_STABLE`] starts the count again (a server that acknowledges and drops at once is
+/// still backed off).
 pub const RELISTEN_FIRST: Duration = Duration::from_millis(250);
 
 /// The longest wait before a re-listen.
 pub const RELISTEN_MAX: Duration = Duration::from_secs(30);
+
+/// How long an acknowledged listen must have stayed open for its drop to count as the first.
+pub const RELISTEN_STABLE: Duration = Duration::from_secs(60);
 
 /// A subscription refused: too many URIs, or one too long.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +78,8 @@ struct Open {
     filter: Value,
     /// The server acknowledged it.
     acknowledged: bool,
+    /// When it was sent.
+    since: Instant,
 }
 
 /// What the application wants to hear of, and the listen request that carries it.
@@ -224,6 +231,7 @@ impl Listener {
             id,
             filter,
             acknowledged: false,
+            since: now,
         });
         if let Some(old) = old {
             // > "The **client** cancels it — close the SSE stream (HTTP) or send
@@ -240,7 +248,7 @@ impl Listener {
         }
     }
 
-    /// The server acknowledged listen `id`: the drops in a row are forgotten.
+    /// The server acknowledged listen `id`: what it carries is listened to.
     ///
     /// > "The server **MUST** send `notifications/subscriptions/acknowledged` as the first
     /// > message carrying the subscription's ID" — MCP 2026-07-28, Basic § Subscriptions §
@@ -248,7 +256,6 @@ impl Listener {
     pub fn handle_acknowledged(&mut self, id: RequestId) {
         if let Some(open) = self.open.as_mut().filter(|o| o.id == id) {
             open.acknowledged = true;
-            self.drops = 0;
         }
     }
 
@@ -275,6 +282,10 @@ impl Listener {
         match how {
             End::Graceful | End::Refused => self.settled = Some(open.filter),
             End::Dropped => {
+                if open.acknowledged && now.saturating_duration_since(open.since) >= RELISTEN_STABLE
+                {
+                    self.drops = 0;
+                }
                 let wait = RELISTEN_FIRST
                     .saturating_mul(1u32 << self.drops.min(16))
                     .min(RELISTEN_MAX);
@@ -354,7 +365,7 @@ mod tests {
     }
 
     #[test]
-    fn a_drop_backs_off_doubling_to_a_bound_and_an_ack_starts_again() {
+    fn a_drop_backs_off_doubling_to_a_bound_and_a_stable_listen_starts_again() {
         let mut l = Listener::new();
         let now = Instant::now();
         let mut waits = Vec::new();
@@ -363,6 +374,7 @@ mod tests {
                 id: RequestId(n),
                 filter: json!({}),
                 acknowledged: false,
+                since: now,
             });
             assert!(
                 !l.handle_end(RequestId(n + 100), End::Dropped, now),
@@ -380,11 +392,24 @@ mod tests {
             id: RequestId(50),
             filter: json!({}),
             acknowledged: false,
+            since: now,
         });
         assert_eq!(l.poll_timeout(), None, "a listen is open");
         l.handle_acknowledged(RequestId(50));
+        // Acknowledged, but dropped at once: still backed off.
         assert!(l.handle_end(RequestId(50), End::Dropped, now));
-        assert_eq!(l.poll_timeout(), Some(now + RELISTEN_FIRST));
+        assert_eq!(l.poll_timeout(), Some(now + RELISTEN_MAX));
+        // Acknowledged and open for a while: the count starts again.
+        l.open = Some(Open {
+            id: RequestId(51),
+            filter: json!({}),
+            acknowledged: false,
+            since: now,
+        });
+        l.handle_acknowledged(RequestId(51));
+        let later = now + RELISTEN_STABLE;
+        assert!(l.handle_end(RequestId(51), End::Dropped, later));
+        assert_eq!(l.poll_timeout(), Some(later + RELISTEN_FIRST));
     }
 
     #[test]
@@ -395,6 +420,7 @@ mod tests {
             id: RequestId(1),
             filter: json!({"toolsListChanged": true}),
             acknowledged: false,
+            since: now,
         });
         assert!(l.handle_end(RequestId(1), End::Graceful, now));
         assert_eq!(l.poll_timeout(), None, "no retry");
@@ -403,6 +429,7 @@ mod tests {
             id: RequestId(2),
             filter: json!({}),
             acknowledged: false,
+            since: now,
         });
         assert!(l.handle_end(RequestId(2), End::Refused, now));
         assert_eq!(l.poll_timeout(), None);

@@ -2,11 +2,17 @@
 //! server that acknowledges each listen and lets the test push notifications onto it or drop its
 //! stream: list changes and resource updates reach the same callbacks as in the legacy era, a
 //! subscription replaces the listen, a dropped stream is listened again, `close` ends it, and a
-//! client without callbacks sends no listen at all.
+//! client without callbacks sends no listen at all. And over real HTTP, against the test kit's
+//! modern server whose listen streams drop at once: the client listens again, backing off, and
+//! the updates keep coming.
 
 use mcp_connect::proto::{RequestId, TransmitKind, TransportKind};
 use mcp_connect::transport::{BoxFuture, Inbound, Transmit, Transport};
-use mcp_connect::{Client, ClientConfig, Error, ListChangedCallback, ResourceUpdatedCallback};
+use mcp_connect::{
+    Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, ListChangedCallback,
+    ResourceUpdatedCallback,
+};
+use mcp_testkit::http_server::{self, Behaviour};
 use serde_json::{json, Value};
 use smol::channel::{unbounded, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -285,4 +291,44 @@ fn a_client_without_callbacks_or_subscriptions_sends_no_listen() {
     });
     let methods = seen.lock().unwrap().methods.clone();
     assert_eq!(methods, ["server/discover", "tools/list"]);
+}
+
+#[test]
+fn over_http_a_stream_that_drops_is_listened_again_with_backoff() {
+    let server = http_server::start(Behaviour {
+        modern: true,
+        listen_drops: true,
+        ..Behaviour::default()
+    })
+    .unwrap();
+    let (config, _lists, updates) = config();
+    smol::block_on(async {
+        let transport = HttpTransport::new(HttpTransportConfig::new(server.url.as_str())).unwrap();
+        let client = Client::with_config(transport, config);
+        client.initialize().await.unwrap();
+        client.subscribe_resource("file:///a").await.unwrap();
+        // Each listen's stream carries one update, then drops: three updates, three listens
+        // (the second and third after 250 ms and 500 ms).
+        for _ in 0..3 {
+            assert_eq!(updates.recv().await.unwrap(), "file:///a");
+        }
+        assert!(client.listens_sent() >= 3, "{}", client.listens_sent());
+        client.close().await.unwrap();
+    });
+    let listens: Vec<_> = server
+        .log()
+        .into_iter()
+        .filter(|l| l.rpc_method().as_deref() == Some("subscriptions/listen"))
+        .collect();
+    // Backed off: without it a stream that drops at once would be listened again hundreds of
+    // times in this while (the fourth waits a second, the fifth two).
+    assert!((3..=5).contains(&listens.len()), "{listens:?}");
+    for listen in &listens {
+        assert_eq!(listen.header("mcp-method"), Some("subscriptions/listen"));
+        let body: Value = serde_json::from_str(&listen.body).unwrap();
+        assert_eq!(
+            body["params"]["notifications"]["resourceSubscriptions"],
+            json!(["file:///a"])
+        );
+    }
 }

@@ -128,11 +128,16 @@ impl ConnState {
         }
     }
 
-    /// A listen request ended (`how`): the listener decides whether and when it is sent again;
-    /// those waiting for its acknowledgement get `error`.
+    /// A listen request ended (`how`): the listener decides whether and when it is sent again.
+    /// Those waiting for its acknowledgement get `error` when it is not sent again; after a drop
+    /// they wait for the next one's (its acknowledgement may also be among what the session has
+    /// not handed out yet: a transport's failure is reported before the session's events).
     pub(super) fn listen_ended(&mut self, id: RequestId, how: End, error: &Error) {
         if self.listener.handle_end(id, how, Instant::now()) {
             self.listen_dirty = true;
+            if how == End::Dropped {
+                return;
+            }
             self.listen_waiters.retain(|(w, tx)| {
                 if *w <= id {
                     let _ = tx.try_send(Err(error.clone()));
