@@ -193,7 +193,9 @@ pub struct ClientConfig {
     pub handlers: Handlers,
     /// Told of every log message the server sends.
     pub on_log: Option<LogCallback>,
-    /// Told when the server says a list changed (tools, resources, prompts).
+    /// Told when the server says a list changed (tools, resources, prompts). In the 2026-07-28
+    /// era, setting it makes the client keep a `subscriptions/listen` open for the lists the
+    /// server declared `listChanged` for (without it, none is opened).
     pub on_list_changed: Option<ListChangedCallback>,
     /// Told when a subscribed resource changed ([`Client::subscribe_resource`]).
     pub on_resource_updated: Option<ResourceUpdatedCallback>,
