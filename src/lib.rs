@@ -81,6 +81,7 @@ pub mod server_set;
 pub mod session;
 pub mod skills;
 pub mod sse;
+pub mod subscriptions;
 pub mod tasks;
 pub mod terminal;
 pub mod text;

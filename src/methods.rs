@@ -108,6 +108,9 @@ table! {
         Cancelled = "notifications/cancelled",
         /// `notifications/elicitation/complete`: a URL-mode elicitation finished.
         ElicitationComplete = "notifications/elicitation/complete",
+        /// `notifications/subscriptions/acknowledged`: a `subscriptions/listen` stream is open
+        /// (2026-07-28).
+        SubscriptionsAcknowledged = "notifications/subscriptions/acknowledged",
     }
 }
 

@@ -100,8 +100,15 @@
 //! | refused HTTP request's JSON body read for its JSON-RPC error | 64 KiB ([`MAX_ERROR_BODY`](mcp_proto::http::MAX_ERROR_BODY)) | the HTTP status is the error |
 //! | warnings kept | the newest 32 ([`client::RECENT_WARNINGS`]; [`Client::stats`] counts all) | older ones dropped |
 //!
-//! Not supported yet: the old 2024-11-05 HTTP+SSE transport, `subscriptions/listen` (the modern
-//! era's notification stream), `resources/subscribe`. Process groups and signals are Unix-only.
+//! In the 2026-07-28 era, list changes and resource updates come through `subscriptions/listen`,
+//! which the client keeps open only while the application wants them
+//! ([`ClientConfig::on_list_changed`], [`Client::subscribe_resource`]), to the same callbacks as
+//! in the legacy era; a listen stream that drops is listened again after a bounded backoff
+//! ([`mcp_proto::subscriptions`]), at most
+//! [`MAX_RESOURCE_SUBSCRIPTIONS`](mcp_proto::subscriptions::MAX_RESOURCE_SUBSCRIPTIONS) URIs.
+//!
+//! Not supported yet: the old 2024-11-05 HTTP+SSE transport. Process groups and signals are
+//! Unix-only.
 //!
 //! [`Config::frame_limit`]: mcp_proto::Config::frame_limit
 //! [`Config::default_timeout`]: mcp_proto::Config::default_timeout

@@ -345,21 +345,29 @@ async fn python_checks(client: &Client, era: EraChoice) {
             .unwrap();
         assert_eq!(c.values, ["otto", "olga"]);
 
-        // The server declares `resources.subscribe: false`; the modern era has no
-        // `resources/subscribe` at all. Refused either way before anything is sent.
+        // In the legacy era the server declares `resources.subscribe: false`: refused before
+        // anything is sent. In the modern era it serves `subscriptions/listen` (and so declares
+        // `subscribe: true`): the URI joins the listen, acknowledged (peers_listen.rs has the
+        // updates).
         let sent = client.stats();
-        let refused = client.subscribe_resource("test://greeting").await;
+        let subscribed = client.subscribe_resource("test://greeting").await;
         match era {
-            EraChoice::Legacy => assert!(
-                matches!(&refused, Err(Error::Request(RequestError::NotOffered { capability, .. }))
-                    if capability == "resources.subscribe"),
-                "{refused:?}"
-            ),
-            _ => assert!(
-                matches!(&refused, Err(Error::Request(RequestError::NotInEra { .. }))),
-                "{refused:?}"
-            ),
+            EraChoice::Legacy => {
+                assert!(
+                    matches!(&subscribed, Err(Error::Request(RequestError::NotOffered { capability, .. }))
+                        if capability == "resources.subscribe"),
+                    "{subscribed:?}"
+                );
+                assert_eq!(client.stats(), sent);
+            }
+            _ => {
+                assert!(subscribed.is_ok(), "{subscribed:?}");
+                assert_eq!(client.listens_sent(), 1);
+                client
+                    .unsubscribe_resource("test://greeting")
+                    .await
+                    .unwrap();
+            }
         }
-        assert_eq!(client.stats(), sent);
     }
 }

@@ -348,7 +348,7 @@ impl Core {
     }
 
     /// The server gave up on its request `request_id`: the application's handler is dropped.
-    fn server_cancelled(&mut self, params: Option<&RawValue>) {
+    fn server_cancelled(&mut self, params: Option<&RawValue>, now: Instant) {
         let id = params
             .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
             .and_then(|v| v.get("requestId").cloned());
@@ -370,8 +370,52 @@ impl Core {
                 self.asks.open.remove(&ask);
                 self.events.push_back(Event::ServerRequestCancelled { ask });
             }
-            None => self.stats.notifications_dropped += 1,
+            None => match self.open_listen(&id) {
+                Some(own) => self.complete(
+                    own,
+                    Err(RequestError::Cancelled(
+                        "the server ended the subscription".into(),
+                    )),
+                    now,
+                ),
+                None => self.stats.notifications_dropped += 1,
+            },
         }
+    }
+
+    /// Whether a change notification names, in its `_meta`, a subscription that is no listen of
+    /// ours still open (one replaced or ended: what it says is heard on the listen that replaced
+    /// it). One that names none is taken.
+    ///
+    /// > "All notifications delivered on the stream carry `io.modelcontextprotocol/subscriptionId`
+    /// > in `_meta`, identifying the `subscriptions/listen` request that opened the stream." …
+    /// > "On stdio, where all messages share a single channel, clients **MUST** use this field to
+    /// > correlate notifications with their originating subscription." — MCP 2026-07-28, Basic §
+    /// > Subscriptions
+    fn names_a_stale_listen(&self, params: Option<&RawValue>) -> bool {
+        let Some(id) = params
+            .and_then(|p| field::<Value>(p, "_meta"))
+            .and_then(|meta| meta.get("io.modelcontextprotocol/subscriptionId").cloned())
+        else {
+            return false;
+        };
+        self.open_listen(&id).is_none()
+    }
+
+    /// The open `subscriptions/listen` request of ours that `id` (a wire id) names, if any.
+    ///
+    /// > "A server **MUST** send `notifications/cancelled` referencing a `subscriptions/listen`
+    /// > request ID when it tears down that subscription stream" — MCP 2026-07-28, Basic §
+    /// > Cancellation
+    fn open_listen(&self, id: &Value) -> Option<RequestId> {
+        let wire = match id {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.parse().ok(),
+            _ => None,
+        }?;
+        let own = self.pending.by_wire(wire)?;
+        let pending = self.pending.get(&own)?;
+        (pending.method == crate::subscriptions::LISTEN).then_some(own)
     }
 
     /// Closes the asks of call `call` (it ended): their handlers are dropped.
@@ -501,16 +545,40 @@ impl Core {
             ServerNotificationMethod::PromptsListChanged => Some(ListKind::Prompts),
             _ => None,
         };
+        let stream_goods = kind.is_some() || method == ServerNotificationMethod::ResourceUpdated;
+        if stream_goods && self.era() == Some(Era::Modern) && self.names_a_stale_listen(params) {
+            self.stats.notifications_dropped += 1;
+            return;
+        }
         if let Some(kind) = kind {
             return self.events.push_back(Event::ListChanged(kind));
         }
         match method {
             ServerNotificationMethod::Progress => self.progress(params, now),
             ServerNotificationMethod::Message => self.log(params),
-            ServerNotificationMethod::Cancelled => self.server_cancelled(params),
+            ServerNotificationMethod::Cancelled => self.server_cancelled(params, now),
             ServerNotificationMethod::ResourceUpdated => {
                 match params.and_then(|p| field::<String>(p, "uri")) {
                     Some(uri) => self.events.push_back(Event::ResourceUpdated { uri }),
+                    None => self.stats.notifications_dropped += 1,
+                }
+            }
+            // > "The server **MUST** send `notifications/subscriptions/acknowledged` as the first
+            // > message carrying the subscription's ID in `_meta` under
+            // > `io.modelcontextprotocol/subscriptionId`" … "The value is the JSON-RPC ID of the
+            // > `subscriptions/listen` request." — MCP 2026-07-28, Basic § Subscriptions
+            ServerNotificationMethod::SubscriptionsAcknowledged => {
+                let id = params
+                    .and_then(|p| field::<Value>(p, "_meta"))
+                    .and_then(|meta| meta.get("io.modelcontextprotocol/subscriptionId").cloned())
+                    .and_then(|id| match id {
+                        Value::Number(n) => n.as_u64(),
+                        Value::String(s) => s.parse().ok(),
+                        _ => None,
+                    })
+                    .and_then(|wire| self.pending.by_wire(wire));
+                match id {
+                    Some(id) => self.events.push_back(Event::ListenAcknowledged { id }),
                     None => self.stats.notifications_dropped += 1,
                 }
             }

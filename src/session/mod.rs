@@ -240,6 +240,13 @@ pub enum Event {
         /// Its URI.
         uri: String,
     },
+    /// The server acknowledged `subscriptions/listen` request `id`
+    /// (`notifications/subscriptions/acknowledged`, 2026-07-28): its stream is open
+    /// ([`subscriptions::Listener::handle_acknowledged`](crate::subscriptions::Listener::handle_acknowledged)).
+    ListenAcknowledged {
+        /// The listen request.
+        id: RequestId,
+    },
     /// A URL-mode elicitation finished (`notifications/elicitation/complete`).
     ElicitationComplete {
         /// The `elicitationId` it named.

@@ -108,8 +108,8 @@ impl Core {
             });
         }
         // The modern era has no `resources/subscribe`: updates come through
-        // `subscriptions/listen`, where `resources.subscribe` gates its `resourceSubscriptions`.
-        // (The seam: the listen stream is not built yet.)
+        // `subscriptions/listen`, where `resources.subscribe` gates its `resourceSubscriptions`
+        // (see `crate::subscriptions::Listener`, which a driver uses instead).
         if capability == "resources" && flag.is_some() && self.era() == Some(Era::Modern) {
             return Err(RequestError::NotInEra {
                 method: request.method.to_string(),

@@ -86,6 +86,11 @@ pub struct Behaviour {
     /// The client's answers to the server's requests are refused (`500`), and never seen: with
     /// `ping_in_stream`, the `tools/call` waits its 5 s for the ping's answer in vain.
     pub refuse_answers: bool,
+    /// With `modern`: `server/discover` declares `tools.listChanged`, `resources.listChanged` and
+    /// `resources.subscribe`, and each `subscriptions/listen` stream is acknowledged, sends one
+    /// `notifications/resources/updated` per URI it asked for, and then ends without an answer
+    /// (a dropped stream).
+    pub listen_drops: bool,
 }
 
 /// One request the server received.
@@ -703,9 +708,33 @@ fn handle_modern(
             );
         }
     }
+    if b.listen_drops && method == "subscriptions/listen" {
+        let stamp = json!({"io.modelcontextprotocol/subscriptionId": id});
+        let notifications = &params["notifications"];
+        let mut sse = Sse::open(out, b, None)?;
+        sse.message(
+            &json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                "params": {"notifications": notifications, "_meta": stamp}}),
+            None,
+        )?;
+        let uris = notifications["resourceSubscriptions"].as_array();
+        for uri in uris.into_iter().flatten() {
+            sse.message(
+                &json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                    "params": {"uri": uri, "_meta": stamp}}),
+                None,
+            )?;
+        }
+        return sse.end();
+    }
+    let capabilities = if b.listen_drops {
+        json!({"tools": {"listChanged": true}, "resources": {"subscribe": true, "listChanged": true}})
+    } else {
+        json!({"tools": {}})
+    };
     let result = match method {
         "server/discover" => Ok(hinted(
-            json!({"supportedVersions": [MODERN], "capabilities": {"tools": {}}}),
+            json!({"supportedVersions": [MODERN], "capabilities": capabilities}),
         )),
         "tools/list" => {
             let mut list = tools::list();

@@ -72,6 +72,8 @@ impl ConnState {
             self.close_reason.get_or_insert(error.clone());
         }
         if let Some(id) = hit.request {
+            // A listen whose stream broke: sent again after a backoff.
+            self.listen_ended(id, End::Dropped, &error);
             if let Some(w) = self.waiters.get_mut(&id) {
                 if w.answer(Err(error.clone())) {
                     self.ready += 1;
@@ -106,6 +108,78 @@ impl ConnState {
     /// ([`ConnState::ready`]), what is sent may wait for what they send, to go out together (the
     /// caller then writes it itself if nobody did by its next turn: [`Connection::wait`]).
     pub(super) fn flush_with(&mut self, transport: &dyn Transport, batch: bool) {
+        loop {
+            self.flush_once(transport, batch);
+            if !self.listen_dirty {
+                break;
+            }
+            // What the events changed in the listen (the session became ready, a listen
+            // ended): its transmits go out on the next turn.
+            self.listen_dirty = false;
+            let _ = self.listener.poll(&mut self.session, Instant::now());
+            self.arm_listen_timer();
+        }
+        if let Some(wake) = &self.timer_wake {
+            let next = self.session.poll_timeout();
+            if next.is_some_and(|at| earlier(at, self.timer_armed)) {
+                self.timer_armed = next;
+                wake.notify(1);
+            }
+        }
+    }
+
+    /// A listen request ended (`how`): the listener decides whether and when it is sent again.
+    /// Those waiting for its acknowledgement get `error` when it is not sent again; after a drop
+    /// they wait for the next one's (its acknowledgement may also be among what the session has
+    /// not handed out yet: a transport's failure is reported before the session's events).
+    pub(super) fn listen_ended(&mut self, id: RequestId, how: End, error: &Error) {
+        if self.listener.handle_end(id, how, Instant::now()) {
+            self.listen_dirty = true;
+            if how == End::Dropped {
+                return;
+            }
+            self.listen_waiters.retain(|(w, tx)| {
+                if *w <= id {
+                    let _ = tx.try_send(Err(error.clone()));
+                }
+                *w > id
+            });
+        }
+    }
+
+    /// Arms the re-listen timer at the listener's next retry, when it has one and none is armed
+    /// for it.
+    fn arm_listen_timer(&mut self) {
+        let Some(at) = self.listener.poll_timeout() else {
+            return;
+        };
+        if self
+            .listen_timer
+            .as_ref()
+            .is_some_and(|(armed, _)| *armed == at)
+        {
+            return;
+        }
+        let me = self.me.clone();
+        let task = smol::spawn(async move {
+            smol::Timer::at(at).await;
+            if let Some(shared) = me.upgrade() {
+                let mut st = lock(&shared.state);
+                if let Some((_, task)) = st.listen_timer.take() {
+                    // This task, running now: let it finish on its own.
+                    task.detach();
+                }
+                st.listen_dirty = true;
+                st.flush(&shared.transport);
+                if !st.deferred.is_empty() {
+                    shared.deliver(st);
+                }
+            }
+        });
+        self.listen_timer = Some((at, task));
+    }
+
+    fn flush_once(&mut self, transport: &dyn Transport, batch: bool) {
         while let Some(t) = self.session.poll_transmit() {
             let request = match &t.kind {
                 mcp_proto::TransmitKind::Request { id, .. } => Some(*id),
@@ -130,7 +204,6 @@ impl ConnState {
         }
         while let Some(event) = self.session.poll_event() {
             match event {
-                Event::Ready => self.finish_init(Ok(())),
                 Event::Failed(e) => {
                     let error = match (e, &self.close_reason) {
                         // The server ended having printed nothing but lines that are not
@@ -221,6 +294,8 @@ impl ConnState {
                 Event::Closed => {
                     // Nothing more will be answered: whoever waits for the roots is let go.
                     self.roots_waiters.clear();
+                    self.listen_waiters.clear();
+                    self.listen_timer = None;
                     let error = self.closed_error();
                     for w in self.waiters.values_mut() {
                         if w.answer(Err(error.clone())) {
@@ -231,6 +306,37 @@ impl ConnState {
                 }
                 // Tolerated peer misbehaviour: counted in the session's stats, kept, reported.
                 Event::Warning(w) => self.warn(w),
+                Event::ListenAcknowledged { id } => {
+                    self.listener.handle_acknowledged(id);
+                    // A later listen carries what an earlier one (replaced before its
+                    // acknowledgement) was sent for.
+                    self.listen_waiters.retain(|(w, tx)| {
+                        if *w <= id {
+                            let _ = tx.try_send(Ok(()));
+                        }
+                        *w > id
+                    });
+                }
+                Event::Ready => {
+                    self.finish_init(Ok(()));
+                    self.listen_dirty = true;
+                }
+                // A listen's end: the server closed it (its answer) or refused it (an error).
+                Event::Response { id, result } if self.listener.open() == Some(id) => {
+                    let how = match &result {
+                        Ok(_) => End::Graceful,
+                        // A stream that ended without an answer, or that the server tore down
+                        // (`notifications/cancelled` naming it): listened again.
+                        Err(RequestError::Closed | RequestError::Cancelled(_)) => End::Dropped,
+                        Err(_) => End::Refused,
+                    };
+                    let error = match result {
+                        Ok(_) => Error::Closed,
+                        Err(RequestError::Closed) => self.closed_error(),
+                        Err(e) => Error::from(e),
+                    };
+                    self.listen_ended(id, how, &error);
+                }
                 // An answer nobody waits for any more (its caller stopped waiting), a log message
                 // nobody is told of, and what this client does not act on: the end of a
                 // URL-mode elicitation.
@@ -238,13 +344,6 @@ impl ConnState {
                 // An event a later core adds (the enum is non-exhaustive): nothing to do until
                 // this driver learns of it.
                 _ => {}
-            }
-        }
-        if let Some(wake) = &self.timer_wake {
-            let next = self.session.poll_timeout();
-            if next.is_some_and(|at| earlier(at, self.timer_armed)) {
-                self.timer_armed = next;
-                wake.notify(1);
             }
         }
     }

@@ -4,7 +4,7 @@
 //! ([`RequestError::NotOffered`](mcp_proto::RequestError::NotOffered)) before anything is sent,
 //! and decodes the answer; listings follow `nextCursor` under the same guard as `tools/list`.
 
-use super::{Client, Error};
+use super::{channel, Client, Error, RequestError};
 use mcp_proto::prompts::CompletionRef;
 use mcp_proto::{
     Complete, Completion, GetPrompt, GetPromptResult, ListPrompts, ListPromptsResult,
@@ -12,6 +12,7 @@ use mcp_proto::{
     Pagination, Prompt, ReadResource, ReadResourceResult, Request, Resource, ResourceTemplate,
 };
 use serde_json::{Map, Value};
+use std::time::Instant;
 
 /// A listing's page taken apart: its items and its `nextCursor`.
 type Page<T> = (Vec<T>, Option<String>);
@@ -113,21 +114,92 @@ impl Client {
         self.read_resource(&uri).await
     }
 
-    /// Subscribes to a resource's changes (`resources/subscribe`, legacy era; the server must
-    /// declare `resources.subscribe`): each `notifications/resources/updated` for it then goes
-    /// to [`ClientConfig::on_resource_updated`](super::ClientConfig::on_resource_updated) and
-    /// counts in [`resources_updated`](Self::resources_updated). In the 2026-07-28 era it fails
-    /// with [`RequestError::NotInEra`](mcp_proto::RequestError::NotInEra) (updates come through
-    /// `subscriptions/listen` there, not built yet).
+    /// Subscribes to a resource's changes: each `notifications/resources/updated` for it then
+    /// goes to [`ClientConfig::on_resource_updated`](super::ClientConfig::on_resource_updated)
+    /// and counts in [`resources_updated`](Self::resources_updated). The server must declare
+    /// `resources.subscribe`.
+    ///
+    /// In the legacy era this is `resources/subscribe`. In the 2026-07-28 era the URI joins the
+    /// `subscriptions/listen` stream the client keeps open (a new listen replaces the old one),
+    /// and this returns once the server acknowledged it; a stream that drops is listened again
+    /// after a bounded backoff ([`mcp_proto::subscriptions`]). At most
+    /// [`MAX_RESOURCE_SUBSCRIPTIONS`](mcp_proto::subscriptions::MAX_RESOURCE_SUBSCRIPTIONS) URIs.
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), Error> {
-        self.request(Request::subscribe_resource(uri)).await?;
+        if self.era() != Some(mcp_proto::Era::Modern) {
+            self.request(Request::subscribe_resource(uri)).await?;
+            return Ok(());
+        }
+        let (rx, timeout) = {
+            let mut st = self.lock();
+            let st = &mut *st;
+            let subscribe = st
+                .session
+                .server_capabilities()
+                .and_then(|c| c.get("resources"))
+                .and_then(|r| r.get("subscribe"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            if !subscribe {
+                return Err(Error::from(RequestError::NotOffered {
+                    method: mcp_proto::subscriptions::LISTEN.to_owned(),
+                    capability: "resources.subscribe".to_owned(),
+                }));
+            }
+            st.listener
+                .subscribe(uri)
+                .map_err(|e| Error::Request(RequestError::InvalidArguments(e.to_string())))?;
+            let _ = st.listener.poll(&mut st.session, Instant::now());
+            let Some(id) = st.listener.open() else {
+                return Err(st.closed_error());
+            };
+            if st.listener.acknowledged() {
+                // Already listened to (subscribed before).
+                return Ok(());
+            }
+            let (tx, rx) = channel::bounded(1);
+            st.listen_waiters.push((id, tx));
+            st.flush(&self.shared.transport);
+            (rx, st.session.config().default_timeout)
+        };
+        let acknowledged = self.shared.wait(
+            Box::pin(rx),
+            None,
+            super::drive::Timers::Session,
+            false,
+            Some,
+        );
+        match timeout {
+            None => acknowledged.await,
+            Some(within) => {
+                let bound = async {
+                    smol::Timer::after(within).await;
+                    Err(Error::Timeout(within))
+                };
+                smol::future::or(acknowledged, bound).await
+            }
+        }
+    }
+
+    /// Ends a subscription: `resources/unsubscribe` in the legacy era; in the 2026-07-28 era the
+    /// URI leaves the listen (which is replaced, or cancelled when nothing is left to hear).
+    pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), Error> {
+        if self.era() != Some(mcp_proto::Era::Modern) {
+            self.request(Request::unsubscribe_resource(uri)).await?;
+            return Ok(());
+        }
+        let mut st = self.lock();
+        let st = &mut *st;
+        if st.listener.unsubscribe(uri) {
+            let _ = st.listener.poll(&mut st.session, Instant::now());
+            st.flush(&self.shared.transport);
+        }
         Ok(())
     }
 
-    /// Ends a subscription (`resources/unsubscribe`).
-    pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), Error> {
-        self.request(Request::unsubscribe_resource(uri)).await?;
-        Ok(())
+    /// How many `subscriptions/listen` requests were sent (2026-07-28 era): one per change of
+    /// what is listened for, and one per re-listen after a drop.
+    pub fn listens_sent(&self) -> u64 {
+        self.lock().listener.sent()
     }
 
     /// How many `notifications/resources/updated` the server sent.

@@ -38,6 +38,7 @@ use crate::handlers::Handlers;
 use crate::sync::lock;
 use crate::transport::{Inbound, Transport};
 use crate::Error;
+use mcp_proto::subscriptions::{End, Listener};
 use mcp_proto::{
     AskId, CallTool, CallToolResult, Casualties, Config, Event, Implementation, InitializeResult,
     ListKind, ListTools, ListToolsResult, LogMessage, Method, Pagination, Progress, Reply, Request,
@@ -196,7 +197,9 @@ pub struct ClientConfig {
     pub handlers: Handlers,
     /// Told of every log message the server sends.
     pub on_log: Option<LogCallback>,
-    /// Told when the server says a list changed (tools, resources, prompts).
+    /// Told when the server says a list changed (tools, resources, prompts). In the 2026-07-28
+    /// era, setting it makes the client keep a `subscriptions/listen` open for the lists the
+    /// server declared `listChanged` for (without it, none is opened).
     pub on_list_changed: Option<ListChangedCallback>,
     /// Told when a subscribed resource changed ([`Client::subscribe_resource`]).
     pub on_resource_updated: Option<ResourceUpdatedCallback>,
@@ -336,6 +339,17 @@ struct ConnState {
     /// The transport may hold messages kept back for a batch: the caller that sent them writes
     /// them ([`Connection::release`]) unless a later send did.
     held: bool,
+    /// The modern era's `subscriptions/listen`: what the application wants to hear of, and the
+    /// listen that carries it (nothing is sent while nothing is wanted).
+    listener: Listener,
+    /// Something may change the listen: [`ConnState::flush`] polls the listener.
+    listen_dirty: bool,
+    /// The timer of the next re-listen after a drop, and its instant.
+    listen_timer: Option<(Instant, smol::Task<()>)>,
+    /// Those waiting for a listen to be acknowledged (a modern-era subscription).
+    listen_waiters: Vec<(RequestId, Sender<Result<(), Error>>)>,
+    /// The connection, for the re-listen timer.
+    me: Weak<Connection>,
 }
 
 impl Client {
@@ -353,6 +367,7 @@ impl Client {
         transport.set_frame_limit(config.session.frame_limit);
         config.session.capabilities = config.handlers.capabilities();
         let idle_wake = Arc::new(event_listener::Event::new());
+        let has_list_callback = config.on_list_changed.is_some();
         let shared: Arc<Connection<T>> = Arc::new_cyclic(|me: &Weak<Connection<T>>| Connection {
             me: me.clone(),
             handles: AtomicUsize::new(1),
@@ -381,6 +396,17 @@ impl Client {
                 timer_wake: config.idle_reader.then(|| idle_wake.clone()),
                 ready: 0,
                 held: false,
+                listener: {
+                    let mut listener = Listener::new();
+                    for kind in [ListKind::Tools, ListKind::Resources, ListKind::Prompts] {
+                        listener.want_list(kind, has_list_callback);
+                    }
+                    listener
+                },
+                listen_dirty: false,
+                listen_timer: None,
+                listen_waiters: Vec::new(),
+                me: me.clone(),
             }),
             callers: AtomicUsize::new(0),
             waits_begun: AtomicU64::new(0),
@@ -798,7 +824,11 @@ impl Client {
     pub async fn close(&self) -> Result<(), Error> {
         {
             let mut st = self.lock();
-            st.session.close(Instant::now());
+            let now = Instant::now();
+            let st = &mut *st;
+            st.listener.close(&mut st.session, now);
+            st.listen_timer = None;
+            st.session.close(now);
             st.flush(&self.shared.transport);
         }
         self.shared.idle_wake.notify(usize::MAX);

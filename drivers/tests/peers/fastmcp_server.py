@@ -28,6 +28,10 @@ Options
                    priming event (`id: ...` + empty `data:`) and events carry ids, so a client can
                    resume with GET + Last-Event-ID. Only for protocol >= 2025-11-25 (SDK rule).
   --retry-ms MS    with --resumable, add `retry: MS` to priming events.
+  --changes        add the resource test://counter (text: how many times `bump` ran) and the tool
+                   bump() -> str, which counts one more and publishes, for `subscriptions/listen`
+                   streams (2026-07-28, mcp >= 2), a resource update of test://counter and a tool
+                   list change.
 
 Tools
   add(a:int, b:int) -> int       structured result {"result": a+b} plus text content
@@ -200,6 +204,28 @@ def profile(id: str) -> str:
     return f"profile of user {id}"
 
 
+COUNTER = {"value": 0}
+
+
+def add_changes() -> None:
+    """With --changes: a resource that changes and the tool that changes it (see the docstring)."""
+
+    @mcp.resource("test://counter", name="counter", mime_type="text/plain")
+    def counter() -> str:
+        """How many times `bump` ran."""
+        return str(COUNTER["value"])
+
+    @mcp.tool()
+    async def bump(ctx: Context) -> str:
+        """Count one more: test://counter is updated, and the tool list announced changed."""
+        COUNTER["value"] += 1
+        # mcp >= 2: events for `subscriptions/listen` streams (2026-07-28); nobody listening is
+        # no error.
+        await ctx.notify_resource_updated("test://counter")
+        await ctx.notify_tools_changed()
+        return str(COUNTER["value"])
+
+
 try:  # the message types: mcp >= 2 and 1.x name them alike
     from mcp.types import (
         Completion,
@@ -319,7 +345,10 @@ def main() -> None:
     p.add_argument("--resumable", action="store_true")
     p.add_argument("--retry-ms", type=int, default=None)
     p.add_argument("--log-level", default="WARNING")
+    p.add_argument("--changes", action="store_true", help="add the counter resource and bump tool")
     args = p.parse_args()
+    if args.changes:
+        add_changes()
     mcp.settings.log_level = args.log_level.upper()
     if args.transport == "stdio":
         mcp.run("stdio")
