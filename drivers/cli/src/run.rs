@@ -334,6 +334,26 @@ async fn session(
     })
 }
 
+/// Tool `name`, when the server takes task calls and the core says this one goes as a task (it
+/// requires one): the tools are listed to know (one round trip, only on such a server).
+async fn task_tool(client: &Client, name: &str) -> Option<mcp_connect::proto::Tool> {
+    let takes_tasks = client.initialize_result().is_some_and(|init| {
+        init.capabilities
+            .pointer("/tasks/requests/tools/call")
+            .is_some()
+    });
+    if !takes_tasks {
+        return None;
+    }
+    let tool = client
+        .list_tools()
+        .await
+        .ok()?
+        .into_iter()
+        .find(|t| t.name == name)?;
+    (client.task_call_mode_of(&tool) == mcp_connect::proto::tasks::CallMode::Task).then_some(tool)
+}
+
 /// Calls tool `name` once (its progress shown as it comes), or `--repeat N` times in a row
 /// (measured): the last result.
 async fn call(
@@ -350,6 +370,23 @@ async fn call(
     if options.repeat <= 1 {
         // One call: its progress is shown as it comes, and restarts --timeout, up to --max-time.
         let max = options.max_time.unwrap_or(Some(MAX_TIME));
+        if let Some(tool) = task_tool(client, name).await {
+            // > "If a tool's `taskSupport` is `"required"`, clients **MUST** invoke the tool as a
+            // > task" — MCP 2025-11-25, Tasks § Tool-Level Negotiation
+            // Waited for to its end within --max-time, its status messages shown as progress,
+            // the task cancelled when the limit passes or the command is interrupted.
+            let result = client
+                .call_tool_waiting(&tool, arguments, false, max, show_progress)
+                .await
+                .map_err(|e| match e {
+                    Error::Timeout(after) => format!(
+                        "tools/call {name:?} (a task) exceeded --max-time {} s",
+                        after.as_secs_f64()
+                    ),
+                    e => fail(e),
+                })?;
+            return Ok((result, None));
+        }
         let request = Request::call_tool(name, arguments.clone())
             .reset_timeout_on_progress(max.unwrap_or(Duration::MAX));
         let result = client

@@ -350,6 +350,41 @@ fn server_everythings_long_operation_outlives_a_short_timeout_by_its_progress() 
 }
 
 #[test]
+fn a_tool_that_requires_a_task_runs_as_one_its_status_shown() {
+    // server-everything's simulate-research-query has `taskSupport: "required"`: called plainly
+    // it is refused (-32601); the command runs it as a task and polls it to its result.
+    let Some(bin) = peer_bin("everything") else {
+        return;
+    };
+    let out = cli(&[
+        "--call",
+        "simulate-research-query",
+        "--args",
+        r#"{"topic":"rust"}"#,
+        "--",
+        bin.to_str().unwrap(),
+        "stdio",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.contains("simulated research report"), "{out:?}");
+    assert!(
+        out.stderr.contains("progress: "),
+        "no status shown: {out:?}"
+    );
+}
+
+#[test]
+fn a_task_that_never_ends_is_bounded_by_max_time() {
+    let out = against_behaving(&["--call", "research", "--max-time", "1"], "tasks-forever");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        out.stderr.lines().last().unwrap_or_default(),
+        r#"mcp-client: tools/call "research" (a task) exceeded --max-time 1 s"#,
+        "{out:?}"
+    );
+}
+
+#[test]
 fn timeout_exits_1() {
     let bin = serve_bin();
     let out = cli(&[
