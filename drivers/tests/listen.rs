@@ -321,14 +321,22 @@ fn over_http_a_stream_that_drops_is_listened_again_with_backoff() {
         .filter(|l| l.rpc_method().as_deref() == Some("subscriptions/listen"))
         .collect();
     // Backed off: without it a stream that drops at once would be listened again hundreds of
-    // times in this while (the fourth waits a second, the fifth two).
-    assert!((3..=5).contains(&listens.len()), "{listens:?}");
+    // times in this while (the fourth waits a second, the fifth two). The session may open a
+    // listen for list changes alone once ready, before the subscription replaces it (whether it
+    // does depends on who wins that race): one more.
+    assert!((3..=6).contains(&listens.len()), "{listens:?}");
+    let mut with_uri = 0;
     for listen in &listens {
         assert_eq!(listen.header("mcp-method"), Some("subscriptions/listen"));
         let body: Value = serde_json::from_str(&listen.body).unwrap();
-        assert_eq!(
-            body["params"]["notifications"]["resourceSubscriptions"],
-            json!(["file:///a"])
-        );
+        match &body["params"]["notifications"]["resourceSubscriptions"] {
+            Value::Null => {}
+            uris => {
+                assert_eq!(uris, &json!(["file:///a"]));
+                with_uri += 1;
+            }
+        }
     }
+    assert!(with_uri >= 3, "{listens:?}");
+    assert!(listens.len() - with_uri <= 1, "{listens:?}");
 }
