@@ -303,52 +303,66 @@ fn item_line(first: &str, name: &str, mime: Option<&str>, description: Option<&s
 }
 
 fn print_resources(items: &[(Option<&str>, &Resource)], json: bool) {
-    if json {
-        let all: Vec<Value> = items
-            .iter()
-            .map(|(server, r)| match server {
-                Some(s) => tagged(s, "resource", to_json!(r)),
-                None => to_json!(r),
-            })
-            .collect();
-        return say_json(&Value::Array(all));
-    }
-    for (server, r) in items {
-        let first = match server {
-            Some(s) => format!("{s} {}", r.uri),
-            None => r.uri.clone(),
-        };
-        say(&item_line(
-            &first,
-            &r.name,
-            r.mime_type.as_deref(),
-            r.description.as_deref(),
-        ));
-    }
+    print_listed(
+        items,
+        json,
+        "resource",
+        |r| to_json!(r),
+        |r| {
+            (
+                &r.uri,
+                &r.name,
+                r.mime_type.as_deref(),
+                r.description.as_deref(),
+            )
+        },
+    );
 }
 
 fn print_templates(items: &[(Option<&str>, &ResourceTemplate)], json: bool) {
+    print_listed(
+        items,
+        json,
+        "resourceTemplate",
+        |t| to_json!(t),
+        |t| {
+            (
+                &t.uri_template,
+                &t.name,
+                t.mime_type.as_deref(),
+                t.description.as_deref(),
+            )
+        },
+    );
+}
+
+/// A listing of resources or templates: one JSON array (each item under `key` with its server in
+/// a config's listing; `raw`: the item as sent), or a line each from `fields` (URI, name, MIME
+/// type, description).
+fn print_listed<T>(
+    items: &[(Option<&str>, &T)],
+    json: bool,
+    key: &str,
+    raw: impl Fn(&T) -> Value,
+    fields: impl Fn(&T) -> (&str, &str, Option<&str>, Option<&str>),
+) {
     if json {
         let all: Vec<Value> = items
             .iter()
-            .map(|(server, t)| match server {
-                Some(s) => tagged(s, "resourceTemplate", to_json!(t)),
-                None => to_json!(t),
+            .map(|(server, item)| match server {
+                Some(s) => tagged(s, key, raw(item)),
+                None => raw(item),
             })
             .collect();
         return say_json(&Value::Array(all));
     }
-    for (server, t) in items {
+    for (server, item) in items {
+        let (uri, name, mime, description) = fields(item);
         let first = match server {
-            Some(s) => format!("{s} {}", t.uri_template),
-            None => t.uri_template.clone(),
+            Some(s) => format!("{s} {uri}"),
+            None => uri.to_owned(),
         };
-        say(&item_line(
-            &first,
-            &t.name,
-            t.mime_type.as_deref(),
-            t.description.as_deref(),
-        ));
+        say(&item_line(&first, name, mime, description));
     }
 }
 
