@@ -473,11 +473,20 @@ impl Session {
     ///
     /// [`tasks::call_mode`]: crate::tasks::call_mode
     pub fn task_call_mode(&self, tool: &crate::Tool, want_task: bool) -> crate::tasks::CallMode {
-        let takes = self.core.era() == Some(Era::Legacy)
+        let support = crate::tasks::TaskSupport::of(tool);
+        crate::tasks::call_mode(self.takes_task_calls(), support, want_task)
+    }
+
+    /// Whether a tool of this server may go as a task at all: the 2025-11-25 era, and the server
+    /// declared `tasks.requests.tools.call` ([`tasks::server_takes_task_calls`]). Without it no
+    /// tool needs a look at its `execution.taskSupport`.
+    ///
+    /// [`tasks::server_takes_task_calls`]: crate::tasks::server_takes_task_calls
+    pub fn takes_task_calls(&self) -> bool {
+        self.core.era() == Some(Era::Legacy)
             && crate::tasks::server_takes_task_calls(
                 self.core.opening.server().map(|i| &i.capabilities),
-            );
-        crate::tasks::call_mode(takes, crate::tasks::TaskSupport::of(tool), want_task)
+            )
     }
 
     /// What the server said of itself at the opening, once it completed: its `initialize` answer

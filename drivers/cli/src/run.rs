@@ -337,12 +337,7 @@ async fn session(
 /// Tool `name`, when the server takes task calls and the core says this one goes as a task (it
 /// requires one): the tools are listed to know (one round trip, only on such a server).
 async fn task_tool(client: &Client, name: &str) -> Option<mcp_connect::proto::Tool> {
-    let takes_tasks = client.initialize_result().is_some_and(|init| {
-        init.capabilities
-            .pointer("/tasks/requests/tools/call")
-            .is_some()
-    });
-    if !takes_tasks {
+    if !client.takes_task_calls() {
         return None;
     }
     let tool = client

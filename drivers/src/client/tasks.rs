@@ -280,6 +280,13 @@ impl Client {
         self.task_call_mode(tool, false)
     }
 
+    /// Whether any tool of this server may go as a task
+    /// ([`Session::takes_task_calls`](mcp_proto::Session::takes_task_calls)): when not, no tool
+    /// needs listing to know how to call it.
+    pub fn takes_task_calls(&self) -> bool {
+        self.lock().session.takes_task_calls()
+    }
+
     pub(crate) fn task_call_mode(
         &self,
         tool: &mcp_proto::Tool,
