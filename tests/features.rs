@@ -12,64 +12,26 @@ use mcp_proto::{
 use serde_json::{json, Map, Value};
 use std::time::Instant;
 
+mod opened;
+use opened::{events, line, opened, sent};
+
 const ALL: &str =
     r#"{"resources":{"subscribe":true,"listChanged":true},"prompts":{},"completions":{}}"#;
 
-fn sent(s: &mut Session) -> Vec<Value> {
-    std::iter::from_fn(|| s.poll_transmit())
-        .map(|t| serde_json::from_slice(&t.payload).expect("we send JSON"))
-        .collect()
-}
-
-fn events(s: &mut Session) -> Vec<Event> {
-    std::iter::from_fn(|| s.poll_event()).collect()
-}
-
-fn line(s: &mut Session, text: &str, now: Instant) {
-    s.handle_bytes(format!("{text}\n").as_bytes(), now);
-}
-
 /// A legacy session whose server declared `capabilities`.
 fn legacy(capabilities: &str) -> (Session, Instant) {
-    let now = Instant::now();
-    let mut s = Session::new(Config {
-        era: EraChoice::Legacy,
-        ..Config::default()
-    });
-    s.initialize(now).unwrap();
-    line(
-        &mut s,
-        &format!(
-            r#"{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":"2025-11-25","capabilities":{capabilities},"serverInfo":{{"name":"srv","version":"1"}}}}}}"#
-        ),
-        now,
-    );
-    sent(&mut s);
-    assert_eq!(events(&mut s), vec![Event::Ready]);
-    (s, now)
+    opened(
+        EraChoice::Legacy,
+        &serde_json::from_str(capabilities).unwrap(),
+    )
 }
 
 /// A modern session whose server declared `capabilities` in `server/discover`.
 fn modern(capabilities: &str) -> (Session, Instant) {
-    let now = Instant::now();
-    let mut s = Session::new(Config {
-        era: EraChoice::Modern,
-        ..Config::default()
-    });
-    s.initialize(now).unwrap();
-    let out = sent(&mut s);
-    assert_eq!(out[0]["method"], "server/discover");
-    line(
-        &mut s,
-        &format!(
-            r#"{{"jsonrpc":"2.0","id":{},"result":{{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{capabilities}}}}}"#,
-            out[0]["id"]
-        ),
-        now,
-    );
-    sent(&mut s);
-    assert_eq!(events(&mut s), vec![Event::Ready]);
-    (s, now)
+    opened(
+        EraChoice::Modern,
+        &serde_json::from_str(capabilities).unwrap(),
+    )
 }
 
 fn answer(

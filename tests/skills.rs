@@ -4,49 +4,11 @@
 //! time, no I/O. The integrity rules themselves are src/skills.rs's unit tests.
 
 use mcp_proto::skills::{SkillFiles, SKILLS_EXTENSION};
-use mcp_proto::{Config, EraChoice, Event, Reply, Request, RequestError, RequestId, Session};
+use mcp_proto::{EraChoice, Event, Reply, Request, RequestError, RequestId, Session};
 use serde_json::{json, Value};
-use std::time::Instant;
 
-fn sent(s: &mut Session) -> Vec<Value> {
-    std::iter::from_fn(|| s.poll_transmit())
-        .map(|t| serde_json::from_slice(&t.payload).expect("we send JSON"))
-        .collect()
-}
-
-fn events(s: &mut Session) -> Vec<Event> {
-    std::iter::from_fn(|| s.poll_event()).collect()
-}
-
-fn line(s: &mut Session, text: &str, now: Instant) {
-    s.handle_bytes(format!("{text}\n").as_bytes(), now);
-}
-
-/// A session of `era` whose server declared `capabilities`.
-fn opened(era: EraChoice, capabilities: &Value) -> (Session, Instant) {
-    let now = Instant::now();
-    let mut s = Session::new(Config {
-        era,
-        ..Config::default()
-    });
-    s.initialize(now).unwrap();
-    let out = sent(&mut s);
-    let result = if era == EraChoice::Modern {
-        json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
-               "capabilities": capabilities})
-    } else {
-        json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
-               "serverInfo": {"name": "srv", "version": "1"}})
-    };
-    line(
-        &mut s,
-        &json!({"jsonrpc": "2.0", "id": out[0]["id"], "result": result}).to_string(),
-        now,
-    );
-    sent(&mut s);
-    assert_eq!(events(&mut s), vec![Event::Ready]);
-    (s, now)
-}
+mod opened;
+use opened::{events, line, opened, sent};
 
 fn outcome(s: &mut Session, id: RequestId) -> Option<Result<Reply, RequestError>> {
     events(s).into_iter().find_map(|e| match e {

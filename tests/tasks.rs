@@ -3,51 +3,16 @@
 //! a plain result, and the other task requests decode as the schema says. Fake time, no I/O.
 
 use mcp_proto::tasks::{TaskCall, TaskStatus};
-use mcp_proto::{Config, EraChoice, Event, Reply, Request, RequestError, RequestId, Session};
+use mcp_proto::{EraChoice, Event, Reply, Request, RequestError, RequestId, Session};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-fn sent(s: &mut Session) -> Vec<Value> {
-    std::iter::from_fn(|| s.poll_transmit())
-        .map(|t| serde_json::from_slice(&t.payload).expect("we send JSON"))
-        .collect()
-}
+mod opened;
+use opened::{events, line, opened, sent};
 
-fn events(s: &mut Session) -> Vec<Event> {
-    std::iter::from_fn(|| s.poll_event()).collect()
-}
-
-fn line(s: &mut Session, text: &str, now: Instant) {
-    s.handle_bytes(format!("{text}\n").as_bytes(), now);
-}
-
+/// A session of `era` whose server declared `capabilities` (JSON text).
 fn session(era: EraChoice, capabilities: &str) -> (Session, Instant) {
-    let now = Instant::now();
-    let mut s = Session::new(Config {
-        era,
-        ..Config::default()
-    });
-    s.initialize(now).unwrap();
-    let out = sent(&mut s);
-    let result = match era {
-        EraChoice::Modern => format!(
-            r#"{{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{capabilities}}}"#
-        ),
-        _ => format!(
-            r#"{{"protocolVersion":"2025-11-25","capabilities":{capabilities},"serverInfo":{{"name":"srv","version":"1"}}}}"#
-        ),
-    };
-    line(
-        &mut s,
-        &format!(
-            r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#,
-            out[0]["id"]
-        ),
-        now,
-    );
-    sent(&mut s);
-    assert_eq!(events(&mut s), vec![Event::Ready]);
-    (s, now)
+    opened(era, &serde_json::from_str(capabilities).unwrap())
 }
 
 fn outcome(s: &mut Session, id: RequestId) -> Result<Reply, RequestError> {
