@@ -1779,26 +1779,26 @@ fn a_refused_connection_is_said_in_words_and_keeps_its_cause() {
 /// made, as curl says it): it counts the attempts.
 #[test]
 fn a_connection_that_cannot_be_made_is_tried_once() {
+    use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
-    use std::sync::atomic::{AtomicBool, Ordering};
     let listener = TcpListener::bind("127.0.0.1:0").expect("listen on 127.0.0.1");
     let port = listener.local_addr().unwrap().port();
-    let last = Arc::new(AtomicBool::new(false));
-    let counter = {
-        let last = last.clone();
-        std::thread::spawn(move || {
-            let mut accepted = 0;
-            // Until the test's own last connection, which follows the client's (in order).
-            for stream in listener.incoming() {
-                drop(stream);
-                if last.load(Ordering::SeqCst) {
-                    break;
-                }
-                accepted += 1;
+    let counter = std::thread::spawn(move || {
+        let mut accepted = 0;
+        // Until the test's own last connection, told by the byte it sends (`!`; curl's
+        // connections send a TLS ClientHello, the transport's "why" connection nothing). Told
+        // by what it says, not by when it comes: a connection may wait in the backlog.
+        for stream in listener.incoming() {
+            let mut stream = stream.expect("accepted");
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+            let mut first = [0u8; 1];
+            if matches!(stream.read(&mut first), Ok(1)) && first[0] == b'!' {
+                break;
             }
-            accepted
-        })
-    };
+            accepted += 1;
+        }
+        accepted
+    });
     let url = format!("https://127.0.0.1:{port}/mcp");
     let connected = smol::block_on(mcp_connect::connect_http(
         HttpTransportConfig::new(&url),
@@ -1807,8 +1807,9 @@ fn a_connection_that_cannot_be_made_is_tried_once() {
     let Err(e) = connected else {
         panic!("no TLS server listens there")
     };
-    last.store(true, Ordering::SeqCst);
-    TcpStream::connect(("127.0.0.1", port)).expect("the listener is there");
+    TcpStream::connect(("127.0.0.1", port))
+        .and_then(|mut last| last.write_all(b"!"))
+        .expect("the listener is there");
     let accepted = counter.join().unwrap();
     assert!(matches!(e, Error::Io { .. }), "{e:?}");
     assert_eq!(
