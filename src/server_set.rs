@@ -326,6 +326,18 @@ pub enum ResourceOwner {
     Several(Vec<usize>),
 }
 
+/// Whether a server whose first `tools/list` was refused (a JSON-RPC error) started all the same,
+/// with no tools: it did when it never declared `tools` (`capabilities` as it sent them, `None`
+/// before the opening completed: then it did not). Such a server offers resources or prompts
+/// only; it is still asked, since servers that serve tools without declaring them exist and the
+/// official SDKs ask them too.
+///
+/// > "Servers that support tools **MUST** declare the `tools` capability" — MCP 2025-11-25,
+/// > Tools § Capabilities
+pub fn refused_listing_means_no_tools(capabilities: Option<&serde_json::Value>) -> bool {
+    capabilities.is_some_and(|c| c.get("tools").is_none())
+}
+
 /// Which of the servers reads `uri`, from the URIs each lists (`listed[i]`: server `i`'s).
 ///
 /// > "Each resource is uniquely identified by a URI." — MCP 2025-11-25, Resources
@@ -534,6 +546,17 @@ impl EraMemory {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_refused_listing_is_no_tools_only_where_none_were_declared() {
+        use serde_json::json;
+        assert!(refused_listing_means_no_tools(Some(
+            &json!({"prompts": {}})
+        )));
+        assert!(refused_listing_means_no_tools(Some(&json!({}))));
+        assert!(!refused_listing_means_no_tools(Some(&json!({"tools": {}}))));
+        assert!(!refused_listing_means_no_tools(None));
+    }
 
     #[test]
     fn a_prefixed_name_routes_to_its_servers_before_any_started() {

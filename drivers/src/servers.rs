@@ -48,8 +48,8 @@ use crate::tools::{AgentTool, ToolError};
 use crate::transport::BoxFuture;
 use crate::{Client, ClientConfig, Error};
 use mcp_proto::server_set::{
-    plan, NameRules, Plan, RestartPolicy, RestartVerdict, Restarts, ServerTools, Skipped,
-    ToolFilter,
+    plan, refused_listing_means_no_tools, NameRules, Plan, RestartPolicy, RestartVerdict, Restarts,
+    ServerTools, Skipped, ToolFilter,
 };
 use mcp_proto::{tool_output, CallToolResult, ListKind, Request, Tool, ToolDefinition, ToolOutput};
 use serde_json::value::RawValue;
@@ -341,16 +341,12 @@ async fn start(spec: &ServerSpec) -> Result<Started, Error> {
             Launch::Unavailable { transport } => Err(Error::TransportUnavailable { transport }),
         }?;
         let changes = client.tool_changes();
-        // > "Servers that support tools **MUST** declare the `tools` capability" — MCP
-        // > 2025-11-25, Tools § Capabilities
-        // A server that offers only resources or prompts joins the set with no tools. It is
-        // still asked (servers that serve tools without declaring them exist, and the official
-        // SDKs ask them too); its refusal then means "no tools", not a failed start.
-        let declared_tools = client
-            .initialize_result()
-            .is_none_or(|init| init.capabilities.get("tools").is_some());
+        // A server that offers only resources or prompts joins the set with no tools.
+        let capabilities = client.initialize_result().map(|init| init.capabilities);
         let listed = match client.list_tools().await {
-            Err(Error::Protocol(_)) if !declared_tools => Ok(Vec::new()),
+            Err(Error::Protocol(_)) if refused_listing_means_no_tools(capabilities.as_ref()) => {
+                Ok(Vec::new())
+            }
             listed => listed,
         };
         match listed {
