@@ -105,7 +105,7 @@ pub use session::{
     EraChoice, Event, GetPrompt, GetSkill, GetTask, GetTaskResult, ListKind, ListPrompts,
     ListResourceTemplates, ListResources, ListSkills, ListTasks, ListTools, LogMessage, Method,
     Progress, ReadDirectory, ReadResource, Reply, Request, ServerRequest, Session, State, Stats,
-    TimerFor, Transmit, TransmitKind, TransportKind,
+    TimerFor, Transmit, TransmitKind, TransportKind, UpdateTask,
 };
 pub use skills::{LoadedSkill, Skill, SkillError, SkillResource};
 pub use types::{

@@ -111,6 +111,10 @@ table! {
         /// `notifications/subscriptions/acknowledged`: a `subscriptions/listen` stream is open
         /// (2026-07-28).
         SubscriptionsAcknowledged = "notifications/subscriptions/acknowledged",
+        /// `notifications/tasks/status`: a task's state changed (2025-11-25).
+        TaskStatus = "notifications/tasks/status",
+        /// `notifications/tasks`: a task's state changed (2026-07-28, tasks extension).
+        Tasks = "notifications/tasks",
     }
 }
 

@@ -1,29 +1,65 @@
-//! Tasks (SEP-1686, MCP 2025-11-25, experimental): a `tools/call` the server runs in the
-//! background, answered at once with a task the client polls (`tasks/get`), whose result it
-//! fetches (`tasks/result`) and which it may cancel (`tasks/cancel`) or list (`tasks/list`).
+//! Tasks: a `tools/call` the server runs in the background, answered at once with a task the
+//! client polls (`tasks/get`) and may cancel (`tasks/cancel`), in both protocol eras.
 //!
-//! > "Task-augmented requests: The server accepts the request and immediately returns a
-//! > `CreateTaskResult` containing task data. The actual operation result becomes available
-//! > later through `tasks/result` after the task completes." — MCP 2025-11-25, Utilities § Tasks
+//! - MCP 2025-11-25 (SEP-1686, experimental): the client asks for a task with a `task` member in
+//!   the call's params, on a server that declared `tasks.requests.tools.call`; the result comes
+//!   from `tasks/result`, tasks are listed with `tasks/list`.
 //!
-//! This module holds the pure part: the task object and its states, the result of a
-//! task-augmented call (a task, or a plain result from a server that ignored the augmentation),
-//! the `tools/call` params with their `task` member, whether a call goes as a task
-//! ([`call_mode`]), and when to poll next ([`next_poll`], time as an input). The typed requests
-//! are [`Request::call_tool_as_task`](crate::Request::call_tool_as_task),
-//! [`Request::get_task`](crate::Request::get_task) and the others; the session refuses them
-//! before anything is sent when the server did not declare the capability they need.
+//!   > "Task-augmented requests: The server accepts the request and immediately returns a
+//!   > `CreateTaskResult` containing task data. The actual operation result becomes available
+//!   > later through `tasks/result` after the task completes." — MCP 2025-11-25, Utilities § Tasks
 //!
-//! In 2026-07-28 tasks moved out of the core protocol into an extension
-//! (`io.modelcontextprotocol/tasks`, declared under `capabilities.extensions`, where the client's
-//! declaration on a request, not a `task` member, lets the server answer with a task). That era's
-//! wire is not built: there the typed task requests fail with
-//! [`RequestError::NotInEra`](crate::RequestError::NotInEra).
+//! - MCP 2026-07-28: the extension `io.modelcontextprotocol/tasks` (SEP-2663). The client
+//!   declares it in a request's own capabilities (`_meta`), the server decides whether to answer
+//!   with a task (`resultType: "task"`, the task's members flat in the result); `tasks/get`
+//!   carries the result (or the error, or the input the task waits for, answered with
+//!   `tasks/update`); there is no `tasks/result` nor `tasks/list`.
+//!
+//!   > "Task creation is server-directed: the client signals support by including the extension
+//!   > in its per-request capabilities, and the server decides on a per-request basis whether to
+//!   > materialize a task." — Tasks extension (`io.modelcontextprotocol/tasks`), 2026-07-28
+//!
+//! This module holds the pure part: the task object and its states (read in either era's
+//! names), the result of a task-augmented call (a task, or a plain result), the `tools/call`
+//! params of the old era, whether a call goes as a task ([`call_mode`]), when to poll next
+//! ([`next_poll`], time as an input), what a poll's answer means ([`poll_step_in`]), a finished
+//! task's outcome ([`outcome`]), the input a task still waits for ([`unanswered_inputs`]) and the
+//! status notifications ([`status_notification`]). The typed requests are
+//! [`Request::call_tool_as_task`](crate::Request::call_tool_as_task),
+//! [`Request::get_task`](crate::Request::get_task) and the others; the session puts each in its
+//! era's form, and refuses it before anything is sent when the server did not declare what it
+//! needs, or the era has no such request
+//! ([`RequestError::NotInEra`](crate::RequestError::NotInEra): `tasks/result` and `tasks/list` in
+//! 2026-07-28, `tasks/update` in 2025-11-25).
 
+use crate::error::RequestError;
+use crate::jsonrpc::RpcError;
 use crate::types::{CallToolResult, Outcome, ResultType};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Map, Value};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
+
+/// The extension's identifier (2026-07-28), a key of `capabilities.extensions`.
+///
+/// > "This extension is identified as: `io.modelcontextprotocol/tasks`." — Tasks extension,
+/// > 2026-07-28 § Extension Identifier
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The `resultType` of a result that is a task (2026-07-28).
+///
+/// > "Servers **MUST** set `resultType` to `"task"` when returning a `CreateTaskResult` so that
+/// > clients can distinguish it from a standard result." — Tasks extension, 2026-07-28 §
+/// > Polymorphic Results
+pub const RESULT_TYPE_TASK: &str = "task";
+
+/// The longest status message kept, in bytes: a longer one is cut (at a character boundary).
+pub const MAX_STATUS_MESSAGE: usize = 4096;
+
+/// The most input-request keys a waiting caller remembers as answered for one task; past it the
+/// oldest are not forgotten but no new key is remembered (a server that keeps minting keys is
+/// answered again, never without bound in memory).
+pub const MAX_ANSWERED_INPUTS: usize = 1024;
 
 /// The `_meta` key that ties a message to its task.
 ///
@@ -115,6 +151,21 @@ fn lenient_ms<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> 
     })
 }
 
+/// A status message, cut at [`MAX_STATUS_MESSAGE`] bytes (a longer one is a server's mistake,
+/// not a reason to refuse the task).
+fn capped_message<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.map(|mut m| {
+        if m.len() > MAX_STATUS_MESSAGE {
+            let mut cut = MAX_STATUS_MESSAGE;
+            while !m.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            m.truncate(cut);
+        }
+        m
+    }))
+}
+
 /// A task id: a string no longer than [`MAX_TASK_ID_LEN`].
 ///
 /// > "Task IDs **MUST** be a string value." — MCP 2025-11-25, Tasks § Task ID Requirements
@@ -144,8 +195,13 @@ pub struct Task {
     pub task_id: String,
     /// Its state.
     pub status: TaskStatus,
-    /// A human-readable message about its state (error details for a failed task).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A human-readable message about its state (error details for a failed task), cut at
+    /// [`MAX_STATUS_MESSAGE`] bytes.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "capped_message"
+    )]
     pub status_message: Option<String>,
     /// When it was created (ISO 8601), as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,12 +210,30 @@ pub struct Task {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_updated_at: Option<String>,
     /// How long the server keeps it after its creation, in milliseconds (`None`: unlimited or
-    /// not said).
-    #[serde(default, deserialize_with = "lenient_ms")]
+    /// not said); `ttl` in 2025-11-25, `ttlMs` in 2026-07-28.
+    #[serde(default, alias = "ttlMs", deserialize_with = "lenient_ms")]
     pub ttl: Option<u64>,
-    /// The server's suggested wait between polls, in milliseconds.
-    #[serde(default, deserialize_with = "lenient_ms")]
+    /// The server's suggested wait between polls, in milliseconds; `pollInterval` in 2025-11-25,
+    /// `pollIntervalMs` in 2026-07-28.
+    #[serde(default, alias = "pollIntervalMs", deserialize_with = "lenient_ms")]
     pub poll_interval: Option<u64>,
+    /// A completed task's result, inlined (2026-07-28 `tasks/get` and status notifications).
+    ///
+    /// > "`completed`: The request completed successfully and results are available in the
+    /// > `result` field." — Tasks extension, 2026-07-28 § Task Status
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// A failed task's JSON-RPC error, inlined (2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
+    /// What an `input_required` task waits for (2026-07-28): server-to-client requests by key,
+    /// answered with `tasks/update`.
+    #[serde(
+        default,
+        rename = "inputRequests",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub input_requests: Option<Map<String, Value>>,
 }
 
 impl Outcome for Task {
@@ -175,7 +249,13 @@ impl Outcome for Task {
 /// > requests of that type normally, ignoring any task-augmentation metadata if present." — MCP
 /// > 2025-11-25, Tasks § Task Support and Handling
 ///
-/// A result with a `task` object is a task; any other is read as a `CallToolResult`.
+/// > "A client that has negotiated this extension **MUST** be prepared to handle either
+/// > `CallToolResult` or `CreateTaskResult` in response to any supported request it issues." —
+/// > Tasks extension, 2026-07-28 § Capability Negotiation
+///
+/// A result whose `resultType` is `"task"` is a task whose members are the result's own
+/// (2026-07-28: `type CreateTaskResult = Result & Task`); one with a `task` object is a task
+/// (2025-11-25); any other is read as a `CallToolResult`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TaskCall {
     /// The server created a task (`CreateTaskResult`).
@@ -200,16 +280,33 @@ impl<'de> Deserialize<'de> for TaskCall {
         struct Probe {
             #[serde(default)]
             task: Option<serde::de::IgnoredAny>,
+            #[serde(default, rename = "resultType")]
+            result_type: Option<Value>,
         }
         let probe: Probe = serde_json::from_str(raw.get()).map_err(serde::de::Error::custom)?;
+        let err = serde::de::Error::custom;
+        if probe.result_type.as_ref().and_then(Value::as_str) == Some(RESULT_TYPE_TASK) {
+            #[derive(Deserialize)]
+            struct Flat {
+                #[serde(flatten)]
+                task: Task,
+                #[serde(default, rename = "_meta")]
+                meta: Option<Value>,
+            }
+            let flat: Flat = serde_json::from_str(raw.get()).map_err(err)?;
+            return Ok(TaskCall::Created(CreateTaskResult {
+                task: flat.task,
+                meta: flat.meta,
+            }));
+        }
         if probe.task.is_some() {
             serde_json::from_str(raw.get())
                 .map(TaskCall::Created)
-                .map_err(serde::de::Error::custom)
+                .map_err(err)
         } else {
             serde_json::from_str(raw.get())
                 .map(TaskCall::Done)
-                .map_err(serde::de::Error::custom)
+                .map_err(err)
         }
     }
 }
@@ -354,19 +451,36 @@ pub fn next_poll(task: &Task, now: Instant, deadline: Option<Instant>) -> Option
 pub enum PollStep {
     /// Still running: poll again (a changed `statusMessage` is worth showing as progress).
     Wait,
-    /// Ask `tasks/result` now: the task ended, or it needs input (which comes through
-    /// `tasks/result`).
+    /// Ask `tasks/result` now (2025-11-25): the task ended, or it needs input (which comes
+    /// through `tasks/result`).
     ///
     /// > "When the requestor encounters the `input_required` status, it **SHOULD** preemptively
     /// > call `tasks/result`." — MCP 2025-11-25, Tasks § Input Required Status
     FetchResult,
+    /// Answer the task's `inputRequests` with `tasks/update` (2026-07-28), then poll again.
+    ///
+    /// > "When a client observes a `tasks/get` response (or `notifications/tasks` notification)
+    /// > with `status: "input_required"`, the client **SHOULD** fulfill the outstanding requests
+    /// > in `inputRequests` by sending one or more `tasks/update` requests with corresponding
+    /// > `inputResponses`." — Tasks extension, 2026-07-28 § Task Update Requests
+    Answer,
+    /// The task ended and its answer carries the outcome (2026-07-28): read it with
+    /// [`outcome`].
+    Ended,
     /// The server broke the lifecycle: a terminal task came back to life, or a poll answered for
     /// another task.
     Invalid(String),
 }
 
-/// Reads a poll's answer `seen` for the task `id` last seen in state `before`.
+/// Reads a poll's answer `seen` for the task `id` last seen in state `before` (2025-11-25).
 pub fn poll_step(id: &str, before: &TaskStatus, seen: &Task) -> PollStep {
+    poll_step_in(false, id, before, seen)
+}
+
+/// Reads a poll's answer `seen` for the task `id` last seen in state `before`: in 2026-07-28
+/// (`inline`) a finished task carries its outcome and a task waiting for input carries the
+/// requests to answer; in 2025-11-25 both come through `tasks/result`.
+pub fn poll_step_in(inline: bool, id: &str, before: &TaskStatus, seen: &Task) -> PollStep {
     if seen.task_id != id {
         return PollStep::Invalid(format!(
             "tasks/get for task {id:?} answered with task {:?}",
@@ -380,10 +494,194 @@ pub fn poll_step(id: &str, before: &TaskStatus, seen: &Task) -> PollStep {
             seen.status.as_str()
         ));
     }
-    match seen.status {
-        TaskStatus::Working => PollStep::Wait,
-        _ => PollStep::FetchResult,
+    match (&seen.status, inline) {
+        (TaskStatus::Working, _) => PollStep::Wait,
+        (_, false) => PollStep::FetchResult,
+        // No request published yet (or all answered): the server is still on it.
+        (TaskStatus::InputRequired, true)
+            if seen.input_requests.as_ref().is_none_or(Map::is_empty) =>
+        {
+            PollStep::Wait
+        }
+        (TaskStatus::InputRequired, true) => PollStep::Answer,
+        (_, true) => PollStep::Ended,
     }
+}
+
+/// The outcome of a task that ended, as its 2026-07-28 answer carries it: a completed task's
+/// `result` (a tool's result, `isError` included), a failed task's JSON-RPC `error` (as
+/// [`RequestError::Rpc`]), or — cancelled — [`RequestError::Cancelled`].
+///
+/// > "`failed`: The request failed due to a JSON-RPC error during execution. The task will
+/// > include the `error` field with the JSON-RPC error details." / "Errors within the context of
+/// > a protocol method result **MUST** use the `completed` status with the error details in the
+/// > `result` field." — Tasks extension, 2026-07-28 § Task Status, § Task Execution Errors
+pub fn outcome(task: &Task) -> Result<CallToolResult, RequestError> {
+    let invalid = |reason: String| RequestError::InvalidResult {
+        method: "tasks/get".into(),
+        reason,
+    };
+    match task.status {
+        TaskStatus::Completed => {
+            let result = task.result.as_ref().ok_or_else(|| {
+                invalid(format!(
+                    "task {:?} completed without a result",
+                    excerpt(&task.task_id)
+                ))
+            })?;
+            CallToolResult::deserialize(result).map_err(|e| invalid(e.to_string()))
+        }
+        TaskStatus::Failed => {
+            let error = task
+                .error
+                .as_ref()
+                .and_then(|e| RpcError::deserialize(e).ok())
+                .unwrap_or_else(|| RpcError {
+                    code: -32603,
+                    message: task
+                        .status_message
+                        .clone()
+                        .unwrap_or_else(|| "the task failed, without an error".into()),
+                    data: None,
+                });
+            Err(RequestError::Rpc(error))
+        }
+        TaskStatus::Cancelled => Err(RequestError::Cancelled(format!(
+            "task {:?} was cancelled{}",
+            excerpt(&task.task_id),
+            task.status_message
+                .as_deref()
+                .map(|m| format!(": {}", excerpt(m)))
+                .unwrap_or_default()
+        ))),
+        TaskStatus::Working | TaskStatus::InputRequired => Err(invalid(format!(
+            "task {:?} has not ended",
+            excerpt(&task.task_id)
+        ))),
+    }
+}
+
+/// The input requests of `task` not answered yet (`answered` holds the keys already answered):
+/// what the next `tasks/update` answers.
+///
+/// > "Clients **SHOULD** deduplicate `inputRequests` keys across consecutive polls to avoid
+/// > presenting the same request to the user or model more than once." — Tasks extension,
+/// > 2026-07-28 § Task Update Requests
+pub fn unanswered_inputs(task: &Task, answered: &HashSet<String>) -> Map<String, Value> {
+    task.input_requests
+        .iter()
+        .flatten()
+        .filter(|(k, _)| !answered.contains(*k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Remembers `keys` as answered, within [`MAX_ANSWERED_INPUTS`].
+pub fn remember_answered(answered: &mut HashSet<String>, keys: impl IntoIterator<Item = String>) {
+    for key in keys {
+        if answered.len() >= MAX_ANSWERED_INPUTS {
+            return;
+        }
+        answered.insert(key);
+    }
+}
+
+/// The task a status notification tells of: `notifications/tasks/status` (2025-11-25, the task's
+/// members as params) or `notifications/tasks` (2026-07-28, a whole `DetailedTask`); `None` for
+/// any other notification, or params that are not a task.
+///
+/// > "When a task status changes, receivers **MAY** send a `notifications/tasks/status`
+/// > notification to inform the requestor of the change." — MCP 2025-11-25, Tasks § Task Status
+/// > Notification
+///
+/// > "Each notification carries a complete `DetailedTask` for the current status, identical to
+/// > what `tasks/get` would have returned at that moment." — Tasks extension, 2026-07-28 § Task
+/// > Status Notifications
+///
+/// A notification is a hint: a caller may poll at once on one, never stops polling for want of
+/// one.
+pub fn status_notification(method: &str, params: Option<&Value>) -> Option<Task> {
+    if !is_status_notification(method) {
+        return None;
+    }
+    Task::deserialize(params?).ok()
+}
+
+/// Whether `method` is a task status notification of either era.
+pub fn is_status_notification(method: &str) -> bool {
+    method == "notifications/tasks/status" || method == "notifications/tasks"
+}
+
+/// Whether `error` is a server's refusal of a call made without the tasks extension, naming it:
+/// the call can only be made as a task (2026-07-28).
+///
+/// > "If a server is unable to service a request to a client that does not declare this
+/// > extension capability without returning `CreateTaskResult`, the server **MUST** return an
+/// > error with the code `-32021` (Missing Required Client Capability), indicating the required
+/// > extension in the error response" — Tasks extension, 2026-07-28 § Capability Negotiation
+pub fn requires_tasks_extension(error: &RequestError) -> bool {
+    match error {
+        RequestError::MissingCapability { required, .. } => required
+            .get("extensions")
+            .and_then(|e| e.get(TASKS_EXTENSION))
+            .is_some(),
+        _ => false,
+    }
+}
+
+/// The answer to `tasks/cancel`: the task as cancelled (2025-11-25), or an empty
+/// acknowledgement (2026-07-28: the state is observed with the next `tasks/get`).
+///
+/// > "On success, the server **MUST** acknowledge the request with an empty result." — Tasks
+/// > extension, 2026-07-28 § Task Cancellation
+#[derive(Debug, Clone, PartialEq)]
+pub struct CancelAck {
+    /// The task, when the answer carries one.
+    pub task: Option<Task>,
+}
+
+impl Outcome for CancelAck {
+    fn result_type(&self) -> Option<&ResultType> {
+        None
+    }
+}
+
+impl<'de> Deserialize<'de> for CancelAck {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        if value.get("taskId").is_none() {
+            return Ok(CancelAck { task: None });
+        }
+        Task::deserialize(&value)
+            .map(|t| CancelAck { task: Some(t) })
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// The answer to `tasks/update` (2026-07-28): an empty acknowledgement.
+///
+/// > "On success, the server **MUST** acknowledge the request with an empty result. The
+/// > acknowledgement is _eventually consistent_" — Tasks extension, 2026-07-28 § Task Update
+/// > Requests
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct UpdateAck {}
+
+impl Outcome for UpdateAck {
+    fn result_type(&self) -> Option<&ResultType> {
+        None
+    }
+}
+
+/// Whether a server's capabilities (its `server/discover` answer) declare the tasks extension
+/// (2026-07-28).
+///
+/// > "No extension-specific settings are currently defined; an empty object indicates support."
+/// > — Tasks extension, 2026-07-28 § Capability Negotiation
+pub fn server_declares_extension(capabilities: Option<&Value>) -> bool {
+    capabilities
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(TASKS_EXTENSION))
+        .is_some_and(|v| v.is_object() || v.as_bool() == Some(true))
 }
 
 fn excerpt(s: &str) -> String {

@@ -220,10 +220,16 @@ pub(crate) fn standard_headers_named(
 }
 
 /// The member of a request's params that `Mcp-Name` mirrors, for the methods that have one.
+///
+/// > "When `tasks/get`, `tasks/update`, or `tasks/cancel` is sent over the Streamable HTTP
+/// > transport, the client **MUST** set the `Mcp-Name` header to the value of `params.taskId`."
+/// > — Tasks extension (`io.modelcontextprotocol/tasks`), 2026-07-28 § Streamable HTTP: Routing
+/// > Headers
 fn name_field(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     }
 }

@@ -590,6 +590,13 @@ impl Core {
                     None => self.stats.notifications_dropped += 1,
                 }
             }
+            ServerNotificationMethod::TaskStatus | ServerNotificationMethod::Tasks => {
+                let params = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok());
+                match crate::tasks::status_notification(method.name(), params.as_ref()) {
+                    Some(task) => self.events.push_back(Event::TaskStatus(Box::new(task))),
+                    None => self.stats.notifications_dropped += 1,
+                }
+            }
             _ => self.stats.notifications_dropped += 1,
         }
     }

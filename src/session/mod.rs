@@ -23,6 +23,7 @@ mod offered;
 mod opening;
 mod pending;
 pub mod request;
+mod tasks;
 pub(crate) mod transmit;
 
 pub use asks::{
@@ -35,7 +36,7 @@ use pending::{Pending, PendingTable};
 pub use request::{
     CallTool, CallToolAsTask, CancelTask, Complete, Discover, GetPrompt, GetSkill, GetTask,
     GetTaskResult, ListPrompts, ListResourceTemplates, ListResources, ListSkills, ListTasks,
-    ListTools, Method, ReadDirectory, ReadResource, Reply, Request,
+    ListTools, Method, ReadDirectory, ReadResource, Reply, Request, UpdateTask,
 };
 use request::{Params, Timeout};
 pub use transmit::{Transmit, TransmitKind};
@@ -252,6 +253,10 @@ pub enum Event {
         /// The `elicitationId` it named.
         elicitation_id: String,
     },
+    /// A task's state, as a status notification told it (`notifications/tasks/status`,
+    /// 2025-11-25; `notifications/tasks`, 2026-07-28): a hint to poll it now, never a reason to
+    /// stop polling (see [`tasks::status_notification`](crate::tasks::status_notification)).
+    TaskStatus(Box<crate::tasks::Task>),
     /// The server misbehaved in a way the session tolerated.
     Warning(Warning),
     /// The connection ended or [`Session::close`] was called; the session is closed.
@@ -466,27 +471,49 @@ impl Session {
     }
 
     /// How a call of `tool` goes when the caller asks for a task (`want_task`) or not: as a task
-    /// only in the 2025-11-25 era with a server that declared `tasks.requests.tools.call`, when
+    /// with a server that takes task calls ([`takes_task_calls`](Self::takes_task_calls)), when
     /// the tool requires it or allows it and the caller asks ([`tasks::call_mode`]); plainly
-    /// otherwise (also before the opening completed, and in 2026-07-28, whose tasks extension is
-    /// not built).
+    /// otherwise (also before the opening completed).
     ///
     /// [`tasks::call_mode`]: crate::tasks::call_mode
     pub fn task_call_mode(&self, tool: &crate::Tool, want_task: bool) -> crate::tasks::CallMode {
+        if !self.takes_task_calls() {
+            // No tool's object read: a server without tasks costs a call nothing more.
+            return crate::tasks::CallMode::Plain;
+        }
         let support = crate::tasks::TaskSupport::of(tool);
-        crate::tasks::call_mode(self.takes_task_calls(), support, want_task)
+        crate::tasks::call_mode(true, support, want_task)
     }
 
-    /// Whether a tool of this server may go as a task at all: the 2025-11-25 era, and the server
-    /// declared `tasks.requests.tools.call` ([`tasks::server_takes_task_calls`]). Without it no
+    /// Whether a tool of this server may go as a task at all: in the 2025-11-25 era the server
+    /// declared `tasks.requests.tools.call` ([`tasks::server_takes_task_calls`]); in 2026-07-28
+    /// it declared the tasks extension ([`tasks::server_declares_extension`]). Without it no
     /// tool needs a look at its `execution.taskSupport`.
     ///
     /// [`tasks::server_takes_task_calls`]: crate::tasks::server_takes_task_calls
+    /// [`tasks::server_declares_extension`]: crate::tasks::server_declares_extension
     pub fn takes_task_calls(&self) -> bool {
-        self.core.era() == Some(Era::Legacy)
-            && crate::tasks::server_takes_task_calls(
-                self.core.opening.server().map(|i| &i.capabilities),
-            )
+        let capabilities = self.core.opening.server().map(|i| &i.capabilities);
+        match self.core.era() {
+            Some(Era::Legacy) => crate::tasks::server_takes_task_calls(capabilities),
+            Some(Era::Modern) => crate::tasks::server_declares_extension(capabilities),
+            None => false,
+        }
+    }
+
+    /// What a poll's answer `seen` means for a caller waiting on task `id`, last seen in state
+    /// `before` ([`tasks::poll_step_in`]): in 2026-07-28 a finished task carries its outcome and
+    /// input is answered with `tasks/update`; in 2025-11-25 both go through `tasks/result`.
+    ///
+    /// [`tasks::poll_step_in`]: crate::tasks::poll_step_in
+    pub fn task_poll_step(
+        &self,
+        id: &str,
+        before: &crate::tasks::TaskStatus,
+        seen: &crate::tasks::Task,
+    ) -> crate::tasks::PollStep {
+        let inline = self.core.era() == Some(Era::Modern);
+        crate::tasks::poll_step_in(inline, id, before, seen)
     }
 
     /// What the server said of itself at the opening, once it completed: its `initialize` answer
@@ -755,9 +782,11 @@ impl Session {
     pub fn send(&mut self, request: Request, now: Instant) -> Result<RequestId, UsageError> {
         match self.state() {
             State::Ready => {
+                let mut request = request;
                 let checked = self
                     .core
-                    .check_offered(&request)
+                    .fit_task_request(&mut request)
+                    .and_then(|()| self.core.check_offered(&request))
                     .and_then(|()| self.core.check_modern_call(&request));
                 if let Err(e) = checked {
                     // Refused before anything is sent: its outcome is its only event.
@@ -766,6 +795,9 @@ impl Session {
                         .events
                         .push_back(Event::Response { id, result: Err(e) });
                     return Ok(id);
+                }
+                if request.method == tasks::UPDATE {
+                    return Ok(self.core.enqueue_update(request, now));
                 }
                 Ok(self.core.enqueue(request, now, true))
             }

@@ -322,7 +322,15 @@ impl Serialize for WithMeta<'_> {
             Some(own) => {
                 let mut merged = own.clone();
                 for (k, v) in self.meta_map {
-                    merged.insert(k.clone(), v.clone());
+                    // A request's own capabilities (the tasks extension, declared per request)
+                    // join the session's.
+                    let v = match own.get(k) {
+                        Some(mine) if k == CLIENT_CAPABILITIES_META => {
+                            super::tasks::merge_capabilities(v, mine)
+                        }
+                        _ => v.clone(),
+                    };
+                    merged.insert(k.clone(), v);
                 }
                 map.serialize_entry("_meta", &merged)?;
             }
@@ -465,6 +473,12 @@ impl Core {
         match result_type(result) {
             Ok(ResultType::Complete) => Some(self.decode(id, result)),
             Ok(ResultType::InputRequired) => self.input_required(id, result, now),
+            // A task, to a call that declared the tasks extension on itself (see `tasks.rs`).
+            Ok(ResultType::Other(kind))
+                if kind == crate::tasks::RESULT_TYPE_TASK && self.asked_for_task(id) =>
+            {
+                Some(self.decode(id, result))
+            }
             Ok(ResultType::Other(kind)) => Some(Err(RequestError::InvalidResult {
                 method: method(),
                 reason: format!("unknown resultType {kind:?}"),

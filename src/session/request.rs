@@ -7,7 +7,7 @@ use crate::jsonrpc::RequestId;
 use crate::prompts::{CompleteResult, CompletionRef, GetPromptResult, ListPromptsResult};
 use crate::resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult};
 use crate::skills::{DirectoryReadResult, GetSkillResult, ListSkillsResult};
-use crate::tasks::{ListTasksResult, Task, TaskCall};
+use crate::tasks::{CancelAck, ListTasksResult, Task, TaskCall, UpdateAck};
 use crate::types::{CallToolResult, DiscoverResult, ListToolsResult, Outcome, ResultType};
 use serde::de::DeserializeOwned;
 use serde::ser::SerializeMap;
@@ -205,8 +205,11 @@ methods! {
     /// `tasks/result`: a tool-call task's result, once it ended (the server holds the answer
     /// until then).
     GetTaskResult = "tasks/result" => CallToolResult, TaskResult;
-    /// `tasks/cancel`: the task, cancelled. (Boxed.)
-    CancelTask = "tasks/cancel" => Box<Task>, TaskCancelled;
+    /// `tasks/cancel`: the task, cancelled (2025-11-25), or an empty acknowledgement
+    /// (2026-07-28).
+    CancelTask = "tasks/cancel" => Box<CancelAck>, TaskCancelled;
+    /// `tasks/update` (2026-07-28): an empty acknowledgement of the input delivered.
+    UpdateTask = "tasks/update" => UpdateAck, TaskUpdated;
     /// `tasks/list`: a page of tasks.
     ListTasks = "tasks/list" => ListTasksResult, Tasks;
 }
@@ -372,9 +375,11 @@ impl Request {
         })
     }
 
-    /// A task-augmented `tools/call` (MCP 2025-11-25): `task` in the params, with `ttl` when
-    /// given (see [`task_call_params`](crate::tasks::task_call_params)). Refused before anything
-    /// is sent when the server did not declare `tasks.requests.tools.call`. Its reply is
+    /// A task-augmented `tools/call`: in 2025-11-25 `task` in the params, with `ttl` when given
+    /// (see [`task_call_params`](crate::tasks::task_call_params)), refused before anything is
+    /// sent when the server did not declare `tasks.requests.tools.call`; in 2026-07-28 a plain
+    /// call that declares the tasks extension on itself (the server decides; `ttl` is not sent),
+    /// refused when the server did not declare the extension. Its reply is
     /// [`Reply::TaskCall`].
     ///
     /// > "If a server's capabilities do not include `tasks.requests.tools.call`, then clients
@@ -408,6 +413,21 @@ impl Request {
     /// [`Reply::TaskCancelled`].
     pub fn cancel_task(task_id: &str) -> Self {
         Request::of::<CancelTask>(Some(json!({ "taskId": task_id })))
+    }
+
+    /// `tasks/update {taskId, inputResponses}` (2026-07-28): answers `input_requests`, the
+    /// requests an `input_required` task waits for ([`Task::input_requests`]). The session hands
+    /// each to the application first (as it does an input-required round's), and sends the
+    /// update with their answers once the last is in. Its reply is [`Reply::TaskUpdated`].
+    ///
+    /// > "Clients **MUST** treat each entry in `inputRequests` as they would the equivalent
+    /// > standalone server-to-client request" — Tasks extension, 2026-07-28 § Task Update
+    /// > Requests
+    pub fn update_task(task_id: &str, input_requests: Map<String, Value>) -> Self {
+        Request::of::<UpdateTask>(Some(json!({
+            "taskId": task_id,
+            super::tasks::INPUTS_TO_ASK: input_requests,
+        })))
     }
 
     /// `tasks/list` for one page (the server must declare `tasks.list`). Its reply is

@@ -56,11 +56,18 @@
 //! URL and opens another) and answer its reply, as JSON text); `show-capabilities` (logs the
 //! capabilities of each `initialize` on stderr: `serve: client capabilities {…}`);
 //! `long-description` (tool `echo`'s description is [`LONG_DESCRIPTION`], a docstring of
-//! several paragraphs); `tasks-ok`, `tasks-forever`, `tasks-no-result`, `tasks-failed`,
-//! `tasks-plain` (legacy era: declares tasks, lists tool `research` that requires them, and its
-//! task `t1` completes after two polls, stays `working`, completes with a result never sent,
-//! fails, or the task call is answered with a plain result; every `tasks/…` request is logged on
-//! stderr, `serve: tasks/cancel t1`).
+//! several paragraphs).
+//!
+//! Task behaviours, either era (2025-11-25's SEP-1686 wire in the legacy era, 2026-07-28's
+//! `io.modelcontextprotocol/tasks` extension in the modern one): `tasks-ok`, `tasks-forever`,
+//! `tasks-no-result`, `tasks-failed`, `tasks-plain`, `tasks-backwards`, `tasks-wrong-id`,
+//! `tasks-huge-message`, `tasks-notify`, and `tasks-input` (modern): the server declares tasks,
+//! lists tool `research` that requires them, and its task `t1` completes after two polls, stays
+//! `working`, completes with a result never sent, fails, or the task call is answered with a
+//! plain result; completes then says it works again; is answered for `t2`; carries a 1 MiB status
+//! message; comes with status notifications for unknown tasks and a lying one for `t1`; or waits
+//! for an elicitation answered with `tasks/update` (see `TaskMode`). Every `tasks/…` request is
+//! logged on stderr (`serve: tasks/cancel t1`).
 //!
 //! `skills` (either era): the server declares the skills extension (SEP-2640, with
 //! `directoryRead`) and serves [`crate::skills`]' true and hostile skills.
@@ -157,9 +164,9 @@ struct Behaviour {
     hang_relist: bool,
     /// `no-tools`: no `tools` capability, and `tools/list` is an unknown method (legacy era).
     no_tools: bool,
-    /// `tasks-…`: declares tasks (SEP-1686) and lists tool `research`
-    /// (`execution.taskSupport: "required"`), whose task call goes as the mode says (legacy
-    /// era; see [`task_reply`]).
+    /// `tasks-…`: declares tasks (SEP-1686 in the legacy era, the `io.modelcontextprotocol/tasks`
+    /// extension in the modern one) and lists tool `research` (`execution.taskSupport:
+    /// "required"`), whose task call goes as the mode says (see [`task_reply`]).
     tasks: Option<TaskMode>,
 }
 
@@ -171,12 +178,27 @@ enum TaskMode {
     /// `tasks-forever`: task `t1` stays `working` (every poll says so, `pollInterval` 50 ms).
     Forever,
     /// `tasks-no-result`: task `t1` is `completed` at once, and `tasks/result` is never
-    /// answered.
+    /// answered (2026-07-28: `completed` with no `result`).
     NoResult,
-    /// `tasks-failed`: task `t1` is `failed`, and `tasks/result` answers -32603.
+    /// `tasks-failed`: task `t1` is `failed`, and `tasks/result` answers -32603 (2026-07-28:
+    /// the error inlined).
     Failed,
     /// `tasks-plain`: the task call is answered with a plain result (`plain`), no task.
     Plain,
+    /// `tasks-backwards`: `t1` completes on the first poll, and every later poll says it is
+    /// `working` again (out of a terminal state).
+    Backwards,
+    /// `tasks-wrong-id`: every poll answers for task `t2`.
+    WrongId,
+    /// `tasks-huge-message`: every poll's `statusMessage` is 1 MiB (then as `tasks-ok`).
+    HugeMessage,
+    /// `tasks-notify`: before each answer, status notifications for unknown tasks (`zz0`…),
+    /// and for `t1` one that says it completed (with a result, `from a notification`) while
+    /// polls say `working` for five polls, then `completed` (`researched`).
+    Notify,
+    /// `tasks-input` (2026-07-28): `t1` is `input_required` with an `elicitation/create` (key
+    /// `name`) until a `tasks/update` answers it, then completes with `hello <name>`.
+    Input,
 }
 
 /// What `hostile-text` puts in every string: an OSC 8 link that shows one URL and opens another,
@@ -261,33 +283,115 @@ pub fn serve(era: Era) -> ExitCode {
 /// cancellation are logged on stderr (`serve: tasks/cancel t1`).
 type TaskReply = Option<Option<Result<Value, Value>>>;
 
-fn task_reply(mode: TaskMode, msg: &Value, method: &str, polls: &mut u64) -> TaskReply {
+/// What the `tasks-…` behaviours remember: the polls so far, and the input `tasks-input` got.
+#[derive(Default)]
+struct TaskState {
+    polls: u64,
+    input: Option<String>,
+}
+
+/// In the modern era (`modern`) the tasks extension's wire: the server declares it in
+/// `server/discover`, creates a task only for a call that declared it on itself (a plain call of
+/// `research` gets -32021), answers with the task's members flat (`resultType: "task"`, `ttlMs`,
+/// `pollIntervalMs`), inlines the result or error in `tasks/get`, acknowledges `tasks/cancel`
+/// and `tasks/update` with an empty result, and has no `tasks/result` nor `tasks/list`.
+fn task_reply(
+    mode: TaskMode,
+    modern: bool,
+    msg: &Value,
+    method: &str,
+    state: &mut TaskState,
+    out: &mut dyn Write,
+) -> TaskReply {
     if method == "tasks/get" {
-        *polls += 1;
+        state.polls += 1;
     }
-    let polls = *polls;
-    let task = |status: &str| {
-        json!({"taskId": "t1", "status": status, "statusMessage": format!("{status} ({polls})"),
-               "createdAt": "2025-11-25T10:30:00Z", "lastUpdatedAt": "2025-11-25T10:30:00Z",
-               "ttl": 60000, "pollInterval": 50})
-    };
+    let polls = state.polls;
     let params = &msg["params"];
+    let declared = params["_meta"][CLIENT_CAPABILITIES_META]["extensions"]
+        .get("io.modelcontextprotocol/tasks")
+        .is_some();
+    let message = match mode {
+        TaskMode::HugeMessage => "m".repeat(1 << 20),
+        _ => String::new(),
+    };
+    let task = |status: &str| {
+        let message = match mode {
+            TaskMode::HugeMessage => message.clone(),
+            _ => format!("{status} ({polls})"),
+        };
+        let id = if mode == TaskMode::WrongId && polls > 0 {
+            "t2"
+        } else {
+            "t1"
+        };
+        if modern {
+            json!({"taskId": id, "status": status, "statusMessage": message,
+                   "createdAt": "2026-07-28T10:30:00Z", "lastUpdatedAt": "2026-07-28T10:30:00Z",
+                   "ttlMs": 60000, "pollIntervalMs": 50})
+        } else {
+            json!({"taskId": id, "status": status, "statusMessage": message,
+                   "createdAt": "2025-11-25T10:30:00Z", "lastUpdatedAt": "2025-11-25T10:30:00Z",
+                   "ttl": 60000, "pollInterval": 50})
+        }
+    };
+    let researched = json!({"content": [{"type": "text", "text": "researched"}]});
+    if mode == TaskMode::Notify && (method == "tasks/get" || method == "tools/call") {
+        let name = if modern {
+            "notifications/tasks"
+        } else {
+            "notifications/tasks/status"
+        };
+        for n in 0..3 {
+            let mut t = task("completed");
+            t["taskId"] = json!(format!("zz{n}"));
+            let note = json!({"jsonrpc": "2.0", "method": name, "params": t});
+            let _ = writeln!(out, "{note}");
+        }
+        let mut t = task("completed");
+        t["result"] = json!({"content": [{"type": "text", "text": "from a notification"}]});
+        let _ = writeln!(
+            out,
+            "{}",
+            json!({"jsonrpc": "2.0", "method": name, "params": t})
+        );
+        let _ = out.flush();
+    }
     if method.starts_with("tasks/") {
         eprintln!(
             "serve: {method} {}",
             params["taskId"].as_str().unwrap_or("")
         );
+        if modern && !declared {
+            return Some(Some(Err(json!({"code": -32021,
+                "message": "Missing required client capability",
+                "data": {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}}))));
+        }
+        if modern && (method == "tasks/result" || method == "tasks/list") {
+            return Some(Some(Err(
+                json!({"code": -32601, "message": format!("Method not found: {method}")}),
+            )));
+        }
         if method != "tasks/list" && params["taskId"] != "t1" {
             return Some(Some(Err(
                 json!({"code": -32602, "message": "Failed to retrieve task: Task not found"}),
             )));
         }
     }
+    let done = |mut t: Value, result: Value| {
+        t["result"] = result;
+        t
+    };
     Some(Some(Ok(match method {
-        "initialize" => json!({
+        "initialize" if !modern => json!({
             "protocolVersion": "2025-11-25",
             "capabilities": {"tools": {}, "tasks": {"list": {}, "cancel": {},
                              "requests": {"tools": {"call": {}}}}},
+            "serverInfo": {"name": "mcp-client-serve-tasks", "version": env!("CARGO_PKG_VERSION")}
+        }),
+        "server/discover" if modern => json!({
+            "supportedVersions": [MODERN],
+            "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
             "serverInfo": {"name": "mcp-client-serve-tasks", "version": env!("CARGO_PKG_VERSION")}
         }),
         "tools/list" => {
@@ -299,21 +403,79 @@ fn task_reply(mode: TaskMode, msg: &Value, method: &str, polls: &mut u64) -> Tas
             json!({ "tools": list })
         }
         "tools/call" if params["name"] == "research" => {
-            if params.get("task").is_none() {
+            if modern && !declared {
+                eprintln!("serve: research without the tasks extension: -32021");
+                return Some(Some(Err(json!({"code": -32021,
+                    "message": "Missing required client capability",
+                    "data": {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}}))));
+            }
+            if !modern && params.get("task").is_none() {
                 return Some(Some(Err(json!({"code": -32601,
                     "message": "research must be called as a task"}))));
             }
-            match mode {
-                TaskMode::Plain => json!({"content": [{"type": "text", "text": "plain"}]}),
-                _ => json!({ "task": task("working") }),
+            eprintln!("serve: research as a task");
+            match (mode, modern) {
+                (TaskMode::Plain, _) => json!({"content": [{"type": "text", "text": "plain"}]}),
+                (_, true) => {
+                    let mut t = task("working");
+                    t["resultType"] = json!("task");
+                    t
+                }
+                (_, false) => json!({ "task": task("working") }),
             }
         }
         "tasks/get" => match mode {
-            TaskMode::Ok if polls > 2 => task("completed"),
-            TaskMode::Ok | TaskMode::Forever | TaskMode::Plain => task("working"),
+            TaskMode::Ok | TaskMode::HugeMessage if polls > 2 => {
+                if modern {
+                    done(task("completed"), researched)
+                } else {
+                    task("completed")
+                }
+            }
+            TaskMode::Notify if polls > 5 => {
+                if modern {
+                    done(task("completed"), researched)
+                } else {
+                    task("completed")
+                }
+            }
+            TaskMode::Backwards if polls == 1 => {
+                if modern {
+                    done(task("completed"), researched)
+                } else {
+                    task("completed")
+                }
+            }
+            TaskMode::Input => match &state.input {
+                Some(name) => done(
+                    task("completed"),
+                    json!({"content": [{"type": "text", "text": format!("hello {name}")}]}),
+                ),
+                None => {
+                    let mut t = task("input_required");
+                    t["inputRequests"] = json!({"name": {"method": "elicitation/create",
+                        "params": {"mode": "form", "message": "Your name?",
+                            "requestedSchema": {"type": "object",
+                                "properties": {"name": {"type": "string"}}, "required": ["name"]}}}});
+                    t
+                }
+            },
             TaskMode::NoResult => task("completed"),
-            TaskMode::Failed => task("failed"),
+            TaskMode::Failed => {
+                let mut t = task("failed");
+                if modern {
+                    t["error"] = json!({"code": -32603, "message": "the task failed"});
+                }
+                t
+            }
+            _ => task("working"),
         },
+        "tasks/update" => {
+            let name = params["inputResponses"]["name"]["content"]["name"].as_str();
+            eprintln!("serve: tasks/update t1 {}", name.unwrap_or("(no name)"));
+            state.input = name.map(str::to_owned);
+            json!({})
+        }
         "tasks/result" => match mode {
             TaskMode::NoResult | TaskMode::Forever => return Some(None),
             TaskMode::Failed => {
@@ -324,6 +486,7 @@ fn task_reply(mode: TaskMode, msg: &Value, method: &str, polls: &mut u64) -> Tas
             _ => json!({"content": [{"type": "text", "text": "researched"}],
                         "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "t1"}}}),
         },
+        "tasks/cancel" if modern => json!({}),
         "tasks/cancel" => task("cancelled"),
         "tasks/list" => json!({ "tasks": [task("working")] }),
         _ => return None,
@@ -384,6 +547,11 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "tasks-no-result" => b.tasks = Some(TaskMode::NoResult),
                         "tasks-failed" => b.tasks = Some(TaskMode::Failed),
                         "tasks-plain" => b.tasks = Some(TaskMode::Plain),
+                        "tasks-backwards" => b.tasks = Some(TaskMode::Backwards),
+                        "tasks-wrong-id" => b.tasks = Some(TaskMode::WrongId),
+                        "tasks-huge-message" => b.tasks = Some(TaskMode::HugeMessage),
+                        "tasks-notify" => b.tasks = Some(TaskMode::Notify),
+                        "tasks-input" => b.tasks = Some(TaskMode::Input),
                         "exit-before-handshake" => {
                             eprintln!("serve: exiting before the handshake, on purpose");
                             return ExitCode::from(4);
@@ -447,8 +615,8 @@ fn run(b: Behaviour) -> ExitCode {
     let mut first_request = true;
     // `tools/list` requests received so far.
     let mut listings = 0u64;
-    // `tasks/get` requests received so far (`tasks-…`).
-    let mut polls = 0u64;
+    // What the `tasks-…` behaviours remember.
+    let mut tasks = TaskState::default();
     loop {
         line.clear();
         if let Some(ahead) = pending.take() {
@@ -525,17 +693,21 @@ fn run(b: Behaviour) -> ExitCode {
             let error = json!({"code": -32022, "message": "Unsupported protocol version",
                                "data": {"supported": [MODERN], "requested": requested}});
             write_response(&mut out, &id, Err(error))
+        } else if let Some(reply) = b
+            .tasks
+            .and_then(|mode| task_reply(mode, modern, &msg, method, &mut tasks, &mut out))
+        {
+            match (reply, modern) {
+                (Some(Ok(result)), true) if result.get("resultType").is_some() => {
+                    write_modern(&mut out, &id, Ok((result, "task")))
+                }
+                (Some(reply), true) => write_modern(&mut out, &id, reply.map(|r| (r, "complete"))),
+                (Some(reply), false) => write_response(&mut out, &id, reply),
+                (None, _) => continue,
+            }
         } else if modern {
             match modern_reply(&b, &msg, method, &id, &mut mrtr, &mut input, &mut out, &tx) {
                 Some(reply) => write_modern(&mut out, &id, reply),
-                None => continue,
-            }
-        } else if let Some(reply) = b
-            .tasks
-            .and_then(|mode| task_reply(mode, &msg, method, &mut polls))
-        {
-            match reply {
-                Some(reply) => write_response(&mut out, &id, reply),
                 None => continue,
             }
         } else {

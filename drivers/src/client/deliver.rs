@@ -337,6 +337,9 @@ impl ConnState {
                     };
                     self.listen_ended(id, how, &error);
                 }
+                // A task's new state: whoever waits on it polls now (a notification for a task
+                // nobody waits on changes nothing).
+                Event::TaskStatus(task) => self.task_waits.notify(&task.task_id),
                 // An answer nobody waits for any more (its caller stopped waiting), a log message
                 // nobody is told of, and what this client does not act on: the end of a
                 // URL-mode elicitation.

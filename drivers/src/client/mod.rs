@@ -332,6 +332,9 @@ struct ConnState {
     /// arm no timer at all.
     timer_armed: Option<Instant>,
     timer_wake: Option<Arc<event_listener::Event>>,
+    /// The tasks a caller waits on ([`TaskHandle::wait`]), each with its waiters and the
+    /// wake-up a status notification naming it sends (see `tasks.rs`).
+    task_waits: tasks::TaskWaits,
     /// Answers in their slots that their callers have not taken yet: that many callers are about
     /// to run (woken, or already due to run), and a request sent meanwhile may wait for theirs,
     /// to go out in one write with them ([`Transport::send_batched`]).
@@ -394,6 +397,7 @@ impl Client {
                 label: config.label,
                 timer_armed: None,
                 timer_wake: config.idle_reader.then(|| idle_wake.clone()),
+                task_waits: tasks::TaskWaits::default(),
                 ready: 0,
                 held: false,
                 listener: {

@@ -1,17 +1,113 @@
-//! Tasks (MCP 2025-11-25, SEP-1686) as the client's methods: a task-augmented tool call that
-//! hands back a [`TaskHandle`] ([`Client::call_as_task`]), the task requests (`tasks/get`,
-//! `tasks/result`, `tasks/cancel`, `tasks/list`), and a call that waits for its task's result
-//! transparently ([`Client::call_tool_waiting`], what a bridged tool whose tool requires tasks
-//! uses). Every decision — whether a call goes as a task, when to poll next, what a poll's answer
-//! means — is the core's ([`mcp_proto::tasks`]); this file only waits and sends.
+//! Tasks as the client's methods, the same whichever era the session speaks (MCP 2025-11-25's
+//! SEP-1686, or 2026-07-28's extension `io.modelcontextprotocol/tasks`): a task-augmented tool
+//! call that hands back a [`TaskHandle`] ([`Client::call_as_task`]), the task requests
+//! (`tasks/get`, `tasks/cancel`, and `tasks/result`, `tasks/list` where the era has them), and a
+//! call that waits for its task's result transparently ([`Client::call_tool_waiting`], what a
+//! bridged tool whose tool requires tasks uses). Every decision — the era's wire, whether a call
+//! goes as a task, when to poll next, what a poll's answer means, a finished task's outcome — is
+//! the core's ([`mcp_proto::tasks`], [`mcp_proto::Session::task_poll_step`]); this file only
+//! waits and sends.
 
 use super::{Client, Error};
-use mcp_proto::tasks::{poll_step, CreateTaskResult, PollStep, Task, TaskCall};
+use mcp_proto::tasks::{
+    outcome, remember_answered, unanswered_inputs, CreateTaskResult, PollStep, Task, TaskCall,
+    TaskStatus, MIN_POLL,
+};
 use mcp_proto::{
     CallToolResult, CancelTask, GetTask, GetTaskResult, ListTasks, Progress, Request, RequestError,
+    UpdateTask,
 };
 use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// The most tasks one client waits on at once and wakes on a status notification; past it a
+/// wait still polls, without the early wake-up.
+const MAX_WATCHED_TASKS: usize = 1024;
+
+/// The tasks callers wait on, by id: how many wait, and what wakes them when a status
+/// notification names the task.
+#[derive(Default)]
+pub(super) struct TaskWaits {
+    by_id: HashMap<String, (usize, Arc<event_listener::Event>)>,
+}
+
+impl TaskWaits {
+    /// A status notification named task `id`: whoever waits on it polls now.
+    pub(super) fn notify(&self, id: &str) {
+        if let Some((_, wake)) = self.by_id.get(id) {
+            wake.notify(usize::MAX);
+        }
+    }
+}
+
+/// One caller's wait on a task's status notifications, for as long as it lives.
+struct Watch<'a> {
+    client: &'a Client,
+    id: String,
+    wake: Option<Arc<event_listener::Event>>,
+}
+
+impl<'a> Watch<'a> {
+    fn new(client: &'a Client, id: &str) -> Watch<'a> {
+        let mut state = client.lock();
+        let waits = &mut state.task_waits.by_id;
+        let wake = if let Some((n, wake)) = waits.get_mut(id) {
+            *n += 1;
+            Some(wake.clone())
+        } else if waits.len() < MAX_WATCHED_TASKS {
+            let wake = Arc::new(event_listener::Event::new());
+            waits.insert(id.to_owned(), (1, wake.clone()));
+            Some(wake)
+        } else {
+            None
+        };
+        Watch {
+            client,
+            id: id.to_owned(),
+            wake,
+        }
+    }
+
+    /// Waits until `at`, or until a status notification names the task — but not before
+    /// `earliest` (a server's notifications do not make the client poll faster than
+    /// [`MIN_POLL`]).
+    async fn until(&self, at: Instant, earliest: Instant) {
+        let Some(wake) = &self.wake else {
+            smol::Timer::at(at).await;
+            return;
+        };
+        let listener = wake.listen();
+        let woken = async {
+            listener.await;
+            smol::Timer::at(earliest.min(at)).await;
+        };
+        smol::future::or(
+            async {
+                smol::Timer::at(at).await;
+            },
+            woken,
+        )
+        .await;
+    }
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        if self.wake.is_none() {
+            return;
+        }
+        let mut state = self.client.lock();
+        let waits = &mut state.task_waits.by_id;
+        if let Some((n, _)) = waits.get_mut(&self.id) {
+            *n -= 1;
+            if *n == 0 {
+                waits.remove(&self.id);
+            }
+        }
+    }
+}
 
 /// How long a cancellation sent because a waiting call gave up (its timeout, its future dropped)
 /// waits for the server's answer.
@@ -73,35 +169,61 @@ impl TaskHandle {
         self.created.as_ref()
     }
 
-    /// Its state now (`tasks/get`), also kept as [`task`](Self::task).
+    /// Its state now (`tasks/get`), also kept as [`task`](Self::task). An answer for another
+    /// task, or one that moves the task out of a terminal state, is refused
+    /// ([`RequestError::InvalidResult`]) and not kept.
+    ///
+    /// > "Tasks with a `completed`, `failed`, or `cancelled` status are in a terminal state and
+    /// > **MUST NOT** transition to any other status" — MCP 2025-11-25, Tasks § Task Status
+    /// > Lifecycle
     pub async fn get(&mut self) -> Result<Task, Error> {
         let seen = self.client.get_task(self.id()).await?;
+        if let PollStep::Invalid(reason) =
+            self.client
+                .task_poll_step(&self.task.task_id, &self.task.status, &seen)
+        {
+            return Err(invalid("tasks/get", reason));
+        }
         self.task = seen.clone();
         Ok(seen)
     }
 
-    /// Its result (`tasks/result`): the server answers once the task ended, so this waits as long
-    /// as the task runs — no timeout, unless `timeout` — and fails as the call would have (a
-    /// JSON-RPC error is [`Error::Protocol`]).
+    /// Its result: the server's answer once the task ended, so this waits as long as the task
+    /// runs — no timeout, unless `timeout` — and fails as the call would have (a JSON-RPC error
+    /// is [`Error::Protocol`]). `tasks/result` in 2025-11-25; in 2026-07-28, which has no such
+    /// request, `tasks/get` polled until the task ends (its answer then carries the result).
+    /// Unlike [`wait`](Self::wait), giving up does not cancel the task.
     pub async fn result(&self, timeout: Option<Duration>) -> Result<CallToolResult, Error> {
         let request = Request::task_result(self.id());
         let request = match timeout {
             Some(t) => request.timeout(t),
             None => request.no_timeout(),
         };
-        self.client.request_as::<GetTaskResult>(request).await
+        match self.client.request_as::<GetTaskResult>(request).await {
+            Err(Error::Request(RequestError::NotInEra { .. })) => {
+                self.clone().follow(timeout, |_: &Progress| {}, false).await
+            }
+            other => other,
+        }
     }
 
-    /// Cancels it (`tasks/cancel`; the server must declare `tasks.cancel`).
+    /// Cancels it (`tasks/cancel`; in 2025-11-25 the server must declare `tasks.cancel`): the
+    /// task as the server cancelled it. In 2026-07-28 the server only acknowledges, and the
+    /// task's state comes from a `tasks/get` right after (it may still be `working`:
+    /// cancellation is cooperative).
     pub async fn cancel(&self) -> Result<Task, Error> {
         self.client.cancel_task(self.id()).await
     }
 
     /// Waits for its result: polls `tasks/get` at the server's `pollInterval` (within
     /// [`MIN_POLL`](mcp_proto::tasks::MIN_POLL) and [`MAX_POLL`](mcp_proto::tasks::MAX_POLL)),
-    /// tells `on_status` of each new status message (as a [`Progress`] whose `progress` counts
-    /// the polls), and once the task ended or needs input asks `tasks/result` (input comes
-    /// through it: the server's elicitation or sampling requests go to the client's handlers).
+    /// sooner when a status notification names the task (never sooner than `MIN_POLL` after the
+    /// last poll, and never instead of polling), tells `on_status` of each new status message
+    /// (as a [`Progress`] whose `progress` counts the polls), and once the task ended or needs
+    /// input: in 2025-11-25 asks `tasks/result` (input comes through it: the server's elicitation
+    /// or sampling requests go to the client's handlers); in 2026-07-28 takes the outcome the
+    /// last poll carries, and answers the input a task waits for with `tasks/update` (each
+    /// request through the client's handlers, each key once).
     ///
     /// Within `timeout` when given: past it the task is cancelled (`tasks/cancel`, when the
     /// server declared it) and this fails with [`Error::Timeout`]. Dropping this future cancels
@@ -110,40 +232,87 @@ impl TaskHandle {
     /// > "Requestors **SHOULD** continue polling until the task reaches a terminal status
     /// > (`completed`, `failed`, or `cancelled`), or until encountering the `input_required`
     /// > status." — MCP 2025-11-25, Tasks § Getting Tasks
+    ///
+    /// > "Clients **SHOULD** continue polling until the task reaches a terminal status or until
+    /// > invoking `tasks/cancel`." — Tasks extension, 2026-07-28 § Task Polling
     pub async fn wait(
         &mut self,
         timeout: Option<Duration>,
         on_status: impl Fn(&Progress),
     ) -> Result<CallToolResult, Error> {
+        self.follow(timeout, on_status, true).await
+    }
+
+    /// [`wait`](Self::wait); `cancel_on_give_up`: cancel the task on timeout or drop.
+    async fn follow(
+        &mut self,
+        timeout: Option<Duration>,
+        on_status: impl Fn(&Progress),
+        cancel_on_give_up: bool,
+    ) -> Result<CallToolResult, Error> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let mut guard = CancelTaskOnDrop {
             client: &self.client,
             id: self.task.task_id.clone(),
-            armed: true,
+            armed: cancel_on_give_up,
         };
+        let watch = Watch::new(&self.client, &self.task.task_id);
         let timed_out = || Error::Timeout(timeout.unwrap_or_default());
         let mut polls = 0u64;
         let mut message = self.task.status_message.clone();
         let mut status = self.task.status.clone();
+        let mut answered = HashSet::new();
+        let mut last_poll = Instant::now();
         // The task as created is the first poll's answer.
-        let mut step = poll_step(&self.task.task_id, &status, &self.task);
-        while step == PollStep::Wait {
-            let Some(at) = mcp_proto::tasks::next_poll(&self.task, Instant::now(), deadline) else {
+        let mut step = self
+            .client
+            .task_poll_step(&self.task.task_id, &status, &self.task);
+        loop {
+            match step {
+                PollStep::Wait => {}
+                PollStep::FetchResult => break,
+                PollStep::Invalid(reason) => return Err(invalid("tasks/get", reason)),
+                PollStep::Ended => {
+                    guard.armed = false;
+                    return outcome(&self.task).map_err(Error::from);
+                }
+                PollStep::Answer => {
+                    let asks = unanswered_inputs(&self.task, &answered);
+                    if !asks.is_empty() {
+                        remember_answered(&mut answered, asks.keys().cloned());
+                        let left = remaining(deadline).ok_or_else(timed_out)?;
+                        let request = Request::update_task(&self.task.task_id, asks);
+                        let request = match left {
+                            Some(left) => request.timeout(left),
+                            None => request,
+                        };
+                        match self.client.request_as::<UpdateTask>(request).await {
+                            Err(Error::Timeout(_)) if deadline.is_some() => return Err(timed_out()),
+                            other => other?,
+                        };
+                    }
+                }
+            }
+            let now = Instant::now();
+            let Some(at) = mcp_proto::tasks::next_poll(&self.task, now, deadline) else {
                 return Err(timed_out());
             };
-            smol::Timer::at(at).await;
+            watch.until(at, last_poll + MIN_POLL).await;
             let left = remaining(deadline).ok_or_else(timed_out)?;
             let request = Request::get_task(&self.task.task_id);
             let request = match left {
                 Some(left) => request.timeout(left),
                 None => request,
             };
+            last_poll = Instant::now();
             let seen = match self.client.request_as::<GetTask>(request).await {
                 Err(Error::Timeout(_)) if deadline.is_some() => return Err(timed_out()),
                 other => *other?,
             };
             polls += 1;
-            step = poll_step(&self.task.task_id, &status, &seen);
+            step = self
+                .client
+                .task_poll_step(&self.task.task_id, &status, &seen);
             if let PollStep::Invalid(reason) = step {
                 return Err(invalid("tasks/get", reason));
             }
@@ -158,8 +327,14 @@ impl TaskHandle {
             status = seen.status.clone();
             self.task = seen;
         }
+        drop(watch);
         let left = remaining(deadline).ok_or_else(timed_out)?;
-        let result = match self.result(left).await {
+        let request = Request::task_result(&self.task.task_id);
+        let request = match left {
+            Some(t) => request.timeout(t),
+            None => request.no_timeout(),
+        };
+        let result = match self.client.request_as::<GetTaskResult>(request).await {
             Err(Error::Timeout(_)) if deadline.is_some() => return Err(timed_out()),
             other => other,
         };
@@ -214,12 +389,12 @@ impl Drop for CancelTaskOnDrop<'_> {
 }
 
 impl Client {
-    /// Calls tool `name` as a task (a `tools/call` with a `task` member, `ttl` when given): the
-    /// server answers at once with the task it created ([`TaskStart::Task`]), or — a server that
+    /// Calls tool `name` as a task (2025-11-25: a `tools/call` with a `task` member, `ttl` when
+    /// given; 2026-07-28: a `tools/call` declaring the tasks extension on itself): the server
+    /// answers at once with the task it created ([`TaskStart::Task`]), or — a server that
     /// processed the call normally — with the tool's result ([`TaskStart::Done`]). Refused before
-    /// anything is sent, with
-    /// [`RequestError::NotOffered`], when the server did not declare `tasks.requests.tools.call`
-    /// (and in the 2026-07-28 era with [`RequestError::NotInEra`]). Whether the tool allows
+    /// anything is sent, with [`RequestError::NotOffered`], when the server did not declare
+    /// `tasks.requests.tools.call` (2025-11-25) or the extension (2026-07-28). Whether the tool allows
     /// tasks (`execution.taskSupport`) is the caller's to check
     /// ([`Session::task_call_mode`](mcp_proto::Session::task_call_mode) decides it for
     /// [`call_tool_waiting`](Self::call_tool_waiting)).
@@ -259,13 +434,28 @@ impl Client {
     ) -> Result<CallToolResult, Error> {
         let mode = self.task_call_mode(tool, want_task);
         if mode == mcp_proto::tasks::CallMode::Plain {
+            // A server that takes task calls may still refuse this one without a task (-32021
+            // naming the tasks extension, 2026-07-28): it is made again as a task. Only then are
+            // the arguments kept for it.
+            let again = self.takes_task_calls().then(|| arguments.clone());
+            let started = Instant::now();
             let request = Request::call_tool(&tool.name, arguments);
-            return self
+            let result = self
                 .call(match timeout {
                     Some(t) => request.timeout(t),
                     None => request,
                 })
                 .await;
+            return match (result, again) {
+                (Err(Error::Request(e)), Some(arguments))
+                    if mcp_proto::tasks::requires_tasks_extension(&e) =>
+                {
+                    let left = timeout.map(|t| t.saturating_sub(started.elapsed()));
+                    self.wait_task_call(&tool.name, arguments, left, on_status)
+                        .await
+                }
+                (result, _) => result,
+            };
         }
         self.wait_task_call(&tool.name, arguments, timeout, on_status)
             .await
@@ -338,12 +528,27 @@ impl Client {
             .await?)
     }
 
-    /// Cancels a task (`tasks/cancel`; the server must declare `tasks.cancel`): the task, as the
-    /// server cancelled it. A task already ended is the server's to refuse (-32602).
+    /// Cancels a task (`tasks/cancel`; in 2025-11-25 the server must declare `tasks.cancel`):
+    /// the task, as the server cancelled it — in 2026-07-28, whose answer is an empty
+    /// acknowledgement, as a `tasks/get` right after sees it. A task already ended is the
+    /// server's to refuse (-32602) in 2025-11-25.
+    ///
+    /// > "Cancellation processing is _eventually consistent_ — the task's observable status
+    /// > **MAY** remain `working` (or some other non-terminal status) after the ack" — Tasks
+    /// > extension, 2026-07-28 § Task Cancellation
     pub async fn cancel_task(&self, task_id: &str) -> Result<Task, Error> {
-        Ok(*self
+        let ack = self
             .request_as::<CancelTask>(Request::cancel_task(task_id))
-            .await?)
+            .await?;
+        match ack.task {
+            Some(task) => Ok(task),
+            None => self.get_task(task_id).await,
+        }
+    }
+
+    /// What a poll's answer means (the core's decision, by era).
+    pub(crate) fn task_poll_step(&self, id: &str, before: &TaskStatus, seen: &Task) -> PollStep {
+        self.lock().session.task_poll_step(id, before, seen)
     }
 
     /// One page of the server's tasks (`tasks/list`; the server must declare `tasks.list`).
