@@ -325,28 +325,7 @@ fn a_modern_poll_carries_the_outcome_and_cancel_is_an_acknowledgement() {
 #[test]
 fn a_modern_tasks_input_goes_to_the_application_then_out_with_tasks_update() {
     let now = Instant::now();
-    let mut s = Session::new(Config {
-        era: EraChoice::Modern,
-        capabilities: ClientCapabilities {
-            elicitation: Some(Elicitation {
-                form: true,
-                url: false,
-            }),
-            ..ClientCapabilities::default()
-        },
-        ..Config::default()
-    });
-    s.initialize(now).unwrap();
-    let out = sent(&mut s);
-    line(
-        &mut s,
-        &json!({"jsonrpc": "2.0", "id": out[0]["id"], "result": {"resultType": "complete",
-            "supportedVersions": ["2026-07-28"], "capabilities": serde_json::from_str::<Value>(V2).unwrap()}})
-        .to_string(),
-        now,
-    );
-    sent(&mut s);
-    events(&mut s);
+    let mut s = elicit_session();
     let task: mcp_proto::tasks::Task = serde_json::from_value(json!({
         "taskId": "t1", "status": "input_required",
         "inputRequests": {"name": {"method": "elicitation/create", "params": {
@@ -398,6 +377,101 @@ fn a_modern_tasks_input_goes_to_the_application_then_out_with_tasks_update() {
     // Answered keys are not asked twice.
     let answered = std::iter::once("name".to_owned()).collect();
     assert!(mcp_proto::tasks::unanswered_inputs(&task, &answered).is_empty());
+}
+
+/// > "Server implementations that use multi round-trip requests in conjunction with task
+/// > creation (for example, a tool that requires elicitation over `InputRequiredResult` before
+/// > creating a task) **SHOULD** resolve all MRTR exchanges _synchronously_ before responding
+/// > with a `CreateTaskResult`." — Tasks extension, 2026-07-28 § Task Creation
+///
+/// An input-required round of a task call goes out again declaring the extension (with the
+/// session's own capabilities), and its last round may be the task.
+#[test]
+fn a_modern_task_call_goes_through_input_rounds_to_its_task() {
+    let mut s = elicit_session();
+    let now = Instant::now();
+    let call = s
+        .send(
+            Request::call_tool_as_task("test_tool_with_task", json!({}), None),
+            now,
+        )
+        .unwrap();
+    let out = sent(&mut s);
+    line(
+        &mut s,
+        &json!({"jsonrpc": "2.0", "id": out[0]["id"], "result": {"resultType": "input_required",
+            "requestState": "s1",
+            "inputRequests": {"user_name": {"method": "elicitation/create", "params": {
+                "mode": "form", "message": "Name?",
+                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}}}})
+        .to_string(),
+        now,
+    );
+    let ask = events(&mut s)
+        .into_iter()
+        .find_map(|e| match e {
+            Event::ServerRequest { ask, .. } => Some(ask),
+            _ => None,
+        })
+        .expect("the elicitation");
+    s.respond(
+        ask,
+        Ok(json!({"action": "accept", "content": {"name": "Alice"}})),
+        now,
+    )
+    .unwrap();
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1);
+    let params = &out[0]["params"];
+    assert_eq!(params["requestState"], "s1");
+    assert_eq!(
+        params["inputResponses"]["user_name"]["content"]["name"],
+        "Alice"
+    );
+    assert_eq!(declared(&out[0])["extensions"][TASKS_EXTENSION], json!({}));
+    assert_eq!(declared(&out[0])["elicitation"], json!({"form": {}}));
+    line(
+        &mut s,
+        &json!({"jsonrpc": "2.0", "id": out[0]["id"], "result": {"resultType": "task",
+            "taskId": "t7", "status": "working", "createdAt": "x", "lastUpdatedAt": "x",
+            "ttlMs": null}})
+        .to_string(),
+        now,
+    );
+    let got = outcome(&mut s, call);
+    assert!(
+        matches!(got, Ok(Reply::TaskCall(ref c)) if matches!(**c, TaskCall::Created(ref t) if t.task.task_id == "t7")),
+        "{got:?}"
+    );
+}
+
+/// A modern session whose client declares form elicitation, open against a server with the
+/// tasks extension.
+fn elicit_session() -> Session {
+    let now = Instant::now();
+    let mut s = Session::new(Config {
+        era: EraChoice::Modern,
+        capabilities: ClientCapabilities {
+            elicitation: Some(Elicitation {
+                form: true,
+                url: false,
+            }),
+            ..ClientCapabilities::default()
+        },
+        ..Config::default()
+    });
+    s.initialize(now).unwrap();
+    let out = sent(&mut s);
+    line(
+        &mut s,
+        &json!({"jsonrpc": "2.0", "id": out[0]["id"], "result": {"resultType": "complete",
+            "supportedVersions": ["2026-07-28"], "capabilities": serde_json::from_str::<Value>(V2).unwrap()}})
+        .to_string(),
+        now,
+    );
+    sent(&mut s);
+    events(&mut s);
+    s
 }
 
 /// > "When a task status changes, receivers **MAY** send a `notifications/tasks/status`
