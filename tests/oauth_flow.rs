@@ -1202,12 +1202,98 @@ fn private_key_jwt_sends_a_signed_assertion_and_no_secret() {
     ));
     let r = drive(unauthorized(None), o, &World::standard(), None, &approve);
     assert!(
-        r.err().to_string().contains("not a P-256 key in PEM"),
+        r.err().to_string().contains("not a P-256 or RSA private key in PEM"),
         "{}",
         r.err()
     );
     assert!(!r.err().to_string().contains("nope"));
     assert!(r.urls().iter().all(|u| !u.ends_with("/token")));
+}
+
+/// The client assertion `private_key_jwt` sends with `key`, from a client credentials flow
+/// (or the flow's error, with what it sent).
+fn assertion_with(key: &str) -> (Run, Option<String>) {
+    let mut o = options();
+    o.grant = Grant::ClientCredentials;
+    o.pre_registered = Some(PreRegistered {
+        client_id: "m2m-rsa".into(),
+        client_secret: None,
+        private_key: Some(Secret::new(key)),
+        auth_method: None,
+        issuer: Some(AS.into()),
+    });
+    let r = drive(unauthorized(None), o, &World::standard(), None, &|_| {
+        panic!("no person in the client credentials grant")
+    });
+    let assertion = r
+        .requests
+        .iter()
+        .rev()
+        .find(|q| q.url == "https://as.example.com/token")
+        .map(|t| form(t)["client_assertion"].clone());
+    (r, assertion)
+}
+
+#[test]
+fn private_key_jwt_signs_rs256_with_an_rsa_key_in_pkcs8_or_pkcs1() {
+    use base64::Engine;
+    use rsa::pkcs8::DecodePublicKey;
+    use rsa::signature::Verifier;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let public =
+        rsa::RsaPublicKey::from_public_key_pem(include_str!("keys/rsa2048.pub.pem")).unwrap();
+    let verifier = rsa::pkcs1v15::VerifyingKey::<sha2::Sha256>::new(public);
+    for pem in [
+        include_str!("keys/rsa2048.pkcs8.pem"),
+        include_str!("keys/rsa2048.pkcs1.pem"),
+    ] {
+        let (r, assertion) = assertion_with(pem);
+        assert_eq!(r.ok().client.auth_method, AuthMethod::PrivateKeyJwt);
+        let assertion = assertion.expect("a token request with an assertion");
+        let parts: Vec<&str> = assertion.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        // The key's type decides the algorithm (RFC 7518 § 3.3: RS256 is RSASSA-PKCS1-v1_5
+        // with SHA-256).
+        let head: Value = serde_json::from_slice(&b64.decode(parts[0]).unwrap()).unwrap();
+        assert_eq!(head["alg"], "RS256");
+        let claims: Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+        assert_eq!(
+            (&claims["iss"], &claims["aud"]),
+            (&json!("m2m-rsa"), &json!(AS))
+        );
+        let raw = b64.decode(parts[2]).unwrap();
+        assert_eq!(raw.len(), 256, "a 2048-bit key signs 256 bytes");
+        let signature = rsa::pkcs1v15::Signature::try_from(raw.as_slice()).unwrap();
+        verifier
+            .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &signature)
+            .expect("a valid RS256 signature");
+        // The key shows nowhere in what the flow made or ended with.
+        let body = pem.lines().nth(1).unwrap();
+        let shown = format!("{:?} {:?}", r.requests, r.ok());
+        assert!(!shown.contains(body), "{shown}");
+    }
+}
+
+#[test]
+fn private_key_jwt_refuses_a_short_or_broken_rsa_key_before_sending_it_anything() {
+    let short = include_str!("keys/rsa1024.pkcs8.pem");
+    // A PKCS#1 key with its body cut short: the PEM armour is right, the key is not.
+    let full = include_str!("keys/rsa2048.pkcs1.pem");
+    let lines: Vec<&str> = full.lines().collect();
+    let broken = [&lines[..3], &lines[lines.len() - 1..]].concat().join("\n");
+    let cases = [
+        (short, "has 1024 bits"),
+        (broken.as_str(), "not a P-256 or RSA private key"),
+    ];
+    for (pem, says) in cases {
+        let (r, assertion) = assertion_with(pem);
+        assert!(assertion.is_none(), "nothing goes to the token endpoint");
+        let e = r.err().to_string();
+        assert!(e.contains(says), "{e}");
+        for line in pem.lines().filter(|l| !l.starts_with("-----")) {
+            assert!(!e.contains(line), "{e}");
+        }
+    }
 }
 
 #[test]

@@ -36,6 +36,7 @@ mod pkce;
 /// The secret type the flow's tokens and client secrets are kept in (it lives in
 /// [`crate::secret`], a leaf the HTTP rules use too).
 pub use crate::secret::Secret;
+pub use assertion::{MAX_RSA_BITS, MIN_RSA_BITS};
 pub use authorizer::{Attempt, Authorizer, Ticket, Turn, Verdict, MAX_STEP_UPS};
 pub use challenge::{parse_challenges, BearerChallenge, Challenge, MAX_CHALLENGE_PARTS};
 pub use credentials::{

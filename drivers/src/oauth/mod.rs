@@ -46,7 +46,7 @@
 //!     let _service = OAuthConfig::client_credentials(PreRegistered {
 //!         client_id: "my-service".into(),
 //!         client_secret: Some(Secret::new(std::env::var("MCP_CLIENT_SECRET").unwrap_or_default())),
-//!         private_key: None, // or a P-256 PEM key: private_key_jwt instead of the secret
+//!         private_key: None, // or a P-256 or RSA PEM key: private_key_jwt instead of the secret
 //!         auth_method: None, // client_secret_basic (or _post when that is all the server takes)
 //!         issuer: Some("https://auth.example.com".into()),
 //!     });
@@ -67,9 +67,9 @@
 //! [`Error::Auth`](crate::Error::Auth).
 //!
 //! A pre-registered client may authenticate with a private key instead of a secret
-//! ([`PreRegistered::private_key`], a P-256 key in PEM): the token endpoint gets an ES256-signed
-//! `client_assertion` (`private_key_jwt`, RFC 7523) for the client credentials grant, the code
-//! exchange and refreshes.
+//! ([`PreRegistered::private_key`], a P-256 or RSA key in PEM): the token endpoint gets a
+//! `client_assertion` signed ES256 or RS256, as the key's type says (`private_key_jwt`, RFC 7523),
+//! for the client credentials grant, the code exchange and refreshes.
 //!
 //! # Stores
 //!
