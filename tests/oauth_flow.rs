@@ -1297,35 +1297,93 @@ fn private_key_jwt_refuses_a_short_or_broken_rsa_key_before_sending_it_anything(
 }
 
 #[test]
-fn with_nobody_to_ask_the_flow_ends_once_it_knows_the_authorization_server() {
-    // The application has no way to show a person the URL (the driver's `Authorize::Refuse`).
+fn with_nobody_to_ask_stored_tokens_are_used_and_refreshed_but_nothing_else_is_started() {
+    // The application has no way to show a person the URL (the driver's `Authorize::Refuse`,
+    // the CLI's `--no-auth`): it means "never start a flow that needs a person", not "ignore
+    // what is stored".
     let mut o = options();
     assert!(o.interactive && o.asks_person());
     o.interactive = false;
     assert!(!o.asks_person());
-    let stored = credentials(AS, "STORED", Some("R"), None);
+    let nobody = |_: &AuthorizationRequest| -> String { panic!("nobody is asked") };
+    let refused = |r: &Run| {
+        let AuthError::NotAuthorized {
+            issuer,
+            resource,
+            reason,
+        } = r.err()
+        else {
+            panic!("{:?}", r.result)
+        };
+        assert_eq!(
+            (issuer.as_str(), resource.as_str(), reason.as_str()),
+            (AS, MCP, "authorizing is turned off")
+        );
+        // Discovery and the store only: nothing registered or authorized.
+        assert!(
+            r.urls()
+                .iter()
+                .all(|u| !u.ends_with("/register") && !u.ends_with("/authorize")),
+            "{:?}",
+            r.urls()
+        );
+        assert!(r.authorizations.is_empty());
+    };
+    let w = World::standard();
+    // Nothing stored: refused once the authorization server is known, naming it.
+    let r = drive(unauthorized(None), o.clone(), &w, None, &nobody);
+    refused(&r);
+    assert_eq!(r.urls(), [format!("GET {PRM}"), format!("GET {AS_META}")]);
+    assert_eq!(r.loads, [(AS.to_owned(), MCP.to_owned())]);
+    // A fresh stored token: used as it is.
+    let fresh = credentials(AS, "STORED", Some("R"), Some(unix(now()) + 600));
+    let r = drive(unauthorized(None), o.clone(), &w, Some(fresh), &nobody);
+    assert_eq!(r.ok().tokens.access_token.expose(), "STORED");
+    assert_eq!(r.urls(), [format!("GET {PRM}"), format!("GET {AS_META}")]);
+    // An expired one with a refresh token: refreshed, which needs nobody.
+    let expired = credentials(AS, "OLD", Some("R"), Some(unix(now()) - 1));
+    let r = drive(unauthorized(None), o.clone(), &w, Some(expired), &nobody);
+    assert_eq!(r.ok().tokens.access_token.expose(), "AT1");
+    assert_eq!(
+        form(r.last_to(&format!("{AS}/token")))["grant_type"],
+        "refresh_token"
+    );
+    // The token that the server just refused (a 401 sent with it), with a refresh token: the
+    // same.
+    let failed = credentials(AS, "OLD", Some("R"), None);
+    let again = start(Reason::Unauthorized, None, Some(failed.clone()));
+    let r = drive(again, o.clone(), &w, Some(failed), &nobody);
+    assert_eq!(r.ok().tokens.access_token.expose(), "AT1");
+    // Hostile: an expired token and no refresh token — not sent, nothing registered, refused.
+    let dead = credentials(AS, "DEAD", None, Some(unix(now()) - 1));
+    let r = drive(unauthorized(None), o.clone(), &w, Some(dead), &nobody);
+    refused(&r);
+    assert!(!format!("{:?}", r.requests).contains("DEAD"));
+    // A refresh the server refuses: refused too (authorizing again would need a person).
+    let mut revoked = World::standard();
+    revoked.put(
+        "POST",
+        &format!("{AS}/token"),
+        400,
+        json!({"error": "invalid_grant"}),
+    );
+    let expired = credentials(AS, "OLD", Some("R"), Some(unix(now()) - 1));
     let r = drive(
         unauthorized(None),
         o.clone(),
-        &World::standard(),
-        Some(stored),
-        &|_| panic!("nobody is asked"),
+        &revoked,
+        Some(expired),
+        &nobody,
     );
-    let AuthError::NotAuthorized {
-        issuer,
-        resource,
-        reason,
-    } = r.err()
-    else {
-        panic!("{:?}", r.result)
-    };
-    assert_eq!(
-        (issuer.as_str(), resource.as_str(), reason.as_str()),
-        (AS, MCP, "authorizing is turned off")
+    refused(&r);
+    // A step-up needs a person: refused, even with a fresh token stored.
+    let fresh = credentials(AS, "STORED", Some("R"), None);
+    let step_up = start(
+        Reason::InsufficientScope,
+        Some(r#"Bearer error="insufficient_scope", scope="files:write""#),
+        Some(fresh.clone()),
     );
-    // Discovery only: nothing loaded, registered, refreshed or authorized.
-    assert_eq!(r.urls(), [format!("GET {PRM}"), format!("GET {AS_META}")]);
-    assert!(r.loads.is_empty() && r.authorizations.is_empty());
+    refused(&drive(step_up, o.clone(), &w, Some(fresh), &nobody));
     // The client credentials grant needs no person: not affected.
     o.grant = Grant::ClientCredentials;
     assert!(!o.asks_person());

@@ -593,16 +593,6 @@ impl Flow {
                 });
             }
         }
-        // Nobody to ask (the application said so): the flow ends here, naming the authorization
-        // server, before stored credentials are loaded (neither stored nor refreshed tokens
-        // are used).
-        if self.options.grant == Grant::AuthorizationCode && !self.options.interactive {
-            return self.fail(AuthError::NotAuthorized {
-                issuer: found.issuer.clone(),
-                resource: redact_url(&self.start.resource_url),
-                reason: "authorizing is turned off".into(),
-            });
-        }
         let load = Step::Load {
             issuer: found.issuer.clone(),
             resource: self.resource.clone(),
@@ -732,6 +722,16 @@ impl Flow {
         let Some(found) = self.found.clone() else {
             return self.fail(AuthError::Misuse("no authorization server"));
         };
+        // Nobody to ask (the application said so): stored tokens were used, and refreshed
+        // where they could be without a person; what is left needs one, so the flow ends here,
+        // naming the authorization server, before it registers a client or asks anyone.
+        if self.options.grant == Grant::AuthorizationCode && !self.options.interactive {
+            return self.fail(AuthError::NotAuthorized {
+                issuer: found.issuer,
+                resource: redact_url(&self.start.resource_url),
+                reason: "authorizing is turned off".into(),
+            });
+        }
         let md = &found.server;
         if let Some(pre) = &self.options.pre_registered {
             let auth_method = pre.auth_method.unwrap_or(match &pre.client_secret {

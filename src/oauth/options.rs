@@ -150,9 +150,11 @@ pub struct AuthOptions {
     /// origin, else its default endpoints `/authorize`, `/token`, `/register` (default on).
     pub legacy_fallbacks: bool,
     /// A person can be asked to authorize (default on). Off, a flow of the authorization code
-    /// grant fails with [`AuthError::NotAuthorized`] as soon as it knows the authorization
-    /// server, before it loads stored credentials or asks anyone: the application has nobody
-    /// to ask (a headless service that was given no way to show the URL). The client
+    /// grant still uses stored credentials (a fresh token as it is, an expired one refreshed
+    /// when it has a refresh token) but starts nothing that needs a person: where it would
+    /// register a client or send someone to the authorization endpoint, it fails with
+    /// [`AuthError::NotAuthorized`], naming the authorization server. For an application with
+    /// nobody to ask (a headless service that was given no way to show the URL). The client
     /// credentials grant needs no person and is not affected.
     pub interactive: bool,
 }

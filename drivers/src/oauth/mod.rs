@@ -58,8 +58,9 @@
 //! # Choices
 //!
 //! [`Authorize::Callback`] (headless; what the tests use), [`Authorize::Browser`] (`open`, `show`,
-//! `timeout`; [`Authorize::browser`] for the defaults), or [`Authorize::Refuse`] (a server that
-//! needs a person fails with [`AuthError::NotAuthorized`], naming its authorization server).
+//! `timeout`; [`Authorize::browser`] for the defaults), or [`Authorize::Refuse`] (stored tokens
+//! are used and refreshed, but a server that needs a person fails with
+//! [`AuthError::NotAuthorized`], naming its authorization server).
 //! [`OAuthConfig::options`] ([`AuthOptions`]) holds the pre-registered client, the metadata
 //! document URL, `offline_access` and the fallbacks; [`OAuthConfig::upfront`] authorizes before
 //! the first request; [`OAuthConfig::request_timeout`] bounds each of the flow's requests (30 s).
@@ -169,9 +170,9 @@ pub enum Authorize {
         /// How long the listener waits.
         timeout: Duration,
     },
-    /// Nobody can authorize: a flow that needs a person fails with
-    /// [`AuthError::NotAuthorized`] naming the authorization server (stored and refreshed
-    /// tokens are not used either): every flow runs with [`AuthOptions::interactive`] off.
+    /// Nobody can authorize: stored tokens are used (and refreshed where they can be without
+    /// a person), but a flow that needs a person fails with [`AuthError::NotAuthorized`]
+    /// naming the authorization server: every flow runs with [`AuthOptions::interactive`] off.
     Refuse,
 }
 
