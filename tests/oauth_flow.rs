@@ -37,6 +37,8 @@ fn unix(t: SystemTime) -> u64 {
 #[derive(Clone)]
 struct World {
     docs: HashMap<String, (u16, Vec<u8>)>,
+    /// Redirects, by `METHOD URL`: the status and the `Location`.
+    moved: HashMap<String, (u16, String)>,
 }
 
 impl World {
@@ -45,6 +47,7 @@ impl World {
     fn standard() -> World {
         let mut w = World {
             docs: HashMap::new(),
+            moved: HashMap::new(),
         };
         w.put(
             "GET",
@@ -73,6 +76,31 @@ impl World {
             format!("{method} {url}"),
             (status, body.to_string().into_bytes()),
         );
+    }
+
+    /// `GET url` answers `status` with this `Location`.
+    fn redirect(&mut self, url: &str, status: u16, location: &str) {
+        self.moved
+            .insert(format!("GET {url}"), (status, location.to_owned()));
+    }
+
+    /// The answer with its headers (a `Location` for a redirect).
+    fn answer_with_headers(&self, request: &HttpRequest) -> (u16, Vec<(String, String)>, Vec<u8>) {
+        let url = request.url.split('?').next().unwrap();
+        match self
+            .moved
+            .get(&format!("{} {url}", request.method.as_str()))
+        {
+            Some((status, location)) => (
+                *status,
+                vec![("Location".to_owned(), location.clone())],
+                Vec::new(),
+            ),
+            None => {
+                let (status, body) = self.answer(request);
+                (status, Vec::new(), body)
+            }
+        }
     }
 
     fn remove(&mut self, method: &str, url: &str) {
@@ -188,9 +216,9 @@ fn drive(
         match flow.step().clone() {
             Step::Send(request) => {
                 assert!(request.check().is_ok(), "{request:?}");
-                let (status, body) = world.answer(&request);
+                let (status, headers, body) = world.answer_with_headers(&request);
                 run.requests.push(request);
-                flow.on_response(status, &[], &body, now());
+                flow.on_response(status, &headers, &body, now());
             }
             Step::Load { issuer, resource } => {
                 run.loads.push((issuer, resource));
@@ -1202,7 +1230,9 @@ fn private_key_jwt_sends_a_signed_assertion_and_no_secret() {
     ));
     let r = drive(unauthorized(None), o, &World::standard(), None, &approve);
     assert!(
-        r.err().to_string().contains("not a P-256 or RSA private key in PEM"),
+        r.err()
+            .to_string()
+            .contains("not a P-256 or RSA private key in PEM"),
         "{}",
         r.err()
     );
@@ -1915,3 +1945,348 @@ fn a_redirect_without_this_flows_state_is_not_its_and_changes_nothing() {
         Redirect::NotOurs
     );
 }
+
+#[test]
+fn metadata_behind_same_origin_redirects_is_followed_and_still_checked() {
+    // The resource metadata moved (301, then 308), the authorization server's too (302): each
+    // followed on its origin, and the documents judged as before.
+    let mut w = World::standard();
+    let prm = w.docs.remove(&format!("GET {PRM}")).unwrap();
+    w.docs
+        .insert("GET https://mcp.example.com/meta/prm.json".into(), prm);
+    w.redirect(PRM, 301, "/meta/moved");
+    w.redirect(
+        "https://mcp.example.com/meta/moved",
+        308,
+        "prm.json#fragment-never-sent",
+    );
+    let meta = w.docs.remove(&format!("GET {AS_META}")).unwrap();
+    w.docs
+        .insert("GET https://as.example.com/v2/metadata".into(), meta);
+    w.redirect(AS_META, 302, "https://as.example.com/v2/metadata");
+    let r = run(&w);
+    assert_eq!(r.ok().issuer, AS);
+    assert_eq!(
+        r.urls()[..5],
+        [
+            format!("GET {PRM}"),
+            "GET https://mcp.example.com/meta/moved".into(),
+            "GET https://mcp.example.com/meta/prm.json".into(),
+            format!("GET {AS_META}"),
+            "GET https://as.example.com/v2/metadata".into(),
+        ]
+    );
+    assert!(r.requests.iter().all(|q| !q.url.contains('#')));
+    // Behind a redirect, the document must still name the issuer the well-known URL was made
+    // from (RFC 8414 § 3.3).
+    w.put(
+        "GET",
+        "https://as.example.com/v2/metadata",
+        200,
+        as_metadata("https://as.example.com/v2"),
+    );
+    let r = run(&w);
+    assert!(
+        r.err()
+            .to_string()
+            .contains("names the issuer https://as.example.com/v2"),
+        "{}",
+        r.err()
+    );
+}
+
+/// The URLs a run that failed without the resource metadata tried, as its error lists them.
+fn tried(r: &Run) -> Vec<String> {
+    match r.err() {
+        AuthError::NoResourceMetadata { tried, .. } => tried.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn metadata_redirects_elsewhere_in_circles_or_on_and_on_are_not_followed() {
+    let evil = "https://evil.example.com/prm";
+    let plain = "http://mcp.example.com/.well-known/oauth-protected-resource/mcp";
+    let cases = [
+        // To another origin: the MCP server named no such place.
+        (
+            "another origin",
+            vec![(PRM, evil)],
+            "another origin, https://evil.example.com",
+        ),
+        // From HTTPS to plain HTTP on the same host: another origin too (the scheme is part of
+        // it), and what came over it could be anyone's.
+        (
+            "https to http",
+            vec![(PRM, plain)],
+            "another origin, http://mcp.example.com",
+        ),
+        // A loop, back to where it started.
+        (
+            "a loop",
+            vec![
+                (PRM, "https://mcp.example.com/a"),
+                ("https://mcp.example.com/a", PRM),
+            ],
+            "a redirect loop back to",
+        ),
+        // More than three: the fourth is not followed.
+        (
+            "too many",
+            vec![
+                (PRM, "https://mcp.example.com/r1"),
+                ("https://mcp.example.com/r1", "https://mcp.example.com/r2"),
+                ("https://mcp.example.com/r2", "https://mcp.example.com/r3"),
+                ("https://mcp.example.com/r3", "https://mcp.example.com/r4"),
+            ],
+            "more than 3 redirects",
+        ),
+    ];
+    for (case, hops, says) in cases {
+        let mut w = World::standard();
+        w.remove("GET", PRM);
+        w.put(
+            "GET",
+            "https://mcp.example.com/r4",
+            200,
+            json!({"resource": MCP, "authorization_servers": [AS]}),
+        );
+        for (from, to) in &hops {
+            w.redirect(from, 307, to);
+        }
+        let r = run(&w);
+        // Nothing fetched where it was not to go; the next well-known URL tried; the refusal
+        // told in the list of URLs tried.
+        for url in r.urls() {
+            assert!(
+                !url.contains("evil") && !url.contains("http://") && !url.ends_with("/r4"),
+                "{case}: {:?}",
+                r.urls()
+            );
+        }
+        assert!(r.urls().contains(&format!("GET {PRM_ROOT}")), "{case}");
+        let tried = tried(&r);
+        assert!(
+            tried
+                .iter()
+                .any(|t| t.contains(says) && t.contains("not followed")),
+            "{case}: {tried:?}"
+        );
+        assert!(r.authorizations.is_empty());
+    }
+    // A redirect without a Location, or to something that is no URL: not followed either.
+    let mut w = World::standard();
+    w.remove("GET", PRM);
+    w.redirect(PRM, 302, "https://user:pw@mcp.example.com/x");
+    let tried = tried(&run(&w));
+    assert!(
+        tried.iter().any(|t| t.contains("without user info")),
+        "{tried:?}"
+    );
+    assert!(!tried.iter().any(|t| t.contains("pw")), "{tried:?}");
+}
+
+const AS2: &str = "https://as2.example.com";
+const AS2_META: &str = "https://as2.example.com/.well-known/oauth-authorization-server";
+
+/// The standard world, with the resource listing `servers` and a second authorization server
+/// (`AS2`) that registers `c2` and issues `AT2`.
+fn two_servers(servers: &[&str]) -> World {
+    let mut w = World::standard();
+    w.put(
+        "GET",
+        PRM,
+        200,
+        json!({"resource": MCP, "authorization_servers": servers, "scopes_supported": ["files:read"]}),
+    );
+    w.put("GET", AS2_META, 200, as_metadata(AS2));
+    w.put(
+        "POST",
+        &format!("{AS2}/register"),
+        201,
+        json!({"client_id": "c2"}),
+    );
+    w.put(
+        "POST",
+        &format!("{AS2}/token"),
+        200,
+        json!({"access_token": "AT2", "token_type": "Bearer", "expires_in": 3600}),
+    );
+    w
+}
+
+/// Whether the run sent anything but a metadata `GET` to `origin`.
+fn posted_to(r: &Run, origin: &str) -> bool {
+    r.requests
+        .iter()
+        .any(|q| q.url.starts_with(origin) && q.method != Method::Get)
+        || r.authorizations.iter().any(|a| a.url.starts_with(origin))
+}
+
+#[test]
+fn the_next_authorization_server_is_tried_when_one_has_no_usable_metadata() {
+    // The first one listed has no metadata at all (404 at each well-known URL): the second is
+    // used.
+    let mut w = two_servers(&[AS, AS2]);
+    w.remove("GET", AS_META);
+    let r = run(&w);
+    assert_eq!(r.ok().issuer, AS2);
+    assert_eq!(r.ok().tokens.access_token.expose(), "AT2");
+    assert!(!posted_to(&r, AS));
+    assert_eq!(r.loads, [(AS2.to_owned(), MCP.to_owned())]);
+    // One that names another issuer in its metadata (here, the second one's: an impostor) is
+    // not used, and nothing it names is sent anything.
+    let mut w = two_servers(&[AS, AS2]);
+    let mut impostor = as_metadata(AS);
+    impostor["issuer"] = json!(AS2);
+    w.put("GET", AS_META, 200, impostor);
+    let r = run(&w);
+    assert_eq!(r.ok().issuer, AS2);
+    assert!(!posted_to(&r, AS), "{:?}", r.urls());
+    // One without PKCE: the same.
+    let mut w = two_servers(&[AS, AS2]);
+    let mut no_pkce = as_metadata(AS);
+    no_pkce
+        .as_object_mut()
+        .unwrap()
+        .remove("code_challenge_methods_supported");
+    w.put("GET", AS_META, 200, no_pkce);
+    assert_eq!(run(&w).ok().issuer, AS2);
+}
+
+#[test]
+fn when_no_authorization_server_is_usable_each_one_says_why() {
+    // Hostile: the first has no metadata, the second names another issuer in its own.
+    let mut w = two_servers(&[AS, AS2]);
+    w.remove("GET", AS_META);
+    let mut other = as_metadata(AS2);
+    other["issuer"] = json!("https://evil.example.com");
+    w.put("GET", AS2_META, 200, other);
+    let r = run(&w);
+    let AuthError::NoUsableServer { resource, tried } = r.err() else {
+        panic!("{:?}", r.result)
+    };
+    assert_eq!(resource, MCP);
+    assert_eq!(tried.len(), 2, "{tried:?}");
+    assert!(tried[0].contains(AS), "{tried:?}");
+    assert!(
+        tried[1].contains("names the issuer https://evil.example.com"),
+        "{tried:?}"
+    );
+    assert!(r.loads.is_empty() && !posted_to(&r, AS) && !posted_to(&r, AS2));
+    // One listed twice is tried once; at most five are tried.
+    let many: Vec<String> = (0..8)
+        .map(|i| format!("https://as{i}.example.net"))
+        .collect();
+    let mut listed: Vec<&str> = vec![many[0].as_str()];
+    listed.extend(many.iter().map(String::as_str));
+    let r = run(&two_servers(&listed));
+    let AuthError::NoUsableServer { tried, .. } = r.err() else {
+        panic!("{:?}", r.result)
+    };
+    assert_eq!(tried.len(), mcp_proto::oauth::MAX_AUTHORIZATION_SERVERS);
+    assert!(!r.urls().iter().any(|u| u.contains("as5.example.net")));
+}
+
+#[test]
+fn a_token_error_or_a_refusal_at_one_authorization_server_is_not_taken_elsewhere() {
+    // The first server's metadata is good: what goes wrong after that (its token endpoint
+    // refuses, the person says no) ends the flow; the second is never asked.
+    let mut w = two_servers(&[AS, AS2]);
+    w.put(
+        "POST",
+        &format!("{AS}/token"),
+        400,
+        json!({"error": "invalid_grant"}),
+    );
+    let r = run(&w);
+    assert!(matches!(r.err(), AuthError::Token { .. }), "{:?}", r.result);
+    assert!(
+        r.urls().iter().all(|u| !u.contains("as2.")),
+        "{:?}",
+        r.urls()
+    );
+    let w = two_servers(&[AS, AS2]);
+    let deny = |request: &AuthorizationRequest| {
+        let p = params(&request.url);
+        format!(
+            "{}?error=access_denied&state={}&iss={}",
+            request.redirect_uri, p["state"], request.issuer
+        )
+    };
+    let r = drive(unauthorized(None), options(), &w, None, &deny);
+    assert!(
+        matches!(r.err(), AuthError::Denied { .. }),
+        "{:?}",
+        r.result
+    );
+    assert!(
+        r.urls().iter().all(|u| !u.contains("as2.")),
+        "{:?}",
+        r.urls()
+    );
+}
+
+#[test]
+fn a_pre_registered_client_is_taken_to_its_own_server_among_several_and_to_no_other() {
+    let secret = "SECRET-OF-AS2";
+    let pre = |issuer: &str| PreRegistered {
+        client_id: "m2m".into(),
+        client_secret: Some(Secret::new(secret)),
+        private_key: None,
+        auth_method: None,
+        issuer: Some(issuer.into()),
+    };
+    let mut o = options();
+    o.grant = Grant::ClientCredentials;
+    // Bound to the second one listed: it is tried first, and the first is never asked.
+    o.pre_registered = Some(pre(AS2));
+    let w = two_servers(&[AS, AS2]);
+    let r = drive(unauthorized(None), o.clone(), &w, None, &approve);
+    assert_eq!(r.ok().issuer, AS2);
+    assert!(
+        r.urls().iter().all(|u| !u.contains("//as.example.com")),
+        "{:?}",
+        r.urls()
+    );
+    // Listed after an impostor that claims its issuer: the impostor's document is not used
+    // (its issuer is not the URL it came from), the secret goes to AS2's own token endpoint.
+    let mut w = two_servers(&[AS, AS2]);
+    let mut impostor = as_metadata(AS);
+    impostor["issuer"] = json!(AS2);
+    w.put("GET", AS_META, 200, impostor);
+    o.pre_registered = Some(pre(AS2));
+    let r = drive(unauthorized(None), o.clone(), &w, None, &approve);
+    assert_eq!(r.ok().issuer, AS2);
+    for q in &r.requests {
+        let shown = format!(
+            "{q:?} {:?}",
+            String::from_utf8_lossy(q.body.as_deref().unwrap_or_default())
+        );
+        let basic = header(q, "authorization").unwrap_or_default();
+        if !q.url.starts_with(AS2) {
+            assert!(!shown.contains(secret) && basic.is_empty(), "{shown}");
+        }
+    }
+    // Bound to a server none of them is: each one is passed over, nothing is sent anywhere.
+    o.pre_registered = Some(pre("https://as3.example.com"));
+    let r = drive(
+        unauthorized(None),
+        o,
+        &two_servers(&[AS, AS2]),
+        None,
+        &approve,
+    );
+    let AuthError::NoUsableServer { tried, .. } = r.err() else {
+        panic!("{:?}", r.result)
+    };
+    assert!(
+        tried
+            .iter()
+            .all(|t| t.contains("is for https://as3.example.com")),
+        "{tried:?}"
+    );
+    assert!(r.requests.iter().all(|q| q.method == Method::Get));
+    assert!(!r.err().to_string().contains(secret));
+}
+

@@ -46,6 +46,6 @@ pub use discovery::{
     allowed_fetch, authorization_server_metadata_urls, resource_metadata_urls, FetchRefusal,
 };
 pub use error::AuthError;
-pub use flow::{Flow, Redirect, Step};
+pub use flow::{Flow, Redirect, Step, MAX_AUTHORIZATION_SERVERS, MAX_METADATA_REDIRECTS};
 pub use options::{ApplicationType, AuthMethod, AuthOptions, Grant, PreRegistered};
 pub use pkce::{Pkce, PKCE_METHOD};
