@@ -205,6 +205,18 @@ fn drive(
     stored: Option<Credentials>,
     person: &dyn Fn(&AuthorizationRequest) -> String,
 ) -> Run {
+    drive_with(start, options, world, stored, None, person)
+}
+
+/// [`drive`], with `registration` offered at each load (`Flow::on_loaded_with`).
+fn drive_with(
+    start: FlowStart,
+    options: AuthOptions,
+    world: &World,
+    stored: Option<Credentials>,
+    registration: Option<Credentials>,
+    person: &dyn Fn(&AuthorizationRequest) -> String,
+) -> Run {
     let mut flow = Flow::new(start, options, RANDOM, now());
     let mut run = Run {
         result: Err(AuthError::Misuse("unfinished")),
@@ -222,7 +234,7 @@ fn drive(
             }
             Step::Load { issuer, resource } => {
                 run.loads.push((issuer, resource));
-                flow.on_loaded(stored.clone(), now());
+                flow.on_loaded_with(stored.clone(), registration.clone(), now());
             }
             Step::Authorize(request) => {
                 let back = person(&request);
@@ -2290,3 +2302,86 @@ fn a_pre_registered_client_is_taken_to_its_own_server_among_several_and_to_no_ot
     assert!(!r.err().to_string().contains(secret));
 }
 
+#[test]
+fn a_registration_is_reused_at_another_resource_of_the_same_server_only() {
+    // Stored for another resource of the same authorization server: its registration (with
+    // its secret), not its tokens.
+    let mut other = credentials(AS, "OTHER-AT", Some("OTHER-RT"), None);
+    other.resource = "https://mcp.example.com/other".into();
+    other.client.client_secret = Some(Secret::new("REGISTERED-SECRET"));
+    other.client.auth_method = AuthMethod::ClientSecretBasic;
+    let w = World::standard();
+    let reuse = |registration: Credentials, o: AuthOptions| {
+        drive_with(
+            unauthorized(None),
+            o,
+            &w,
+            None,
+            Some(registration),
+            &approve,
+        )
+    };
+    let r = reuse(other.clone(), options());
+    assert!(
+        !r.urls().iter().any(|u| u.ends_with("/register")),
+        "{:?}",
+        r.urls()
+    );
+    assert_eq!(
+        params(&r.authorizations[0].url)["client_id"],
+        "stored-client"
+    );
+    let c = r.ok();
+    assert_eq!(
+        (c.client.client_id.as_str(), c.resource.as_str()),
+        ("stored-client", MCP)
+    );
+    assert_eq!(c.tokens.access_token.expose(), "AT1");
+    // Its secret goes to its issuer's token endpoint; the other resource's tokens go nowhere.
+    let t = r.last_to(&format!("{AS}/token"));
+    assert!(header(t, "authorization").is_some_and(|b| b.starts_with("Basic ")));
+    let sent = format!("{:?}", r.requests);
+    assert!(
+        !sent.contains("OTHER-AT") && !sent.contains("OTHER-RT"),
+        "{sent}"
+    );
+    // Hostile: a registration of another issuer (a store with entries for two), one whose
+    // secret expired, one that is a client metadata document or pre-registered: each is not
+    // reused, and the flow registers.
+    let mut elsewhere = other.clone();
+    elsewhere.issuer = AS2.into();
+    let mut expired = other.clone();
+    expired.client.secret_expires_at = Some(unix(now()) - 1);
+    let mut document = other.clone();
+    document.client.kind = ClientKind::MetadataDocument;
+    let mut pre = other.clone();
+    pre.client.kind = ClientKind::PreRegistered;
+    for (case, registration) in [
+        ("another issuer", elsewhere),
+        ("an expired secret", expired),
+        ("a metadata document", document),
+        ("a pre-registered client", pre),
+    ] {
+        let r = reuse(registration, options());
+        assert!(
+            r.urls().iter().any(|u| u.ends_with("/register")),
+            "{case}: {:?}",
+            r.urls()
+        );
+        assert_eq!(r.ok().client.client_id, "c1", "{case}");
+        assert!(
+            !format!("{:?}", r.requests).contains("REGISTERED-SECRET"),
+            "{case}"
+        );
+    }
+    // With a pre-registered client configured, that one is used.
+    let mut o = options();
+    o.pre_registered = Some(PreRegistered {
+        client_id: "public-app".into(),
+        client_secret: None,
+        private_key: None,
+        auth_method: None,
+        issuer: None,
+    });
+    assert_eq!(reuse(other, o).ok().client.client_id, "public-app");
+}

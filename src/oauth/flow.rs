@@ -739,8 +739,34 @@ impl Flow {
             && (!found.legacy || origin(registered) == origin(&self.start.resource_url))
     }
 
-    /// The stored credentials for the [`Step::Load`]'s issuer and resource, if any, at `now`.
+    /// The stored credentials for the [`Step::Load`]'s issuer and resource, if any, at `now`
+    /// ([`on_loaded_with`](Self::on_loaded_with) without a shared registration).
     pub fn on_loaded(&mut self, stored: Option<Credentials>, now: SystemTime) {
+        self.on_loaded_with(stored, None, now)
+    }
+
+    /// The stored credentials for the [`Step::Load`]'s issuer and resource, if any, and
+    /// `registration`: stored credentials of the same issuer for another resource, whose
+    /// dynamic registration the flow reuses instead of registering again, when it needs a
+    /// client and that one may be used here (only its client is taken, never its tokens).
+    ///
+    /// A registration is the client's at an authorization server, not at a resource:
+    /// > "Clients that use pre-registered credentials, or persist client credentials obtained
+    /// > via Dynamic Client Registration, **MUST** associate those credentials with the
+    /// > specific authorization server that issued them, keyed by the authorization server's
+    /// > `issuer` identifier." — MCP 2026-07-28, Authorization Server Binding
+    ///
+    /// It is reused only when it is a dynamic registration (`ClientKind::Registered`) of
+    /// exactly this issuer, with a secret that has not expired (RFC 7591 § 3.2.1,
+    /// `client_secret_expires_at`), when no pre-registered client is configured, and — for an
+    /// authorization server found by the 2025-03-26 fallback, which names its own issuer —
+    /// only when that issuer is at the MCP server's origin, as for a pre-registered secret.
+    pub fn on_loaded_with(
+        &mut self,
+        stored: Option<Credentials>,
+        registration: Option<Credentials>,
+        now: SystemTime,
+    ) {
         self.now = unix(now);
         if !matches!(self.state, State::Loading) {
             return self.fail(AuthError::Misuse("stored credentials came unasked"));
@@ -781,6 +807,20 @@ impl Flow {
             // A refresh cannot widen the scope: a step-up authorizes again.
             if !step_up && c.tokens.refresh_token.is_some() {
                 return self.refresh(c, AfterRefresh::Identify);
+            }
+        }
+        let registration_issuer = registration.as_ref().map(|r| r.issuer.clone());
+        let shared = registration
+            .map(|r| r.client)
+            .filter(|_| self.client.is_none() && self.options.pre_registered.is_none())
+            .filter(|_| self.options.grant == Grant::AuthorizationCode)
+            .filter(|c| c.kind == ClientKind::Registered)
+            .filter(|c| c.secret_expires_at.is_none_or(|t| t > now));
+        if let Some(client) = shared {
+            let same_server = self.bound_to(&found.issuer, &found);
+            // Checked here too, whatever the store keyed it by.
+            if same_server && registration_issuer.as_deref() == Some(found.issuer.as_str()) {
+                self.client = Some(client);
             }
         }
         self.identify();

@@ -75,7 +75,9 @@
 //! # Stores
 //!
 //! Stores implement [`TokenStore`] (`load`/`save`/`remove`, keyed by the authorization server's
-//! issuer and the resource): [`MemoryStore`] (the default) or [`FileStore`] (JSON, mode 0600, its
+//! issuer and the resource; `registration` finds a dynamic registration by issuer alone, which a
+//! flow at another resource of the same authorization server reuses instead of registering
+//! again): [`MemoryStore`] (the default) or [`FileStore`] (JSON, mode 0600, its
 //! directory created 0700; [`FileStore::default_path`] is
 //! `$XDG_CONFIG_HOME/mcp-client/credentials.json`, else `~/.config/…`). Several stores on one file,
 //! in one process or several, lose nothing of each other's: each change is made under a per-file
@@ -407,7 +409,8 @@ impl OAuth {
                 },
                 Step::Load { issuer, resource } => {
                     let stored = self.config.store.load(&issuer, &resource);
-                    flow.on_loaded(stored, SystemTime::now());
+                    let registration = self.config.store.registration(&issuer);
+                    flow.on_loaded_with(stored, registration, SystemTime::now());
                 }
                 Step::Authorize(request) => {
                     let redirect = self.authorize(&request, listener.as_ref(), &flow).await;
