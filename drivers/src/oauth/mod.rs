@@ -105,9 +105,11 @@
 //!   `resource_metadata` falls back to the well-known URIs at the server's origin. Host *names*
 //!   are judged by name: one that resolves to a private address (DNS rebinding) is not caught; use
 //!   an egress proxy where that matters.
-//! - The loopback redirect listener serves connections concurrently (10 s each to send a request,
-//!   16 at once) and takes only the redirect with this flow's `state`: another process's request
-//!   gets an error page and the wait goes on.
+//! - The loopback redirect listener serves connections concurrently (10 s and 16 KiB each for a
+//!   request head, 16 at once: a new one takes the place of the oldest still sending, so a flood
+//!   of idle connections does not keep the browser's waiting) and takes only the redirect with
+//!   this flow's `state`: another process's request gets an error page, another path (a
+//!   favicon) a 404, and the wait goes on.
 //! - PKCE with S256 always (a server that does not advertise it is refused); `state` checked; RFC
 //!   9207 `iss` compared as a plain string when present, and required when advertised; the
 //!   metadata's `issuer` must equal the authorization server's URL exactly; a protected resource
