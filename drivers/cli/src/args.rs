@@ -262,9 +262,12 @@ fn check_auth(a: &AuthFlags, url: bool) -> Result<(), String> {
         return Err(format!("{first} needs --url"));
     }
     if a.off {
-        if let Some(other) = a.given.iter().find(|f| **f != "--no-auth") {
+        // It uses the stored credentials (and a pre-registered client to refresh them with),
+        // and starts no flow: what only a flow uses has no use with it.
+        let flow_only = ["--client-credentials", "--no-browser", "--auth-timeout"];
+        if let Some(other) = a.given.iter().find(|f| flow_only.contains(f)) {
             return Err(format!(
-                "--no-auth turns authorizing off: {other} has no use with it"
+                "--no-auth starts no authorization: {other} has no use with it"
             ));
         }
     }

@@ -49,10 +49,6 @@ pub(crate) const MAX_TIME: Duration = Duration::from_secs(3600);
 
 /// The OAuth settings the auth options say.
 fn oauth_config(a: &AuthFlags) -> OAuthConfig {
-    if a.off {
-        // Refused once the authorization server is known, so the message can name it.
-        return OAuthConfig::new(Authorize::Refuse);
-    }
     let pre = a.client_id.clone().map(|client_id| PreRegistered {
         client_id,
         client_secret: a.client_secret.clone(),
@@ -68,6 +64,10 @@ fn oauth_config(a: &AuthFlags) -> OAuthConfig {
                 *open = !a.no_browser;
                 *timeout = a.timeout.unwrap_or(*timeout);
             }
+            // `--no-auth`: the stored credentials are used (and refreshed), but a flow that
+            // needs a person is refused once the authorization server is known, so the
+            // message can name it.
+            let authorize = if a.off { Authorize::Refuse } else { authorize };
             let mut config = OAuthConfig::new(authorize);
             config.options.pre_registered = pre;
             config

@@ -636,6 +636,11 @@ fn url_authorizes_in_the_browser_once_and_keeps_the_credentials_for_the_user_alo
     assert_eq!(person.opened(), 1, "the browser was opened again: {out:?}");
     assert!(!out.stderr.contains("authorize"), "{}", out.stderr);
     assert_eq!(mode(&store), 0o600);
+    // `--no-auth` starts no flow, but uses what is stored.
+    let out = person.cli(&["--url", &scenario.url, "--no-auth"], &[]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, "test-tool\t\n");
+    assert_eq!(person.opened(), 1, "the browser was opened again: {out:?}");
 }
 
 #[test]
@@ -859,8 +864,8 @@ fn auth_options_that_do_not_go_together_are_refused() {
             "--client-secret needs --client-id",
         ),
         (
-            vec!["--url", url, "--no-auth", "--client-id", "a"],
-            "--no-auth turns authorizing off: --client-id has no use with it",
+            vec!["--url", url, "--no-auth", "--no-browser"],
+            "--no-auth starts no authorization: --no-browser has no use with it",
         ),
         (
             vec!["--url", url, "--client-credentials", "--client-id", "a"],
