@@ -398,3 +398,51 @@ fn the_servers_other_bytes_and_its_end_are_replayed() {
     let message = err.to_string();
     assert!(message.contains("hello"), "the banner is quoted: {message}");
 }
+
+/// With `timed(true)` the server's lines come as long after the client's message as they did
+/// when recorded: the tools/list answer, recorded 400 ms after its request, is not read sooner.
+#[test]
+fn a_timed_replay_keeps_the_recorded_delays() {
+    let text = legacy_text();
+    let mut list_ms = None;
+    let lines: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 || l.starts_with('#') || l.is_empty() {
+                return l.to_owned();
+            }
+            let (kind, rest) = l.split_once(' ').unwrap();
+            let payload = rest.split_once(' ').unwrap().1;
+            // Every line at 0 ms, but the answer after tools/list at 400 ms.
+            let ms = match (kind, list_ms) {
+                (">", _) if payload.contains("\"tools/list\"") => {
+                    list_ms = Some(0);
+                    0
+                }
+                ("<", Some(0)) => {
+                    list_ms = Some(1);
+                    400
+                }
+                ("<", Some(_)) | (">", Some(_)) => 400,
+                _ => 0,
+            };
+            format!("{kind} {ms} {payload}")
+        })
+        .collect();
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let transport = ReplayTransport::from_string(text).unwrap().timed(true);
+    smol::block_on(async {
+        let client = Client::with_config(transport, config(EraChoice::Legacy));
+        client.initialize().await.unwrap();
+        let started = std::time::Instant::now();
+        let tools = client.list_tools().await.unwrap();
+        let waited = started.elapsed();
+        assert!(tools.iter().any(|t| t.name == "add"));
+        assert!(
+            waited >= std::time::Duration::from_millis(400),
+            "{waited:?}"
+        );
+        client.close().await.unwrap();
+    });
+}
