@@ -29,8 +29,7 @@ fn everything_recording() -> PathBuf {
 /// What the application under test does: opens the session, lists the tools, calls `echo`.
 async fn echo_hello(client: &Client) -> Result<String, Error> {
     client.initialize().await?;
-    let tools = client.list_tools().await?;
-    assert!(tools.iter().any(|t| t.name == "echo"));
+    client.list_tools().await?;
     let result = client
         .call_tool("echo", json!({"message": "hello"}))
         .await?;
