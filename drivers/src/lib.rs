@@ -131,6 +131,7 @@ pub mod handlers;
 pub mod http;
 #[cfg(feature = "oauth")]
 pub mod oauth;
+pub mod recording;
 // Without the feature, what the HTTP transport asks of OAuth, answered by a type with no value.
 #[cfg(all(feature = "http", not(feature = "oauth")))]
 #[path = "oauth/off.rs"]

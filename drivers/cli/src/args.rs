@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 /// The usage line after `usage: mcp-client ` (a wrong argument prints it).
-pub(crate) const USAGE: &str = "[--info | --call NAME [--args JSON] [--repeat N] | resources [list|templates|read URI [--out FILE]|watch URI [--read]] | prompts [list|get NAME [--arg K=V]...] | complete (--prompt NAME|--resource TEMPLATE) ARG [VALUE] [--context K=V]...] [--era auto|legacy|modern] [--timeout SECS] [--max-time SECS] [--json] [--verbose] [--roots DIR...] (-- COMMAND [ARG...] | --url URL [--header 'K: V']... [--no-auth | --client-id ID ...] | --config FILE [--server NAME]...); --help for more";
+pub(crate) const USAGE: &str = "[--info | --call NAME [--args JSON] [--repeat N] | resources [list|templates|read URI [--out FILE]|watch URI [--read]] | prompts [list|get NAME [--arg K=V]...] | complete (--prompt NAME|--resource TEMPLATE) ARG [VALUE] [--context K=V]...] [--era auto|legacy|modern] [--timeout SECS] [--max-time SECS] [--json] [--verbose] [--roots DIR...] [--record FILE] (-- COMMAND [ARG...] | --url URL [--header 'K: V']... [--no-auth | --client-id ID ...] | --config FILE [--server NAME]...); --help for more";
 
 /// What the command line asks for.
 #[derive(Debug, Default)]
@@ -35,6 +35,8 @@ pub(crate) struct Options {
     /// `--input ID=VALUE`: the values of VS Code's `${input:ID}`.
     pub(crate) inputs: Vec<(String, String)>,
     pub(crate) auth: AuthFlags,
+    /// `--record FILE`: what went over the wire, written to FILE (a stdio server only).
+    pub(crate) record: Option<std::path::PathBuf>,
     /// `--help`: print the help ([`crate::HELP`]) and do nothing else.
     pub(crate) help: bool,
     /// The words before `--` that are no option: a command and its operands, read into
@@ -134,6 +136,7 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
                 }
             }
             Some("--url") => o.url = Some(value(&mut argv, "--url")?),
+            Some("--record") => o.record = Some(value(&mut argv, "--record")?.into()),
             Some("--config") => o.config = Some(value(&mut argv, "--config")?.into()),
             Some("--server") => o.servers.push(value(&mut argv, "--server")?),
             Some("--input") => {
@@ -187,6 +190,12 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
     }
     if o.info && o.config.is_some() {
         return Err("--info works on one server (-- COMMAND or --url), not with --config".into());
+    }
+    if o.record.is_some() && o.url.is_some() {
+        return Err("--record records a stdio server (-- COMMAND): an HTTP server's exchanges are not recorded yet".into());
+    }
+    if o.record.is_some() && o.config.is_some() {
+        return Err("--record records one server: start it with -- COMMAND (the servers of a config file are not recorded)".into());
     }
     if !o.headers.is_empty() && o.url.is_none() {
         return Err("--header needs --url".into());

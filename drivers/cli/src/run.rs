@@ -14,7 +14,7 @@ use mcp_connect::proto::{
 use mcp_connect::{
     connect_http, connect_stdio, Authorize, Client, ClientConfig, Error, FileStore, Handlers,
     HttpTransportConfig, LogCallback, MemoryStore, OAuthConfig, Request, Root, StderrMode,
-    StdioConfig, TokenStore,
+    StdioConfig, StdioTransport, TokenStore,
 };
 use serde_json::Value;
 use std::io::Write;
@@ -241,6 +241,9 @@ pub(crate) async fn run(options: &Options, to_close: &Started) -> Result<ExitCod
         config.label = Some(name.clone());
         config.on_log = options.verbose.then(|| log_printer(Some(&name)));
         let fail = |e: Error| said_once(e, &name, options);
+        if let Some(path) = &options.record {
+            return recorded(path, stdio, config, options, arguments, to_close, &fail).await;
+        }
         // Opens in the era the server speaks; a server that exits on the probe is started again
         // in the legacy era.
         let client = connect_stdio(stdio, config).await.map_err(fail)?;
@@ -249,6 +252,46 @@ pub(crate) async fn run(options: &Options, to_close: &Started) -> Result<ExitCod
         close(&client, outcome).await?
     };
     // Last, after the server's own stderr lines (forwarded) have stopped.
+    if let Some(rate) = outcome.rate {
+        eprintln!("{rate}");
+    }
+    Ok(outcome.code)
+}
+
+/// `--record FILE`: the session with the stdio server, everything that went over the wire
+/// written to FILE ([`mcp_connect::recording`]; emptied first when it exists, as `curl -o` and
+/// `tee` do). Opened in the era `--era` says (`auto`: the probe), without the relaunch
+/// [`connect_stdio`] gives a legacy server that exits on the probe (one file, one process):
+/// such a server is recorded with `--era legacy`.
+async fn recorded(
+    path: &std::path::Path,
+    stdio: StdioConfig,
+    config: ClientConfig,
+    options: &Options,
+    arguments: Value,
+    to_close: &Started,
+    fail: &dyn Fn(Error) -> String,
+) -> Result<ExitCode, String> {
+    use mcp_connect::recording::{Header, Recorder, Recording};
+    let header = Header::stdio(&stdio.command, &stdio.args);
+    let recorder =
+        Recorder::create(path, &header).map_err(|e| format!("--record {}: {e}", path.display()))?;
+    let recorder = Arc::new(recorder);
+    let transport = StdioTransport::spawn(stdio).map_err(fail)?;
+    let client = Client::with_config(Recording::new(transport, recorder.clone()), config);
+    to_close.client(&client);
+    let opened = client.initialize().await.map_err(fail);
+    recorder.opened(&client);
+    let outcome = match opened {
+        Ok(_) => session(&client, options, arguments, fail).await,
+        Err(e) => Err(e),
+    };
+    let outcome = close(&client, outcome).await;
+    let written = recorder
+        .finish()
+        .map_err(|e| format!("--record {}: {e}", path.display()));
+    let outcome = outcome?;
+    written?;
     if let Some(rate) = outcome.rate {
         eprintln!("{rate}");
     }
