@@ -57,8 +57,8 @@
 //! capabilities of each `initialize` on stderr: `serve: client capabilities {…}`);
 //! `long-description` (tool `echo`'s description is [`LONG_DESCRIPTION`], a docstring of
 //! several paragraphs); `tasks-ok`, `tasks-forever`, `tasks-no-result`, `tasks-failed`,
-//! `tasks-plain` (legacy era: declares tasks, lists tool `research` that requires them and `survey` that allows them — plainly called, it
-//! answers `surveyed without a task` — and its
+//! `tasks-plain` (legacy era: declares tasks, lists tool `research` that requires them and
+//! `survey` that allows them — plainly called, it answers `surveyed without a task` — and its
 //! task `t1` completes after two polls, stays `working`, completes with a result never sent,
 //! fails, or the task call is answered with a plain result; every `tasks/…` request is logged on
 //! stderr, `serve: tasks/cancel t1`).

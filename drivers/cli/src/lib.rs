@@ -1,6 +1,7 @@
 //! The `mcp-client` command: a command-line MCP client that lists and calls the tools of a stdio
 //! server, a Streamable HTTP endpoint, or the servers of a config file at once, and lists, reads
-//! and follows their resources, gets their prompts and completes their arguments.
+//! and follows their resources, gets their prompts, completes their arguments, lists and loads
+//! their skills (verified), and runs a tool as a task (`--task`).
 //!
 //! ```text
 #![doc = include_str!("help.txt")]
