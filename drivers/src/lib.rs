@@ -168,6 +168,7 @@ pub use mcp_proto as proto;
 pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput};
 #[cfg(feature = "oauth")]
 pub use oauth::{Authorize, FileStore, MemoryStore, OAuthConfig, TokenStore};
+pub use servers::skills::SetLoadSkillTool;
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub use servers::{Launch, ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
 pub use skills::LoadSkillTool;

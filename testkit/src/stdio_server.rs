@@ -57,7 +57,8 @@
 //! capabilities of each `initialize` on stderr: `serve: client capabilities {…}`);
 //! `long-description` (tool `echo`'s description is [`LONG_DESCRIPTION`], a docstring of
 //! several paragraphs); `tasks-ok`, `tasks-forever`, `tasks-no-result`, `tasks-failed`,
-//! `tasks-plain` (legacy era: declares tasks, lists tool `research` that requires them, and its
+//! `tasks-plain` (legacy era: declares tasks, lists tool `research` that requires them and
+//! `survey` that allows them — plainly called, it answers `surveyed without a task` — and its
 //! task `t1` completes after two polls, stays `working`, completes with a result never sent,
 //! fails, or the task call is answered with a plain result; every `tasks/…` request is logged on
 //! stderr, `serve: tasks/cancel t1`).
@@ -295,10 +296,15 @@ fn task_reply(mode: TaskMode, msg: &Value, method: &str, polls: &mut u64) -> Tas
             if let Some(tools) = list.as_array_mut() {
                 tools.push(json!({"name": "research", "description": "A long task.",
                     "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}));
+                tools.push(json!({"name": "survey", "description": "A task if asked.",
+                    "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}}));
             }
             json!({ "tools": list })
         }
-        "tools/call" if params["name"] == "research" => {
+        "tools/call" if params["name"] == "survey" && params.get("task").is_none() => {
+            json!({"content": [{"type": "text", "text": "surveyed without a task"}]})
+        }
+        "tools/call" if params["name"] == "research" || params["name"] == "survey" => {
             if params.get("task").is_none() {
                 return Some(Some(Err(json!({"code": -32601,
                     "message": "research must be called as a task"}))));

@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 /// The usage line after `usage: mcp-client ` (a wrong argument prints it).
-pub(crate) const USAGE: &str = "[--info | --call NAME [--args JSON] [--repeat N] | resources [list|templates|read URI [--out FILE]|watch URI [--read]] | prompts [list|get NAME [--arg K=V]...] | complete (--prompt NAME|--resource TEMPLATE) ARG [VALUE] [--context K=V]...] [--era auto|legacy|modern] [--timeout SECS] [--max-time SECS] [--json] [--verbose] [--roots DIR...] [--record FILE] (-- COMMAND [ARG...] | --url URL [--header 'K: V']... [--no-auth | --client-id ID ...] | --config FILE [--server NAME]...); --help for more";
+pub(crate) const USAGE: &str = "[--info | --call NAME [--args JSON] [--repeat N | --task] | resources [list|templates|read URI [--out FILE]|watch URI [--read]] | prompts [list|get NAME [--arg K=V]...] | skills [list|load NAME [--file PATH] [--out FILE]] | complete (--prompt NAME|--resource TEMPLATE) ARG [VALUE] [--context K=V]...] [--era auto|legacy|modern] [--timeout SECS] [--max-time SECS] [--json] [--verbose] [--roots DIR...] [--record FILE] (-- COMMAND [ARG...] | --url URL [--header 'K: V']... [--no-auth | --client-id ID ...] | --config FILE [--server NAME]...); --help for more";
 
 /// What the command line asks for.
 #[derive(Debug, Default)]
@@ -15,6 +15,8 @@ pub(crate) struct Options {
     pub(crate) call: Option<String>,
     pub(crate) args: Option<String>,
     pub(crate) repeat: u64,
+    /// `--task`: the `--call` runs as a task (the tool must allow it).
+    pub(crate) task: bool,
     /// `Some(None)`: no timeout (a value too large for a `Duration`).
     pub(crate) timeout: Option<Option<Duration>>,
     /// `--max-time`: the most a `--call` may take in all, progress or not (`None`: the default,
@@ -114,6 +116,7 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
             }
             Some("--header") => o.headers.push(value(&mut argv, "--header")?),
             Some("--json") => o.json = true,
+            Some("--task") => o.task = true,
             Some("--info") => o.info = true,
             Some("--verbose") => o.verbose = true,
             Some("--roots") => {
@@ -173,6 +176,18 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
     if o.max_time.is_some() && o.call.is_none() {
         return Err("--max-time needs --call".into());
     }
+    if o.task && o.call.is_none() {
+        return Err("--task needs --call".into());
+    }
+    if o.task && o.repeat != 1 {
+        return Err("give --task or --repeat, not both (a task is one call)".into());
+    }
+    if o.task && o.config.is_some() {
+        return Err(
+            "--task works on one server (-- COMMAND or --url), not with --config (a tool that requires a task runs as one there)"
+                .into(),
+        );
+    }
     if o.info && o.call.is_some() {
         return Err("give --info or --call, not both".into());
     }
@@ -201,6 +216,7 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
         return Err("--header needs --url".into());
     }
     check_auth(&o.auth, o.url.is_some())?;
+    call_arguments(&o)?;
     o.feature = crate::features::parse(&o, usage)?;
     Ok(o)
 }
