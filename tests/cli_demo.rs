@@ -66,7 +66,7 @@ fn the_examples_usage_and_help_name_the_demo_and_the_installed_commands_do_not()
         example.stdout
     );
     let example = cli(&["--bogus"]);
-    assert_eq!(example.status.code(), Some(2), "{example:?}");
+    assert_eq!(example.status.code(), Some(1), "{example:?}");
     assert!(
         example
             .stderr
@@ -87,9 +87,8 @@ fn the_examples_usage_and_help_name_the_demo_and_the_installed_commands_do_not()
     }
     // The rest of the help is the example's, after its demo lines.
     assert!(example_help_ends_with(&help.stdout), "{}", help.stdout);
-    // A wrong command line: exit 2.
     let usage = installed(&["--bogus"]);
-    assert_eq!(usage.status.code(), Some(2), "{usage:?}");
+    assert_eq!(usage.status.code(), Some(1), "{usage:?}");
     assert!(
         usage.stderr.contains("usage: mcp-client [--info"),
         "{}",
@@ -98,7 +97,7 @@ fn the_examples_usage_and_help_name_the_demo_and_the_installed_commands_do_not()
     // Neither the demo (no arguments) nor `--serve` is the installed command's.
     for args in [&[][..], &["--serve"]] {
         let out = installed(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
         assert!(out.stdout.is_empty(), "{args:?}: {out:?}");
     }
 }

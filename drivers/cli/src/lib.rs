@@ -32,7 +32,7 @@ mod skills;
 mod term;
 
 /// The exit code of a command line that cannot run (a wrong option, a missing operand).
-const USAGE_ERROR: u8 = 2;
+const USAGE_ERROR: u8 = 1;
 
 /// What `--help` prints (on stdout, exit 0): every option (the crate's docs show the same text).
 const HELP: &str = include_str!("help.txt");
@@ -75,8 +75,8 @@ pub fn main_with_extra(args: impl IntoIterator<Item = OsString>, extra: &Extra) 
             return ExitCode::SUCCESS;
         }
         Ok(o) => o,
-        // A command line that cannot run: before anything is started, exit 2 (as `gh`, `git`
-        // and getopt's tools do for a usage error).
+        // A command line that cannot run: before anything is started, exit 1, as every failure
+        // but a tool's isError (2) is; scripts written against earlier releases rely on it.
         Err(e) => {
             eprintln!("mcp-client: {e}");
             return ExitCode::from(USAGE_ERROR);

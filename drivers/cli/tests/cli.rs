@@ -148,7 +148,7 @@ fn bad_args_are_refused_before_the_server_starts() {
     );
     for args in ["{bad", "[1]"] {
         let out = cli(&["--call", "echo", "--args", args, "--", "sh", "-c", &script]);
-        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
         assert!(
             out.stderr.starts_with("mcp-client: --args "),
             "{}",
@@ -173,9 +173,8 @@ fn bad_args_are_refused_before_the_server_starts() {
 
 #[test]
 fn failures_exit_1_with_a_one_line_cause() {
-    // A bad command line is exit 2, before anything starts.
     let bad_args = against_serve(&["--call", "echo", "--args", "[1]"]);
-    assert_eq!(bad_args.status.code(), Some(2));
+    assert_eq!(bad_args.status.code(), Some(1));
     assert_eq!(
         bad_args.stderr.trim(),
         "mcp-client: --args must be a JSON object"
@@ -321,7 +320,7 @@ fn max_time_ends_a_call_that_keeps_reporting_progress() {
     );
     // --max-time is about a call.
     let out = against_serve(&["--max-time", "1"]);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert_eq!(out.stderr.trim(), "mcp-client: --max-time needs --call");
 }
 
@@ -412,7 +411,7 @@ fn timeout_exits_1() {
 fn timeout_extremes_are_refused_or_mean_none() {
     for tiny in ["1e-12", "0", "-1", "NaN"] {
         let out = against_serve(&["--call", "echo", "--timeout", tiny]);
-        assert_eq!(out.status.code(), Some(2), "{tiny}: {out:?}");
+        assert_eq!(out.status.code(), Some(1), "{tiny}: {out:?}");
         assert_eq!(
             out.stderr.trim(),
             "mcp-client: --timeout needs at least 0.001 seconds",
@@ -471,14 +470,14 @@ fn era_modern_against_a_legacy_server_fails_clearly_and_a_bad_era_is_refused() {
         out.stderr
     );
     let out = against_serve(&["--era", "postmodern"]);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(
         out.stderr.contains("auto, legacy or modern"),
         "{}",
         out.stderr
     );
     let out = against_serve(&["--info", "--call", "echo"]);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
 }
 
 // Authorization (OAuth) with --url.
@@ -930,7 +929,7 @@ fn auth_options_that_do_not_go_together_are_refused() {
         ),
     ] {
         let out = cli(&args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
         assert!(out.stderr.contains(message), "{args:?}: {}", out.stderr);
         assert!(!out.stderr.contains("s3cret"), "{args:?}: {}", out.stderr);
     }

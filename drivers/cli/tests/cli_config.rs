@@ -793,7 +793,7 @@ fn config_options_that_do_not_go_together_are_refused() {
         ),
     ] {
         let out = s.cli(&args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
         assert!(out.stderr.contains(message), "{args:?}: {}", out.stderr);
     }
 }
@@ -1013,7 +1013,7 @@ fn vs_code_inputs_come_from_input_flags_and_are_never_prompted_for() {
     assert!(!out.stderr.contains("::"), "{}", out.stderr);
     // A malformed flag is refused before the file is read.
     let out = call(&["--input", "no-equals-sign"]);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(
         out.stderr.contains("--input takes ID=VALUE"),
         "{}",

@@ -250,7 +250,7 @@ fn a_server_without_resources_or_prompts_is_a_failure_naming_it() {
 }
 
 #[test]
-fn wrong_commands_exit_2_before_anything_starts() {
+fn wrong_commands_exit_1_before_anything_starts() {
     for (args, said) in [
         (
             &["frobnicate", "--", "x"][..],
@@ -283,7 +283,7 @@ fn wrong_commands_exit_2_before_anything_starts() {
         ),
     ] {
         let out = cli(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
         assert!(out.stderr.contains(said), "{args:?}: {out:?}");
     }
 }

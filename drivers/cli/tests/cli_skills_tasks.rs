@@ -3,7 +3,7 @@
 //! and `--behave tasks-…` (a tool that requires a task, one that allows it, tasks that end, never
 //! end, or whose server dies), over stdio, across a config's servers, and over Streamable HTTP
 //! (the test kit's HTTP server with skills; server-everything's resources, prompts, completion
-//! and its task tool). Bad command lines exit 2 before any server starts.
+//! and its task tool). Bad command lines exit 1 before any server starts.
 //!
 //! server-everything comes from `.ci/install-peers`: the test that needs it prints `skipped: …`
 //! and passes when it is missing, and fails instead under `CI=true`.
@@ -433,7 +433,7 @@ fn a_server_dying_mid_task_fails_the_call() {
 }
 
 #[test]
-fn bad_command_lines_exit_2_before_anything_starts() {
+fn bad_command_lines_exit_1_before_anything_starts() {
     let dir = TempDir::new("mcp-cli-usage");
     let mark = dir.path().join("started");
     let script = format!(
@@ -482,13 +482,13 @@ fn bad_command_lines_exit_2_before_anything_starts() {
         let mut all = args.clone();
         all.extend(["--", "sh", "-c", &script]);
         let out = cli(&all);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
         assert_eq!(out.stderr.trim(), format!("mcp-client: {said}"), "{args:?}");
         assert!(!mark.exists(), "the server was started for {args:?}");
     }
     // --task with --config: one server's option.
     let out = cli(&["--call", "a__b", "--task", "--config", "/nonexistent.json"]);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(
         out.stderr
             .starts_with("mcp-client: --task works on one server"),
