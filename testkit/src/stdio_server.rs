@@ -137,6 +137,8 @@ struct Behaviour {
     /// After the first call, lists one more tool (`grown`) and says so
     /// (`notifications/tools/list_changed`; legacy era).
     grow: bool,
+    /// `swap`: as `grow`, and the grown list no longer has `slow` (a tool added, one removed).
+    swap: bool,
     /// A `tools/call` that asks for progress gets five progress notifications and its answer
     /// in one write (other calls keep the other behaviours).
     progress_burst: bool,
@@ -375,6 +377,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "slow-discover-error" => b.slow_discover_error = true,
                         "slow-discover" => b.slow_discover = true,
                         "grow" => b.grow = true,
+                        "swap" => (b.grow, b.swap) = (true, true),
                         "progress-burst" => b.progress_burst = true,
                         "progress-ticks" => b.progress_ticks = true,
                         "hostile-text" => b.hostile_text = true,
@@ -607,6 +610,9 @@ fn run(b: Behaviour) -> ExitCode {
                     listings += 1;
                     let mut list = tools::list();
                     if let Some(tools) = list.as_array_mut() {
+                        if b.swap {
+                            tools.retain(|tool| tool["name"] != "slow");
+                        }
                         tools.push(
                             json!({"name": "grown", "description": "Listed after the first call.",
                             "inputSchema": {"type": "object"}}),
