@@ -699,7 +699,8 @@ impl MockServer {
     }
 
     /// Waits until `done` holds of the record ([`received`](Self::received)): for what a client
-    /// sends on its own, without a sleep. Checked now and after each message recorded.
+    /// sends on its own, without a sleep. Checked now and after each message recorded; it waits
+    /// as long as that takes, so bound it (a test's timeout) where it may never hold.
     pub async fn wait_until(&self, done: impl Fn(&[Received]) -> bool) {
         loop {
             let listener = self.shared.recorded.listen();

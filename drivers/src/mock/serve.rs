@@ -208,7 +208,7 @@ fn modern_request(conn: &Conn, method: &str, id: &Value, params: &Value) -> Answ
 
 /// The methods both eras answer alike.
 fn common(conn: &Conn, method: &str, id: &Value, params: &Value, modern: bool) -> Answer {
-    let mut server = lock(&conn.shared);
+    let server = lock(&conn.shared);
     let cursor = params.get("cursor");
     let size = server.page_size;
     match method {
@@ -217,45 +217,8 @@ fn common(conn: &Conn, method: &str, id: &Value, params: &Value, modern: bool) -
             page("tools", tools, cursor, size)
         }
         "tools/call" => {
-            let name = params["name"].as_str().unwrap_or_default().to_owned();
-            let arguments = match &params["arguments"] {
-                Value::Null => json!({}),
-                args => args.clone(),
-            };
-            let count = server.calls.entry(name.clone()).or_insert(0);
-            *count += 1;
-            let n = *count;
-            // > "Unknown tools" are among the protocol errors — MCP 2025-11-25, Server § Tools §
-            // > Error Handling
-            let Some(handler) = server
-                .tools
-                .iter()
-                .find(|t| t.name == name)
-                .map(|t| t.handler.clone())
-            else {
-                return error(INVALID_PARAMS, format!("Unknown tool: {name}"));
-            };
-            let fault = take_fault(&mut server, &name, n);
             drop(server);
-            // The handler runs when the future is polled, where a panic in it is caught.
-            let future: BoxFuture<'static, ToolReply> = match fault {
-                None => Box::pin(async move { handler(arguments).await }),
-                Some(Fault::IsError(text)) => Box::pin(std::future::ready(ToolReply::error(text))),
-                Some(Fault::ProtocolError(code, message)) => {
-                    Box::pin(std::future::ready(ToolReply::protocol_error(code, message)))
-                }
-                Some(Fault::Delay(delay)) => Box::pin(async move {
-                    async_io::Timer::after(delay).await;
-                    handler(arguments).await
-                }),
-                Some(Fault::NeverAnswer) => Box::pin(std::future::pending()),
-                Some(Fault::DropConnection) => {
-                    conn.drop_connection();
-                    return Answer::Later;
-                }
-            };
-            conn.start(id.clone(), modern, future);
-            Answer::Later
+            call_tool(conn, id, params, modern)
         }
         "resources/list" => {
             let resources = server
@@ -280,19 +243,8 @@ fn common(conn: &Conn, method: &str, id: &Value, params: &Value, modern: bool) -
             page("resourceTemplates", templates, cursor, size)
         }
         "resources/read" => {
-            let uri = params["uri"].as_str().unwrap_or_default().to_owned();
-            if let Some(r) = server.resources.iter().find(|r| r.uri == uri) {
-                return Answer::Result(json!({"contents": [r.contents.to_json(&uri)]}));
-            }
-            let reads: Vec<_> = server.templates.iter().map(|t| t.read.clone()).collect();
             drop(server);
-            if let Some(contents) = reads.iter().find_map(|read| read(&uri)) {
-                return Answer::Result(json!({"contents": [contents.to_json(&uri)]}));
-            }
-            // > "Resource not found: -32002" — MCP 2025-11-25, Server § Resources § Error
-            // > Handling; SEP-2164 (final) makes it -32602 (Invalid Params) for the modern era.
-            let code = if modern { INVALID_PARAMS } else { -32002 };
-            Answer::Error(code, "Resource not found".into(), Some(json!({"uri": uri})))
+            read_resource(conn, params, modern)
         }
         "prompts/list" => {
             let prompts = server
@@ -310,62 +262,138 @@ fn common(conn: &Conn, method: &str, id: &Value, params: &Value, modern: bool) -
             page("prompts", prompts, cursor, size)
         }
         "prompts/get" => {
-            let name = params["name"].as_str().unwrap_or_default();
-            let Some(prompt) = server.prompts.iter().find(|p| p.name == name) else {
-                return error(INVALID_PARAMS, format!("Unknown prompt: {name}"));
-            };
-            let given = params["arguments"].as_object().cloned().unwrap_or_default();
-            let missing: Vec<&str> = prompt
-                .arguments
-                .iter()
-                .filter(|(n, required)| *required && !given.contains_key(n))
-                .map(|(n, _)| n.as_str())
-                .collect();
-            if !missing.is_empty() {
-                return error(
-                    INVALID_PARAMS,
-                    format!("missing required arguments: {}", missing.join(", ")),
-                );
-            }
-            let messages = prompt.messages.clone();
             drop(server);
-            let messages: Vec<Value> = messages(&given)
-                .into_iter()
-                .map(|m| json!({"role": m.role, "content": {"type": "text", "text": m.text}}))
-                .collect();
-            Answer::Result(json!({"messages": messages}))
+            get_prompt(conn, params)
         }
         "completion/complete" => {
-            let Some(complete) = server.completion.clone() else {
-                return error(METHOD_NOT_FOUND, "Method not found: completion/complete");
-            };
             drop(server);
-            let ask = CompletionAsk {
-                reference: params["ref"].clone(),
-                argument: params["argument"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .into(),
-                value: params["argument"]["value"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .into(),
-                context: params["context"]["arguments"]
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default(),
-            };
-            let mut values = complete(&ask);
-            let total = values.len();
-            // > "`values`: Array of completion suggestions (max 100 items)" — MCP 2025-11-25,
-            // > Server § Completion
-            values.truncate(100);
-            Answer::Result(json!({"completion": {
-                "values": values, "total": total, "hasMore": total > 100
-            }}))
+            complete(conn, params)
         }
         other => error(METHOD_NOT_FOUND, format!("Method not found: {other}")),
     }
+}
+
+/// A `tools/call`: the handler's future (or the fault scripted for this call) started.
+fn call_tool(conn: &Conn, id: &Value, params: &Value, modern: bool) -> Answer {
+    let mut server = lock(&conn.shared);
+    let name = params["name"].as_str().unwrap_or_default().to_owned();
+    let arguments = match &params["arguments"] {
+        Value::Null => json!({}),
+        args => args.clone(),
+    };
+    let count = server.calls.entry(name.clone()).or_insert(0);
+    *count += 1;
+    let n = *count;
+    // > "Unknown tools" are among the protocol errors — MCP 2025-11-25, Server § Tools §
+    // > Error Handling
+    let Some(handler) = server
+        .tools
+        .iter()
+        .find(|t| t.name == name)
+        .map(|t| t.handler.clone())
+    else {
+        return error(INVALID_PARAMS, format!("Unknown tool: {name}"));
+    };
+    let fault = take_fault(&mut server, &name, n);
+    drop(server);
+    // The handler runs when the future is polled, where a panic in it is caught.
+    let future: BoxFuture<'static, ToolReply> = match fault {
+        None => Box::pin(async move { handler(arguments).await }),
+        Some(Fault::IsError(text)) => Box::pin(std::future::ready(ToolReply::error(text))),
+        Some(Fault::ProtocolError(code, message)) => {
+            Box::pin(std::future::ready(ToolReply::protocol_error(code, message)))
+        }
+        Some(Fault::Delay(delay)) => Box::pin(async move {
+            async_io::Timer::after(delay).await;
+            handler(arguments).await
+        }),
+        Some(Fault::NeverAnswer) => Box::pin(std::future::pending()),
+        Some(Fault::DropConnection) => {
+            conn.drop_connection();
+            return Answer::Later;
+        }
+    };
+    conn.start(id.clone(), modern, future);
+    Answer::Later
+}
+
+/// A `resources/read`: a resource of that URI, else the first template whose reader has it.
+fn read_resource(conn: &Conn, params: &Value, modern: bool) -> Answer {
+    let server = lock(&conn.shared);
+    let uri = params["uri"].as_str().unwrap_or_default().to_owned();
+    if let Some(r) = server.resources.iter().find(|r| r.uri == uri) {
+        return Answer::Result(json!({"contents": [r.contents.to_json(&uri)]}));
+    }
+    let reads: Vec<_> = server.templates.iter().map(|t| t.read.clone()).collect();
+    drop(server);
+    if let Some(contents) = reads.iter().find_map(|read| read(&uri)) {
+        return Answer::Result(json!({"contents": [contents.to_json(&uri)]}));
+    }
+    // > "Resource not found: -32002" — MCP 2025-11-25, Server § Resources § Error
+    // > Handling; SEP-2164 (final) makes it -32602 (Invalid Params) for the modern era.
+    let code = if modern { INVALID_PARAMS } else { -32002 };
+    Answer::Error(code, "Resource not found".into(), Some(json!({"uri": uri})))
+}
+
+/// A `prompts/get`: the prompt's messages for the arguments given, once the required are there.
+fn get_prompt(conn: &Conn, params: &Value) -> Answer {
+    let server = lock(&conn.shared);
+    let name = params["name"].as_str().unwrap_or_default();
+    let Some(prompt) = server.prompts.iter().find(|p| p.name == name) else {
+        return error(INVALID_PARAMS, format!("Unknown prompt: {name}"));
+    };
+    let given = params["arguments"].as_object().cloned().unwrap_or_default();
+    let missing: Vec<&str> = prompt
+        .arguments
+        .iter()
+        .filter(|(n, required)| *required && !given.contains_key(n))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return error(
+            INVALID_PARAMS,
+            format!("missing required arguments: {}", missing.join(", ")),
+        );
+    }
+    let messages = prompt.messages.clone();
+    drop(server);
+    let messages: Vec<Value> = messages(&given)
+        .into_iter()
+        .map(|m| json!({"role": m.role, "content": {"type": "text", "text": m.text}}))
+        .collect();
+    Answer::Result(json!({"messages": messages}))
+}
+
+/// A `completion/complete`: the values the application's function gives, at most 100.
+fn complete(conn: &Conn, params: &Value) -> Answer {
+    let server = lock(&conn.shared);
+    let Some(values_for) = server.completion.clone() else {
+        return error(METHOD_NOT_FOUND, "Method not found: completion/complete");
+    };
+    drop(server);
+    let ask = CompletionAsk {
+        reference: params["ref"].clone(),
+        argument: params["argument"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .into(),
+        value: params["argument"]["value"]
+            .as_str()
+            .unwrap_or_default()
+            .into(),
+        context: params["context"]["arguments"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    };
+    let mut values = values_for(&ask);
+    let total = values.len();
+    // > "`values`: Array of completion values (maximum 100 items)" — MCP 2025-11-25, Utilities
+    // > § Completion
+    values.truncate(100);
+    Answer::Result(json!({"completion": {
+        "values": values, "total": total, "hasMore": total > 100
+    }}))
 }
 
 /// The fault scripted for the `n`-th call of `tool`, if any: a one-time fault is used up.
