@@ -31,6 +31,9 @@
 //! those), `progress-ticks` (`tools/call slow {"ms": N}` with a `progressToken` reports progress
 //! every 100 ms while it waits its N ms, then answers).
 //!
+//! `lists-change` (legacy era): declares `listChanged` for tools, resources and prompts, and
+//! after each `tools/call`'s answer sends `notifications/{tools,resources,prompts}/list_changed`.
+//!
 //! Listing behaviours of the legacy era (each logged on stderr as it happens): `hang-list`
 //! (`tools/list` is never answered), `list-error` (`tools/list` gets -32603), `hang-relist` (the
 //! first `tools/list` is answered, no later one), `no-tools` (no `tools` capability declared, and
@@ -139,6 +142,9 @@ struct Behaviour {
     grow: bool,
     /// `swap`: as `grow`, and the grown list no longer has `slow` (a tool added, one removed).
     swap: bool,
+    /// `lists-change`: declares `listChanged` for tools, resources and prompts, and after each
+    /// `tools/call`'s answer says all three lists changed (legacy era).
+    lists_change: bool,
     /// A `tools/call` that asks for progress gets five progress notifications and its answer
     /// in one write (other calls keep the other behaviours).
     progress_burst: bool,
@@ -378,6 +384,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "slow-discover" => b.slow_discover = true,
                         "grow" => b.grow = true,
                         "swap" => (b.grow, b.swap) = (true, true),
+                        "lists-change" => b.lists_change = true,
                         "progress-burst" => b.progress_burst = true,
                         "progress-ticks" => b.progress_ticks = true,
                         "hostile-text" => b.hostile_text = true,
@@ -583,6 +590,9 @@ fn run(b: Behaviour) -> ExitCode {
                     };
                     let capabilities = if b.no_tools {
                         json!({})
+                    } else if b.lists_change {
+                        json!({"tools": {"listChanged": true}, "resources": {"listChanged": true},
+                            "prompts": {"listChanged": true}})
                     } else {
                         json!({"tools": {}})
                     };
@@ -670,6 +680,15 @@ fn run(b: Behaviour) -> ExitCode {
             let _ = out.write_all(
                 b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n",
             );
+            let _ = out.flush();
+        }
+        if b.lists_change && method == "tools/call" {
+            for list in ["tools", "resources", "prompts"] {
+                let _ = writeln!(
+                    out,
+                    "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/{list}/list_changed\"}}"
+                );
+            }
             let _ = out.flush();
         }
         if b.ping_idle && method == "tools/call" {
