@@ -290,7 +290,7 @@ async fn recorded(
     let opened = client.initialize().await.map_err(fail);
     recorder.opened(&client);
     let outcome = match opened {
-        Ok(_) => session(&client, options, arguments, fail).await,
+        Ok(_) => session(&client, options, arguments, fail, to_close).await,
         Err(e) => Err(e),
     };
     let outcome = close(&client, outcome).await;
