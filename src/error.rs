@@ -147,6 +147,13 @@ pub enum RequestError {
         /// What replaces it.
         instead: &'static str,
     },
+    /// The server acknowledged the subscription's listen without resource `uri`: it agreed not
+    /// to send its updates (2026-07-28; the URI stays wanted, for a later listen).
+    #[error("the server did not agree to send updates of {uri}")]
+    SubscriptionRefused {
+        /// The resource.
+        uri: String,
+    },
     /// The server still wanted more input after the most rounds the client allows.
     #[error("the server still required input after {limit} rounds; giving up")]
     TooManyRounds {

@@ -361,6 +361,36 @@ pub fn resource_owner<S: AsRef<str>>(uri: &str, listed: &[&[S]]) -> ResourceOwne
     }
 }
 
+/// Which of the servers loads skill `skill` — a name as listed, or the URI of a `SKILL.md` —
+/// from the skills each lists (`listed[i]`: server `i`'s, as (name, URI) pairs).
+///
+/// > "Hosts **MUST** identify servers by a host-assigned label, not the server's
+/// > self-reported `serverInfo.name`." — SEP-2640 § Security Considerations
+///
+/// A skill is named by its server's label, then: a name (or URI) one server lists goes to it; one
+/// several list must be given with its server ([`ResourceOwner::Several`]) — two servers'
+/// skills of one name are different skills, and neither is preferred. A URI no server lists goes
+/// to the set's only server, if it has one ("hosts **MUST** support loading a skill given only
+/// its URI" — SEP-2640 § Listing Skills); an unlisted name goes nowhere.
+pub fn skill_owner<S: AsRef<str>>(skill: &str, listed: &[&[(S, S)]]) -> ResourceOwner {
+    let owners: Vec<usize> = listed
+        .iter()
+        .enumerate()
+        .filter(|(_, skills)| {
+            skills
+                .iter()
+                .any(|(name, uri)| name.as_ref() == skill || uri.as_ref() == skill)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    match owners[..] {
+        [one] => ResourceOwner::Server(one),
+        [] if listed.len() == 1 && skill.ends_with("/SKILL.md") => ResourceOwner::Server(0),
+        [] => ResourceOwner::Unlisted,
+        _ => ResourceOwner::Several(owners),
+    }
+}
+
 /// When a server that died may be started again: after a backoff that doubles from `initial`
 /// to `max` with each restart in the last minute, and at most `per_minute` restarts in any
 /// minute.
@@ -881,5 +911,36 @@ mod tests {
         );
         assert_eq!(EraMemory::relaunch(EraChoice::Modern, true, None), None);
         assert_eq!(EraMemory::relaunch(EraChoice::Legacy, true, None), None);
+    }
+
+    #[test]
+    fn a_skill_goes_to_the_one_server_that_lists_it() {
+        let a = [
+            ("pdf", "skill://pdf/SKILL.md"),
+            ("csv", "skill://csv/SKILL.md"),
+        ];
+        let b = [("pdf", "skill://b-pdf/SKILL.md")];
+        let listed: [&[(&str, &str)]; 2] = [&a, &b];
+        assert_eq!(skill_owner("csv", &listed), ResourceOwner::Server(0));
+        assert_eq!(
+            skill_owner("skill://b-pdf/SKILL.md", &listed),
+            ResourceOwner::Server(1)
+        );
+        assert_eq!(
+            skill_owner("pdf", &listed),
+            ResourceOwner::Several(vec![0, 1])
+        );
+        assert_eq!(skill_owner("nope", &listed), ResourceOwner::Unlisted);
+        assert_eq!(
+            skill_owner("skill://x/SKILL.md", &listed),
+            ResourceOwner::Unlisted
+        );
+        // One server: an unlisted URI is its to load, an unlisted name no one's.
+        let one: [&[(&str, &str)]; 1] = [&a];
+        assert_eq!(
+            skill_owner("skill://x/SKILL.md", &one),
+            ResourceOwner::Server(0)
+        );
+        assert_eq!(skill_owner("nope", &one), ResourceOwner::Unlisted);
     }
 }

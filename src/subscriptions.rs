@@ -93,10 +93,34 @@ pub struct Listener {
     drops: u32,
     /// No listen before this instant (a backoff after a drop).
     retry_at: Option<Instant>,
-    /// The filter the server closed or refused: not sent again until what is wanted changes.
+    /// The filter the server closed or refused: not sent again until what is wanted changes
+    /// (or the application subscribes again).
     settled: Option<Value>,
     /// Listen requests sent, for the driver's counters and the tests.
     sent: u64,
+    /// The resource URIs the server agreed to send updates for: in the legacy era those whose
+    /// `resources/subscribe` it answered, in the modern era those the open listen's
+    /// acknowledgement named (of those it asked for).
+    heard: BTreeSet<String>,
+    /// Resource updates dropped: for a URI not subscribed to, or not agreed to.
+    dropped_updates: u64,
+    /// The last listen sent and its filter, open or not: a transport reports a stream's drop
+    /// before the session hands out what the stream carried, its acknowledgement included.
+    latest: Option<(RequestId, Value)>,
+}
+
+/// Whether an update of `uri` is one of subscribed URI `subscribed`: the same URI, or a
+/// sub-resource of it (a path below it: what follows it starts a path segment, a query or a
+/// fragment).
+fn covers(subscribed: &str, uri: &str) -> bool {
+    let Some(rest) = uri.strip_prefix(subscribed) else {
+        return false;
+    };
+    rest.is_empty()
+        || subscribed.ends_with('/')
+        || rest.starts_with('/')
+        || rest.starts_with('?')
+        || rest.starts_with('#')
 }
 
 fn slot(kind: ListKind) -> usize {
@@ -121,10 +145,18 @@ impl Listener {
 
     /// Subscribes to resource `uri`'s updates; returns whether it is new. Refused past
     /// [`MAX_RESOURCE_SUBSCRIPTIONS`] URIs or for one longer than [`MAX_URI_LEN`].
+    ///
+    /// A subscription is the application asking anew: a filter the server closed or refused
+    /// earlier is sent again on the next [`poll`](Self::poll), even when the URI was already
+    /// there (each such listen follows one call of the application, so this is no loop).
+    ///
+    /// > "A client that receives this response knows the subscription closed cleanly" — MCP
+    /// > 2026-07-28, Basic § Subscriptions § Graceful Closure
     pub fn subscribe(&mut self, uri: &str) -> Result<bool, TooMany> {
         if uri.len() > MAX_URI_LEN {
             return Err(TooMany { limit: MAX_URI_LEN });
         }
+        self.settled = None;
         if self.uris.contains(uri) {
             return Ok(false);
         }
@@ -136,9 +168,49 @@ impl Listener {
         Ok(self.uris.insert(uri.to_owned()))
     }
 
-    /// Ends the subscription to `uri`; returns whether there was one.
+    /// Ends the subscription to `uri`; returns whether there was one. Its updates are dropped
+    /// from now on.
     pub fn unsubscribe(&mut self, uri: &str) -> bool {
+        self.heard.remove(uri);
         self.uris.remove(uri)
+    }
+
+    /// Legacy era: the server answered `resources/subscribe` for `uri` (which
+    /// [`subscribe`](Self::subscribe) took first): its updates are heard.
+    pub fn handle_subscribed(&mut self, uri: &str) {
+        if self.uris.contains(uri) {
+            self.heard.insert(uri.to_owned());
+        }
+    }
+
+    /// Whether an update of resource `uri` (`notifications/resources/updated`) goes to the
+    /// application: only for a URI it subscribed to and the server agreed to, or a
+    /// sub-resource of one (a path below it). Any other is dropped and counted
+    /// ([`dropped_updates`](Self::dropped_updates)), in either era.
+    ///
+    /// > "The server **MUST NOT** send notification types the client has not explicitly
+    /// > requested." — MCP 2026-07-28, Basic § Subscriptions
+    ///
+    /// > "`uri`: The URI of the resource that has been updated. This might be a sub-resource of
+    /// > the one that the client actually subscribed to." — MCP 2025-11-25 and 2026-07-28,
+    /// > schema, `ResourceUpdatedNotificationParams`
+    pub fn admit_update(&mut self, uri: &str) -> bool {
+        // At most MAX_RESOURCE_SUBSCRIPTIONS prefix comparisons of at most MAX_URI_LEN bytes.
+        let admitted = self.heard.contains(uri) || self.heard.iter().any(|s| covers(s, uri));
+        if !admitted {
+            self.dropped_updates += 1;
+        }
+        admitted
+    }
+
+    /// How many resource updates [`admit_update`](Self::admit_update) dropped.
+    pub fn dropped_updates(&self) -> u64 {
+        self.dropped_updates
+    }
+
+    /// Whether updates of `uri` are heard now: the server agreed to them.
+    pub fn hears(&self, uri: &str) -> bool {
+        self.heard.contains(uri)
     }
 
     /// The resource URIs subscribed to.
@@ -227,6 +299,7 @@ impl Listener {
         let request = Request::new(LISTEN, Some(json!({ "notifications": filter }))).no_timeout();
         let id = session.send(request, now).ok()?;
         self.sent += 1;
+        self.latest = Some((id, filter.clone()));
         let old = self.open.replace(Open {
             id,
             filter,
@@ -253,10 +326,45 @@ impl Listener {
     /// > "The server **MUST** send `notifications/subscriptions/acknowledged` as the first
     /// > message carrying the subscription's ID" — MCP 2026-07-28, Basic § Subscriptions §
     /// > Acknowledgment
-    pub fn handle_acknowledged(&mut self, id: RequestId) {
+    ///
+    /// Its `notifications` (the acknowledged filter) say which of the URIs asked for the server
+    /// agreed to: only those are heard from now on ([`admit_update`](Self::admit_update)). It may
+    /// narrow what was asked for, never widen it (a URI it names that was not asked for is not
+    /// heard); a filter without `resourceSubscriptions` agrees to none. An acknowledgement
+    /// without `notifications` at all (which the schema requires) is taken as agreeing to what
+    /// was asked for.
+    ///
+    /// > "The `notifications` field in the acknowledgment reflects the subset the server agreed
+    /// > to honor. Notification types the server does not support are omitted." … "The client
+    /// > **SHOULD** check the acknowledged filter against what it requested and handle any
+    /// > unsupported types gracefully." — MCP 2026-07-28, Basic § Subscriptions § Acknowledgment
+    ///
+    /// The last listen sent is taken even when it ended already (its drop was reported before
+    /// its acknowledgement was handed out): what its stream carried is heard.
+    pub fn handle_acknowledged(&mut self, id: RequestId, notifications: Option<&Value>) {
         if let Some(open) = self.open.as_mut().filter(|o| o.id == id) {
             open.acknowledged = true;
         }
+        let Some((_, filter)) = self.latest.as_ref().filter(|(latest, _)| *latest == id) else {
+            return;
+        };
+        let asked = filter.get("resourceSubscriptions");
+        let agreed = match notifications {
+            Some(n) => n.get("resourceSubscriptions"),
+            None => asked,
+        };
+        let uris = |v: Option<&Value>| -> BTreeSet<String> {
+            v.and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let asked = uris(asked);
+        self.heard = uris(agreed).intersection(&asked).cloned().collect();
     }
 
     /// Whether the open listen was acknowledged: what it carries is being listened to.
@@ -280,7 +388,12 @@ impl Listener {
             return false;
         };
         match how {
-            End::Graceful | End::Refused => self.settled = Some(open.filter),
+            End::Graceful | End::Refused => {
+                // Nothing more comes of it (an answer comes after what its stream carried).
+                self.heard.clear();
+                self.latest = None;
+                self.settled = Some(open.filter)
+            }
             End::Dropped => {
                 if open.acknowledged && now.saturating_duration_since(open.since) >= RELISTEN_STABLE
                 {
@@ -308,6 +421,8 @@ impl Listener {
         self.cancel_open(session, now);
         self.lists = [false; 3];
         self.uris.clear();
+        self.heard.clear();
+        self.latest = None;
         self.retry_at = None;
     }
 }
@@ -395,7 +510,7 @@ mod tests {
             since: now,
         });
         assert_eq!(l.poll_timeout(), None, "a listen is open");
-        l.handle_acknowledged(RequestId(50));
+        l.handle_acknowledged(RequestId(50), None);
         // Acknowledged, but dropped at once: still backed off.
         assert!(l.handle_end(RequestId(50), End::Dropped, now));
         assert_eq!(l.poll_timeout(), Some(now + RELISTEN_MAX));
@@ -406,7 +521,7 @@ mod tests {
             acknowledged: false,
             since: now,
         });
-        l.handle_acknowledged(RequestId(51));
+        l.handle_acknowledged(RequestId(51), None);
         let later = now + RELISTEN_STABLE;
         assert!(l.handle_end(RequestId(51), End::Dropped, later));
         assert_eq!(l.poll_timeout(), Some(later + RELISTEN_FIRST));
@@ -433,5 +548,118 @@ mod tests {
         });
         assert!(l.handle_end(RequestId(2), End::Refused, now));
         assert_eq!(l.poll_timeout(), None);
+    }
+
+    fn acknowledged_listen(l: &mut Listener, id: u64, filter: Value, ack: Option<Value>) {
+        l.latest = Some((RequestId(id), filter.clone()));
+        l.open = Some(Open {
+            id: RequestId(id),
+            filter,
+            acknowledged: false,
+            since: Instant::now(),
+        });
+        l.handle_acknowledged(RequestId(id), ack.as_ref());
+        assert!(l.acknowledged());
+    }
+
+    #[test]
+    fn only_updates_of_what_was_subscribed_and_agreed_to_are_admitted() {
+        let mut l = Listener::new();
+        l.subscribe("file:///a").unwrap();
+        l.subscribe("file:///b").unwrap();
+        l.subscribe("file:///dir/").unwrap();
+        assert!(!l.admit_update("file:///a"), "not acknowledged yet");
+        let asked = json!({"resourceSubscriptions": ["file:///a", "file:///b", "file:///dir/"]});
+        // The server narrows (no b) and tries to widen (c): only a and dir/ are heard.
+        acknowledged_listen(
+            &mut l,
+            1,
+            asked.clone(),
+            Some(json!({"resourceSubscriptions": ["file:///a", "file:///c", "file:///dir/", 7]})),
+        );
+        assert!(l.hears("file:///a"));
+        assert!(!l.hears("file:///b"));
+        assert!(!l.hears("file:///c"));
+        let verdicts: Vec<bool> = [
+            "file:///a",
+            "file:///a/part",
+            "file:///a#frag",
+            "file:///a?q",
+            "file:///ab",
+            "file:///b",
+            "file:///c",
+            "file:///dir/x/y",
+            "file:///",
+            "",
+        ]
+        .iter()
+        .map(|u| l.admit_update(u))
+        .collect();
+        assert_eq!(
+            verdicts,
+            [true, true, true, true, false, false, false, true, false, false]
+        );
+        assert_eq!(
+            l.dropped_updates(),
+            5 + 1,
+            "five above, one before the acknowledgement"
+        );
+        // Unsubscribed: dropped at once.
+        l.unsubscribe("file:///a");
+        assert!(!l.admit_update("file:///a"));
+        // A filter without `resourceSubscriptions` agrees to none; none at all, to what was asked.
+        acknowledged_listen(
+            &mut l,
+            2,
+            asked.clone(),
+            Some(json!({"toolsListChanged": true})),
+        );
+        assert!(!l.admit_update("file:///dir/x"));
+        acknowledged_listen(&mut l, 3, asked.clone(), None);
+        assert!(l.admit_update("file:///b"));
+        // Its stream drops: what it carried (handed out after the drop) is still heard, its
+        // acknowledgement too.
+        assert!(l.handle_end(RequestId(3), End::Dropped, Instant::now()));
+        assert!(l.admit_update("file:///b"));
+        l.handle_acknowledged(RequestId(3), Some(&json!({})));
+        assert!(!l.admit_update("file:///b"), "an acknowledgement of none");
+        // An acknowledgement of an earlier listen says nothing.
+        acknowledged_listen(&mut l, 4, asked, None);
+        l.handle_acknowledged(RequestId(3), Some(&json!({})));
+        assert!(l.admit_update("file:///b"));
+        // The server closes it: nothing more is heard.
+        assert!(l.handle_end(RequestId(4), End::Graceful, Instant::now()));
+        assert!(!l.admit_update("file:///b"));
+    }
+
+    #[test]
+    fn in_the_legacy_era_what_the_server_answered_is_heard() {
+        let mut l = Listener::new();
+        assert!(!l.admit_update("file:///a"));
+        l.handle_subscribed("file:///a");
+        assert!(
+            !l.admit_update("file:///a"),
+            "not subscribed by the application"
+        );
+        assert!(l.subscribe("file:///a").unwrap());
+        assert!(!l.admit_update("file:///a"), "not answered yet");
+        l.handle_subscribed("file:///a");
+        assert!(l.admit_update("file:///a"));
+        assert!(l.admit_update("file:///a/b"));
+        assert!(l.unsubscribe("file:///a"));
+        assert!(!l.admit_update("file:///a"));
+        assert_eq!(l.dropped_updates(), 4);
+    }
+
+    #[test]
+    fn a_subscription_after_a_graceful_end_asks_again() {
+        let mut l = Listener::new();
+        l.subscribe("file:///a").unwrap();
+        let filter = json!({"resourceSubscriptions": ["file:///a"]});
+        acknowledged_listen(&mut l, 1, filter.clone(), None);
+        assert!(l.handle_end(RequestId(1), End::Graceful, Instant::now()));
+        assert_eq!(l.settled, Some(filter));
+        assert_eq!(l.subscribe("file:///a"), Ok(false), "not new");
+        assert_eq!(l.settled, None, "but asked again");
     }
 }

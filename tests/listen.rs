@@ -105,7 +105,10 @@ fn the_listen_carries_what_is_wanted_and_its_stream_gives_the_legacy_events() {
     assert_eq!(
         events(&mut s),
         vec![
-            Event::ListenAcknowledged { id },
+            Event::ListenAcknowledged {
+                id,
+                notifications: Some(json!({"toolsListChanged": true}))
+            },
             Event::ListChanged(ListKind::Tools)
         ]
     );

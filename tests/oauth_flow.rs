@@ -37,6 +37,8 @@ fn unix(t: SystemTime) -> u64 {
 #[derive(Clone)]
 struct World {
     docs: HashMap<String, (u16, Vec<u8>)>,
+    /// Redirects, by `METHOD URL`: the status and the `Location`.
+    moved: HashMap<String, (u16, String)>,
 }
 
 impl World {
@@ -45,6 +47,7 @@ impl World {
     fn standard() -> World {
         let mut w = World {
             docs: HashMap::new(),
+            moved: HashMap::new(),
         };
         w.put(
             "GET",
@@ -73,6 +76,31 @@ impl World {
             format!("{method} {url}"),
             (status, body.to_string().into_bytes()),
         );
+    }
+
+    /// `GET url` answers `status` with this `Location`.
+    fn redirect(&mut self, url: &str, status: u16, location: &str) {
+        self.moved
+            .insert(format!("GET {url}"), (status, location.to_owned()));
+    }
+
+    /// The answer with its headers (a `Location` for a redirect).
+    fn answer_with_headers(&self, request: &HttpRequest) -> (u16, Vec<(String, String)>, Vec<u8>) {
+        let url = request.url.split('?').next().unwrap();
+        match self
+            .moved
+            .get(&format!("{} {url}", request.method.as_str()))
+        {
+            Some((status, location)) => (
+                *status,
+                vec![("Location".to_owned(), location.clone())],
+                Vec::new(),
+            ),
+            None => {
+                let (status, body) = self.answer(request);
+                (status, Vec::new(), body)
+            }
+        }
     }
 
     fn remove(&mut self, method: &str, url: &str) {
@@ -177,6 +205,18 @@ fn drive(
     stored: Option<Credentials>,
     person: &dyn Fn(&AuthorizationRequest) -> String,
 ) -> Run {
+    drive_with(start, options, world, stored, None, person)
+}
+
+/// [`drive`], with `registration` offered at each load (`Flow::on_loaded_with`).
+fn drive_with(
+    start: FlowStart,
+    options: AuthOptions,
+    world: &World,
+    stored: Option<Credentials>,
+    registration: Option<Credentials>,
+    person: &dyn Fn(&AuthorizationRequest) -> String,
+) -> Run {
     let mut flow = Flow::new(start, options, RANDOM, now());
     let mut run = Run {
         result: Err(AuthError::Misuse("unfinished")),
@@ -188,13 +228,13 @@ fn drive(
         match flow.step().clone() {
             Step::Send(request) => {
                 assert!(request.check().is_ok(), "{request:?}");
-                let (status, body) = world.answer(&request);
+                let (status, headers, body) = world.answer_with_headers(&request);
                 run.requests.push(request);
-                flow.on_response(status, &[], &body, now());
+                flow.on_response(status, &headers, &body, now());
             }
             Step::Load { issuer, resource } => {
                 run.loads.push((issuer, resource));
-                flow.on_loaded(stored.clone(), now());
+                flow.on_loaded_with(stored.clone(), registration.clone(), now());
             }
             Step::Authorize(request) => {
                 let back = person(&request);
@@ -1202,7 +1242,9 @@ fn private_key_jwt_sends_a_signed_assertion_and_no_secret() {
     ));
     let r = drive(unauthorized(None), o, &World::standard(), None, &approve);
     assert!(
-        r.err().to_string().contains("not a P-256 key in PEM"),
+        r.err()
+            .to_string()
+            .contains("not a P-256 or RSA private key in PEM"),
         "{}",
         r.err()
     );
@@ -1210,36 +1252,180 @@ fn private_key_jwt_sends_a_signed_assertion_and_no_secret() {
     assert!(r.urls().iter().all(|u| !u.ends_with("/token")));
 }
 
+/// The client assertion `private_key_jwt` sends with `key`, from a client credentials flow
+/// (or the flow's error, with what it sent).
+fn assertion_with(key: &str) -> (Run, Option<String>) {
+    let mut o = options();
+    o.grant = Grant::ClientCredentials;
+    o.pre_registered = Some(PreRegistered {
+        client_id: "m2m-rsa".into(),
+        client_secret: None,
+        private_key: Some(Secret::new(key)),
+        auth_method: None,
+        issuer: Some(AS.into()),
+    });
+    let r = drive(unauthorized(None), o, &World::standard(), None, &|_| {
+        panic!("no person in the client credentials grant")
+    });
+    let assertion = r
+        .requests
+        .iter()
+        .rev()
+        .find(|q| q.url == "https://as.example.com/token")
+        .map(|t| form(t)["client_assertion"].clone());
+    (r, assertion)
+}
+
 #[test]
-fn with_nobody_to_ask_the_flow_ends_once_it_knows_the_authorization_server() {
-    // The application has no way to show a person the URL (the driver's `Authorize::Refuse`).
+fn private_key_jwt_signs_rs256_with_an_rsa_key_in_pkcs8_or_pkcs1() {
+    use base64::Engine;
+    use rsa::pkcs8::DecodePublicKey;
+    use rsa::signature::Verifier;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let public =
+        rsa::RsaPublicKey::from_public_key_pem(include_str!("keys/rsa2048.pub.pem")).unwrap();
+    let verifier = rsa::pkcs1v15::VerifyingKey::<sha2::Sha256>::new(public);
+    for pem in [
+        include_str!("keys/rsa2048.pkcs8.pem"),
+        include_str!("keys/rsa2048.pkcs1.pem"),
+    ] {
+        let (r, assertion) = assertion_with(pem);
+        assert_eq!(r.ok().client.auth_method, AuthMethod::PrivateKeyJwt);
+        let assertion = assertion.expect("a token request with an assertion");
+        let parts: Vec<&str> = assertion.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        // The key's type decides the algorithm (RFC 7518 § 3.3: RS256 is RSASSA-PKCS1-v1_5
+        // with SHA-256).
+        let head: Value = serde_json::from_slice(&b64.decode(parts[0]).unwrap()).unwrap();
+        assert_eq!(head["alg"], "RS256");
+        let claims: Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+        assert_eq!(
+            (&claims["iss"], &claims["aud"]),
+            (&json!("m2m-rsa"), &json!(AS))
+        );
+        let raw = b64.decode(parts[2]).unwrap();
+        assert_eq!(raw.len(), 256, "a 2048-bit key signs 256 bytes");
+        let signature = rsa::pkcs1v15::Signature::try_from(raw.as_slice()).unwrap();
+        verifier
+            .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &signature)
+            .expect("a valid RS256 signature");
+        // The key shows nowhere in what the flow made or ended with.
+        let body = pem.lines().nth(1).unwrap();
+        let shown = format!("{:?} {:?}", r.requests, r.ok());
+        assert!(!shown.contains(body), "{shown}");
+    }
+}
+
+#[test]
+fn private_key_jwt_refuses_a_short_or_broken_rsa_key_before_sending_it_anything() {
+    let short = include_str!("keys/rsa1024.pkcs8.pem");
+    // A PKCS#1 key with its body cut short: the PEM armour is right, the key is not.
+    let full = include_str!("keys/rsa2048.pkcs1.pem");
+    let lines: Vec<&str> = full.lines().collect();
+    let broken = [&lines[..3], &lines[lines.len() - 1..]].concat().join("\n");
+    let cases = [
+        (short, "has 1024 bits"),
+        (broken.as_str(), "not a P-256 or RSA private key"),
+    ];
+    for (pem, says) in cases {
+        let (r, assertion) = assertion_with(pem);
+        assert!(assertion.is_none(), "nothing goes to the token endpoint");
+        let e = r.err().to_string();
+        assert!(e.contains(says), "{e}");
+        for line in pem.lines().filter(|l| !l.starts_with("-----")) {
+            assert!(!e.contains(line), "{e}");
+        }
+    }
+}
+
+#[test]
+fn with_nobody_to_ask_stored_tokens_are_used_and_refreshed_but_nothing_else_is_started() {
+    // The application has no way to show a person the URL (the driver's `Authorize::Refuse`,
+    // the CLI's `--no-auth`): it means "never start a flow that needs a person", not "ignore
+    // what is stored".
     let mut o = options();
     assert!(o.interactive && o.asks_person());
     o.interactive = false;
     assert!(!o.asks_person());
-    let stored = credentials(AS, "STORED", Some("R"), None);
+    let nobody = |_: &AuthorizationRequest| -> String { panic!("nobody is asked") };
+    let refused = |r: &Run| {
+        let AuthError::NotAuthorized {
+            issuer,
+            resource,
+            reason,
+        } = r.err()
+        else {
+            panic!("{:?}", r.result)
+        };
+        assert_eq!(
+            (issuer.as_str(), resource.as_str(), reason.as_str()),
+            (AS, MCP, "authorizing is turned off")
+        );
+        // Discovery and the store only: nothing registered or authorized.
+        assert!(
+            r.urls()
+                .iter()
+                .all(|u| !u.ends_with("/register") && !u.ends_with("/authorize")),
+            "{:?}",
+            r.urls()
+        );
+        assert!(r.authorizations.is_empty());
+    };
+    let w = World::standard();
+    // Nothing stored: refused once the authorization server is known, naming it.
+    let r = drive(unauthorized(None), o.clone(), &w, None, &nobody);
+    refused(&r);
+    assert_eq!(r.urls(), [format!("GET {PRM}"), format!("GET {AS_META}")]);
+    assert_eq!(r.loads, [(AS.to_owned(), MCP.to_owned())]);
+    // A fresh stored token: used as it is.
+    let fresh = credentials(AS, "STORED", Some("R"), Some(unix(now()) + 600));
+    let r = drive(unauthorized(None), o.clone(), &w, Some(fresh), &nobody);
+    assert_eq!(r.ok().tokens.access_token.expose(), "STORED");
+    assert_eq!(r.urls(), [format!("GET {PRM}"), format!("GET {AS_META}")]);
+    // An expired one with a refresh token: refreshed, which needs nobody.
+    let expired = credentials(AS, "OLD", Some("R"), Some(unix(now()) - 1));
+    let r = drive(unauthorized(None), o.clone(), &w, Some(expired), &nobody);
+    assert_eq!(r.ok().tokens.access_token.expose(), "AT1");
+    assert_eq!(
+        form(r.last_to(&format!("{AS}/token")))["grant_type"],
+        "refresh_token"
+    );
+    // The token that the server just refused (a 401 sent with it), with a refresh token: the
+    // same.
+    let failed = credentials(AS, "OLD", Some("R"), None);
+    let again = start(Reason::Unauthorized, None, Some(failed.clone()));
+    let r = drive(again, o.clone(), &w, Some(failed), &nobody);
+    assert_eq!(r.ok().tokens.access_token.expose(), "AT1");
+    // Hostile: an expired token and no refresh token — not sent, nothing registered, refused.
+    let dead = credentials(AS, "DEAD", None, Some(unix(now()) - 1));
+    let r = drive(unauthorized(None), o.clone(), &w, Some(dead), &nobody);
+    refused(&r);
+    assert!(!format!("{:?}", r.requests).contains("DEAD"));
+    // A refresh the server refuses: refused too (authorizing again would need a person).
+    let mut revoked = World::standard();
+    revoked.put(
+        "POST",
+        &format!("{AS}/token"),
+        400,
+        json!({"error": "invalid_grant"}),
+    );
+    let expired = credentials(AS, "OLD", Some("R"), Some(unix(now()) - 1));
     let r = drive(
         unauthorized(None),
         o.clone(),
-        &World::standard(),
-        Some(stored),
-        &|_| panic!("nobody is asked"),
+        &revoked,
+        Some(expired),
+        &nobody,
     );
-    let AuthError::NotAuthorized {
-        issuer,
-        resource,
-        reason,
-    } = r.err()
-    else {
-        panic!("{:?}", r.result)
-    };
-    assert_eq!(
-        (issuer.as_str(), resource.as_str(), reason.as_str()),
-        (AS, MCP, "authorizing is turned off")
+    refused(&r);
+    // A step-up needs a person: refused, even with a fresh token stored.
+    let fresh = credentials(AS, "STORED", Some("R"), None);
+    let step_up = start(
+        Reason::InsufficientScope,
+        Some(r#"Bearer error="insufficient_scope", scope="files:write""#),
+        Some(fresh.clone()),
     );
-    // Discovery only: nothing loaded, registered, refreshed or authorized.
-    assert_eq!(r.urls(), [format!("GET {PRM}"), format!("GET {AS_META}")]);
-    assert!(r.loads.is_empty() && r.authorizations.is_empty());
+    refused(&drive(step_up, o.clone(), &w, Some(fresh), &nobody));
     // The client credentials grant needs no person: not affected.
     o.grant = Grant::ClientCredentials;
     assert!(!o.asks_person());
@@ -1770,4 +1956,432 @@ fn a_redirect_without_this_flows_state_is_not_its_and_changes_nothing() {
         flow.check_redirect(&format!("{REDIRECT}?code=C&state={state}")),
         Redirect::NotOurs
     );
+}
+
+#[test]
+fn metadata_behind_same_origin_redirects_is_followed_and_still_checked() {
+    // The resource metadata moved (301, then 308), the authorization server's too (302): each
+    // followed on its origin, and the documents judged as before.
+    let mut w = World::standard();
+    let prm = w.docs.remove(&format!("GET {PRM}")).unwrap();
+    w.docs
+        .insert("GET https://mcp.example.com/meta/prm.json".into(), prm);
+    w.redirect(PRM, 301, "/meta/moved");
+    w.redirect(
+        "https://mcp.example.com/meta/moved",
+        308,
+        "prm.json#fragment-never-sent",
+    );
+    let meta = w.docs.remove(&format!("GET {AS_META}")).unwrap();
+    w.docs
+        .insert("GET https://as.example.com/v2/metadata".into(), meta);
+    w.redirect(AS_META, 302, "https://as.example.com/v2/metadata");
+    let r = run(&w);
+    assert_eq!(r.ok().issuer, AS);
+    assert_eq!(
+        r.urls()[..5],
+        [
+            format!("GET {PRM}"),
+            "GET https://mcp.example.com/meta/moved".into(),
+            "GET https://mcp.example.com/meta/prm.json".into(),
+            format!("GET {AS_META}"),
+            "GET https://as.example.com/v2/metadata".into(),
+        ]
+    );
+    assert!(r.requests.iter().all(|q| !q.url.contains('#')));
+    // Behind a redirect, the document must still name the issuer the well-known URL was made
+    // from (RFC 8414 § 3.3).
+    w.put(
+        "GET",
+        "https://as.example.com/v2/metadata",
+        200,
+        as_metadata("https://as.example.com/v2"),
+    );
+    let r = run(&w);
+    assert!(
+        r.err()
+            .to_string()
+            .contains("names the issuer https://as.example.com/v2"),
+        "{}",
+        r.err()
+    );
+}
+
+/// The URLs a run that failed without the resource metadata tried, as its error lists them.
+fn tried(r: &Run) -> Vec<String> {
+    match r.err() {
+        AuthError::NoResourceMetadata { tried, .. } => tried.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn metadata_redirects_elsewhere_in_circles_or_on_and_on_are_not_followed() {
+    let evil = "https://evil.example.com/prm";
+    let plain = "http://mcp.example.com/.well-known/oauth-protected-resource/mcp";
+    let cases = [
+        // To another origin: the MCP server named no such place.
+        (
+            "another origin",
+            vec![(PRM, evil)],
+            "another origin, https://evil.example.com",
+        ),
+        // From HTTPS to plain HTTP on the same host: another origin too (the scheme is part of
+        // it), and what came over it could be anyone's.
+        (
+            "https to http",
+            vec![(PRM, plain)],
+            "another origin, http://mcp.example.com",
+        ),
+        // A loop, back to where it started.
+        (
+            "a loop",
+            vec![
+                (PRM, "https://mcp.example.com/a"),
+                ("https://mcp.example.com/a", PRM),
+            ],
+            "a redirect loop back to",
+        ),
+        // More than three: the fourth is not followed.
+        (
+            "too many",
+            vec![
+                (PRM, "https://mcp.example.com/r1"),
+                ("https://mcp.example.com/r1", "https://mcp.example.com/r2"),
+                ("https://mcp.example.com/r2", "https://mcp.example.com/r3"),
+                ("https://mcp.example.com/r3", "https://mcp.example.com/r4"),
+            ],
+            "more than 3 redirects",
+        ),
+    ];
+    for (case, hops, says) in cases {
+        let mut w = World::standard();
+        w.remove("GET", PRM);
+        w.put(
+            "GET",
+            "https://mcp.example.com/r4",
+            200,
+            json!({"resource": MCP, "authorization_servers": [AS]}),
+        );
+        for (from, to) in &hops {
+            w.redirect(from, 307, to);
+        }
+        let r = run(&w);
+        // Nothing fetched where it was not to go; the next well-known URL tried; the refusal
+        // told in the list of URLs tried.
+        for url in r.urls() {
+            assert!(
+                !url.contains("evil") && !url.contains("http://") && !url.ends_with("/r4"),
+                "{case}: {:?}",
+                r.urls()
+            );
+        }
+        assert!(r.urls().contains(&format!("GET {PRM_ROOT}")), "{case}");
+        let tried = tried(&r);
+        assert!(
+            tried
+                .iter()
+                .any(|t| t.contains(says) && t.contains("not followed")),
+            "{case}: {tried:?}"
+        );
+        assert!(r.authorizations.is_empty());
+    }
+    // A redirect without a Location, or to something that is no URL: not followed either.
+    let mut w = World::standard();
+    w.remove("GET", PRM);
+    w.redirect(PRM, 302, "https://user:pw@mcp.example.com/x");
+    let tried = tried(&run(&w));
+    assert!(
+        tried.iter().any(|t| t.contains("without user info")),
+        "{tried:?}"
+    );
+    assert!(!tried.iter().any(|t| t.contains("pw")), "{tried:?}");
+}
+
+const AS2: &str = "https://as2.example.com";
+const AS2_META: &str = "https://as2.example.com/.well-known/oauth-authorization-server";
+
+/// The standard world, with the resource listing `servers` and a second authorization server
+/// (`AS2`) that registers `c2` and issues `AT2`.
+fn two_servers(servers: &[&str]) -> World {
+    let mut w = World::standard();
+    w.put(
+        "GET",
+        PRM,
+        200,
+        json!({"resource": MCP, "authorization_servers": servers, "scopes_supported": ["files:read"]}),
+    );
+    w.put("GET", AS2_META, 200, as_metadata(AS2));
+    w.put(
+        "POST",
+        &format!("{AS2}/register"),
+        201,
+        json!({"client_id": "c2"}),
+    );
+    w.put(
+        "POST",
+        &format!("{AS2}/token"),
+        200,
+        json!({"access_token": "AT2", "token_type": "Bearer", "expires_in": 3600}),
+    );
+    w
+}
+
+/// Whether the run sent anything but a metadata `GET` to `origin`.
+fn posted_to(r: &Run, origin: &str) -> bool {
+    r.requests
+        .iter()
+        .any(|q| q.url.starts_with(origin) && q.method != Method::Get)
+        || r.authorizations.iter().any(|a| a.url.starts_with(origin))
+}
+
+#[test]
+fn the_next_authorization_server_is_tried_when_one_has_no_usable_metadata() {
+    // The first one listed has no metadata at all (404 at each well-known URL): the second is
+    // used.
+    let mut w = two_servers(&[AS, AS2]);
+    w.remove("GET", AS_META);
+    let r = run(&w);
+    assert_eq!(r.ok().issuer, AS2);
+    assert_eq!(r.ok().tokens.access_token.expose(), "AT2");
+    assert!(!posted_to(&r, AS));
+    assert_eq!(r.loads, [(AS2.to_owned(), MCP.to_owned())]);
+    // One that names another issuer in its metadata (here, the second one's: an impostor) is
+    // not used, and nothing it names is sent anything.
+    let mut w = two_servers(&[AS, AS2]);
+    let mut impostor = as_metadata(AS);
+    impostor["issuer"] = json!(AS2);
+    w.put("GET", AS_META, 200, impostor);
+    let r = run(&w);
+    assert_eq!(r.ok().issuer, AS2);
+    assert!(!posted_to(&r, AS), "{:?}", r.urls());
+    // One without PKCE: the same.
+    let mut w = two_servers(&[AS, AS2]);
+    let mut no_pkce = as_metadata(AS);
+    no_pkce
+        .as_object_mut()
+        .unwrap()
+        .remove("code_challenge_methods_supported");
+    w.put("GET", AS_META, 200, no_pkce);
+    assert_eq!(run(&w).ok().issuer, AS2);
+}
+
+#[test]
+fn when_no_authorization_server_is_usable_each_one_says_why() {
+    // Hostile: the first has no metadata, the second names another issuer in its own.
+    let mut w = two_servers(&[AS, AS2]);
+    w.remove("GET", AS_META);
+    let mut other = as_metadata(AS2);
+    other["issuer"] = json!("https://evil.example.com");
+    w.put("GET", AS2_META, 200, other);
+    let r = run(&w);
+    let AuthError::NoUsableServer { resource, tried } = r.err() else {
+        panic!("{:?}", r.result)
+    };
+    assert_eq!(resource, MCP);
+    assert_eq!(tried.len(), 2, "{tried:?}");
+    assert!(tried[0].contains(AS), "{tried:?}");
+    assert!(
+        tried[1].contains("names the issuer https://evil.example.com"),
+        "{tried:?}"
+    );
+    assert!(r.loads.is_empty() && !posted_to(&r, AS) && !posted_to(&r, AS2));
+    // One listed twice is tried once; at most five are tried.
+    let many: Vec<String> = (0..8)
+        .map(|i| format!("https://as{i}.example.net"))
+        .collect();
+    let mut listed: Vec<&str> = vec![many[0].as_str()];
+    listed.extend(many.iter().map(String::as_str));
+    let r = run(&two_servers(&listed));
+    let AuthError::NoUsableServer { tried, .. } = r.err() else {
+        panic!("{:?}", r.result)
+    };
+    assert_eq!(tried.len(), mcp_proto::oauth::MAX_AUTHORIZATION_SERVERS);
+    assert!(!r.urls().iter().any(|u| u.contains("as5.example.net")));
+}
+
+#[test]
+fn a_token_error_or_a_refusal_at_one_authorization_server_is_not_taken_elsewhere() {
+    // The first server's metadata is good: what goes wrong after that (its token endpoint
+    // refuses, the person says no) ends the flow; the second is never asked.
+    let mut w = two_servers(&[AS, AS2]);
+    w.put(
+        "POST",
+        &format!("{AS}/token"),
+        400,
+        json!({"error": "invalid_grant"}),
+    );
+    let r = run(&w);
+    assert!(matches!(r.err(), AuthError::Token { .. }), "{:?}", r.result);
+    assert!(
+        r.urls().iter().all(|u| !u.contains("as2.")),
+        "{:?}",
+        r.urls()
+    );
+    let w = two_servers(&[AS, AS2]);
+    let deny = |request: &AuthorizationRequest| {
+        let p = params(&request.url);
+        format!(
+            "{}?error=access_denied&state={}&iss={}",
+            request.redirect_uri, p["state"], request.issuer
+        )
+    };
+    let r = drive(unauthorized(None), options(), &w, None, &deny);
+    assert!(
+        matches!(r.err(), AuthError::Denied { .. }),
+        "{:?}",
+        r.result
+    );
+    assert!(
+        r.urls().iter().all(|u| !u.contains("as2.")),
+        "{:?}",
+        r.urls()
+    );
+}
+
+#[test]
+fn a_pre_registered_client_is_taken_to_its_own_server_among_several_and_to_no_other() {
+    let secret = "SECRET-OF-AS2";
+    let pre = |issuer: &str| PreRegistered {
+        client_id: "m2m".into(),
+        client_secret: Some(Secret::new(secret)),
+        private_key: None,
+        auth_method: None,
+        issuer: Some(issuer.into()),
+    };
+    let mut o = options();
+    o.grant = Grant::ClientCredentials;
+    // Bound to the second one listed: it is tried first, and the first is never asked.
+    o.pre_registered = Some(pre(AS2));
+    let w = two_servers(&[AS, AS2]);
+    let r = drive(unauthorized(None), o.clone(), &w, None, &approve);
+    assert_eq!(r.ok().issuer, AS2);
+    assert!(
+        r.urls().iter().all(|u| !u.contains("//as.example.com")),
+        "{:?}",
+        r.urls()
+    );
+    // Listed after an impostor that claims its issuer: the impostor's document is not used
+    // (its issuer is not the URL it came from), the secret goes to AS2's own token endpoint.
+    let mut w = two_servers(&[AS, AS2]);
+    let mut impostor = as_metadata(AS);
+    impostor["issuer"] = json!(AS2);
+    w.put("GET", AS_META, 200, impostor);
+    o.pre_registered = Some(pre(AS2));
+    let r = drive(unauthorized(None), o.clone(), &w, None, &approve);
+    assert_eq!(r.ok().issuer, AS2);
+    for q in &r.requests {
+        let shown = format!(
+            "{q:?} {:?}",
+            String::from_utf8_lossy(q.body.as_deref().unwrap_or_default())
+        );
+        let basic = header(q, "authorization").unwrap_or_default();
+        if !q.url.starts_with(AS2) {
+            assert!(!shown.contains(secret) && basic.is_empty(), "{shown}");
+        }
+    }
+    // Bound to a server none of them is: each one is passed over, nothing is sent anywhere.
+    o.pre_registered = Some(pre("https://as3.example.com"));
+    let r = drive(
+        unauthorized(None),
+        o,
+        &two_servers(&[AS, AS2]),
+        None,
+        &approve,
+    );
+    let AuthError::NoUsableServer { tried, .. } = r.err() else {
+        panic!("{:?}", r.result)
+    };
+    assert!(
+        tried
+            .iter()
+            .all(|t| t.contains("is for https://as3.example.com")),
+        "{tried:?}"
+    );
+    assert!(r.requests.iter().all(|q| q.method == Method::Get));
+    assert!(!r.err().to_string().contains(secret));
+}
+
+#[test]
+fn a_registration_is_reused_at_another_resource_of_the_same_server_only() {
+    // Stored for another resource of the same authorization server: its registration (with
+    // its secret), not its tokens.
+    let mut other = credentials(AS, "OTHER-AT", Some("OTHER-RT"), None);
+    other.resource = "https://mcp.example.com/other".into();
+    other.client.client_secret = Some(Secret::new("REGISTERED-SECRET"));
+    other.client.auth_method = AuthMethod::ClientSecretBasic;
+    let w = World::standard();
+    let reuse = |registration: Credentials, o: AuthOptions| {
+        drive_with(
+            unauthorized(None),
+            o,
+            &w,
+            None,
+            Some(registration),
+            &approve,
+        )
+    };
+    let r = reuse(other.clone(), options());
+    assert!(
+        !r.urls().iter().any(|u| u.ends_with("/register")),
+        "{:?}",
+        r.urls()
+    );
+    assert_eq!(
+        params(&r.authorizations[0].url)["client_id"],
+        "stored-client"
+    );
+    let c = r.ok();
+    assert_eq!(
+        (c.client.client_id.as_str(), c.resource.as_str()),
+        ("stored-client", MCP)
+    );
+    assert_eq!(c.tokens.access_token.expose(), "AT1");
+    // Its secret goes to its issuer's token endpoint; the other resource's tokens go nowhere.
+    let t = r.last_to(&format!("{AS}/token"));
+    assert!(header(t, "authorization").is_some_and(|b| b.starts_with("Basic ")));
+    let sent = format!("{:?}", r.requests);
+    assert!(
+        !sent.contains("OTHER-AT") && !sent.contains("OTHER-RT"),
+        "{sent}"
+    );
+    // Hostile: a registration of another issuer (a store with entries for two), one whose
+    // secret expired, one that is a client metadata document or pre-registered: each is not
+    // reused, and the flow registers.
+    let mut elsewhere = other.clone();
+    elsewhere.issuer = AS2.into();
+    let mut expired = other.clone();
+    expired.client.secret_expires_at = Some(unix(now()) - 1);
+    let mut document = other.clone();
+    document.client.kind = ClientKind::MetadataDocument;
+    let mut pre = other.clone();
+    pre.client.kind = ClientKind::PreRegistered;
+    for (case, registration) in [
+        ("another issuer", elsewhere),
+        ("an expired secret", expired),
+        ("a metadata document", document),
+        ("a pre-registered client", pre),
+    ] {
+        let r = reuse(registration, options());
+        assert!(
+            r.urls().iter().any(|u| u.ends_with("/register")),
+            "{case}: {:?}",
+            r.urls()
+        );
+        assert_eq!(r.ok().client.client_id, "c1", "{case}");
+        assert!(
+            !format!("{:?}", r.requests).contains("REGISTERED-SECRET"),
+            "{case}"
+        );
+    }
+    // With a pre-registered client configured, that one is used.
+    let mut o = options();
+    o.pre_registered = Some(PreRegistered {
+        client_id: "public-app".into(),
+        client_secret: None,
+        private_key: None,
+        auth_method: None,
+        issuer: None,
+    });
+    assert_eq!(reuse(other, o).ok().client.client_id, "public-app");
 }

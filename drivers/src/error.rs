@@ -141,6 +141,10 @@ pub enum Error {
     /// the skill or not listed). The content is not returned.
     #[error(transparent)]
     Skill(mcp_proto::SkillError),
+    /// A replayed recording cannot be read, or the client did not send what it records
+    /// ([`ReplayTransport`](crate::recording::ReplayTransport)).
+    #[error(transparent)]
+    Replay(crate::recording::ReplayError),
 }
 
 impl Error {

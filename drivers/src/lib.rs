@@ -46,6 +46,7 @@
 //! | `http` | yes | [`HttpTransport`], [`connect_http`]: Streamable HTTP through `isahc`, and so libcurl (the only C code in the tree) |
 //! | `oauth` | yes | OAuth 2.1 for the HTTP transport ([`oauth`]: [`OAuthConfig`], the token stores, the browser flow); turns `http` on. Without it a server that answers `401` fails with [`Error::OAuthUnavailable`] |
 //! | `tracing` | no | a span per request and events for what the server says (the `trace` module) |
+//! | `mock` | no | a mock MCP server for the application's tests, in memory (the `mock` module: `MockServer`) |
 //!
 //! A stdio-only agent takes `default-features = false, features = ["stdio"]`: no C compiler, no
 //! HTTP stack. A [`ServerSet`] built without one of the transports still reads every server of a
@@ -129,8 +130,11 @@ pub mod error;
 pub mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "mock")]
+pub mod mock;
 #[cfg(feature = "oauth")]
 pub mod oauth;
+pub mod recording;
 // Without the feature, what the HTTP transport asks of OAuth, answered by a type with no value.
 #[cfg(all(feature = "http", not(feature = "oauth")))]
 #[path = "oauth/off.rs"]
@@ -165,8 +169,11 @@ pub use handlers::{ElicitAnswer, Elicitation, HandlerError, Handlers, Root};
 pub use http::{HttpTransport, HttpTransportConfig};
 pub use mcp_proto as proto;
 pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput};
+#[cfg(feature = "mock")]
+pub use mock::MockServer;
 #[cfg(feature = "oauth")]
 pub use oauth::{Authorize, FileStore, MemoryStore, OAuthConfig, TokenStore};
+pub use servers::skills::SetLoadSkillTool;
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub use servers::{Launch, ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
 pub use skills::LoadSkillTool;

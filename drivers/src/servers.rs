@@ -58,6 +58,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub mod features;
+pub mod skills;
 pub use features::{FromServer, SetListing, SetPrompt};
 
 /// How to reach one server.
@@ -212,6 +213,14 @@ pub enum SetError {
         /// The servers that list it (none, or several).
         servers: Vec<String>,
     },
+    /// No server was named for a skill, and not exactly one server lists it.
+    #[error("{}", unknown_skill(skill, servers))]
+    UnknownSkill {
+        /// The skill's name or URI.
+        skill: String,
+        /// The servers that list it (none, or several).
+        servers: Vec<String>,
+    },
     /// The server failed the call.
     #[error("server {server:?}: {cause}")]
     Server {
@@ -228,6 +237,14 @@ fn unknown_resource(uri: &str, servers: &[String]) -> String {
         format!("no server lists the resource {uri:?}: name its server")
     } else {
         format!("the resource {uri:?} is listed by servers {servers:?}: name one")
+    }
+}
+
+fn unknown_skill(skill: &str, servers: &[String]) -> String {
+    if servers.is_empty() {
+        format!("no server lists a skill {skill:?}")
+    } else {
+        format!("a skill {skill:?} is listed by servers {servers:?}: name one")
     }
 }
 
@@ -881,17 +898,33 @@ impl Inner {
     ) -> Result<CallToolResult, SetError> {
         let slot = &self.slots[i];
         let client = self.client(i).await?;
+        let failed = |cause| SetError::Server {
+            server: slot.spec.name.clone(),
+            cause,
+        };
+        // A tool that requires a task (the core decides, from its last listing) is called as
+        // one and waited for, as a single client's bridged tool is (`McpTool`).
+        let as_task = client.takes_task_calls() && {
+            let state = lock(&slot.state);
+            let listed = state.tools.as_ref().map(|(tools, _)| tools.clone());
+            drop(state);
+            listed.and_then(|tools| {
+                let tool = tools.iter().find(|t| t.name == tool)?;
+                Some(client.task_call_mode(tool, false) == mcp_proto::tasks::CallMode::Task)
+            }) == Some(true)
+        };
+        if as_task {
+            let timeout = slot.spec.tool_timeout.or(client.default_timeout());
+            return client
+                .wait_task_call(tool, arguments, timeout, |_| {})
+                .await
+                .map_err(failed);
+        }
         let mut request = Request::call_tool(tool, arguments);
         if let Some(t) = slot.spec.tool_timeout {
             request = request.timeout(t);
         }
-        client
-            .call(request)
-            .await
-            .map_err(|cause| SetError::Server {
-                server: slot.spec.name.clone(),
-                cause,
-            })
+        client.call(request).await.map_err(failed)
     }
 }
 

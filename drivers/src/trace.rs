@@ -154,6 +154,7 @@ fn error_type(e: &Error) -> &'static str {
         Error::Pagination(_) | Error::Listing { .. } => "pagination",
         Error::Resource(_) => "resource",
         Error::Skill(_) => "skill",
+        Error::Replay(_) => "replay",
         Error::TransportUnavailable { .. } => "transport_unavailable",
         Error::OAuthUnavailable { .. } => "oauth_unavailable",
     }

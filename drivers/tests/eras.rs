@@ -659,12 +659,42 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
+/// Server-everything (TypeScript, legacy only) answers the probe (`server/discover`) with -32601,
+/// so Auto moves on to `initialize` at that answer, not at the probe's timeout. With a probe
+/// timeout of 120 s the session is ready, legacy, long before it: a loaded machine adds seconds,
+/// a probe that waited for its timeout would add 120 (the bound is far from both).
+#[test]
+fn auto_moves_on_at_server_everythings_answer_to_the_probe_not_at_its_timeout() {
+    let Some(bin) = peer_bin("everything") else {
+        return;
+    };
+    smol::block_on(async {
+        let started = Instant::now();
+        let client = spawn(
+            StdioConfig::new(&bin).args(["stdio"]),
+            with_probe_timeout(Duration::from_secs(120)),
+        );
+        open(&client).await;
+        let took = started.elapsed();
+        assert_eq!(client.era(), Some(Era::Legacy));
+        assert!(
+            took < Duration::from_secs(60),
+            "the opening took {took:?}: the probe waited for its 120 s timeout"
+        );
+        close_and_check(client).await;
+    })
+}
+
 /// What the probe costs a real legacy server (server-everything, TypeScript, which answers
 /// `server/discover` with -32601): Auto (probe, then `initialize`) against the legacy era forced,
 /// alternating, 10 runs each, twice: the connect time from the spawn (what an application waits,
 /// mostly node starting), and the opening alone on a server given 1 s to start (the probe's own
-/// round trip). Printed with `-- --nocapture`; asserted generously.
+/// round trip). A measurement, not a test (wall-clock time on a shared machine decides nothing):
+/// `cargo test -p mcp-connect --test eras probe_cost -- --ignored --nocapture`. What it guards is
+/// tested without a clock by
+/// `auto_moves_on_at_server_everythings_answer_to_the_probe_not_at_its_timeout`.
 #[test]
+#[ignore = "a measurement: run with --ignored --nocapture"]
 fn probe_cost_against_server_everything() {
     let Some(bin) = peer_bin("everything") else {
         return;

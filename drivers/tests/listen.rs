@@ -6,6 +6,7 @@
 //! modern server whose listen streams drop at once: the client listens again, backing off, and
 //! the updates keep coming.
 
+use mcp_connect::proto::RequestError;
 use mcp_connect::proto::{RequestId, TransmitKind, TransportKind};
 use mcp_connect::transport::{BoxFuture, Inbound, Transmit, Transport};
 use mcp_connect::{
@@ -41,6 +42,8 @@ struct ListenServer {
     listens: Sender<Listen>,
     /// Whether listens are refused (-32601).
     refuse: bool,
+    /// The acknowledged filter, when set; else the one asked for.
+    ack: Arc<Mutex<Option<Value>>>,
 }
 
 impl ListenServer {
@@ -54,6 +57,7 @@ impl ListenServer {
             arrived: Arc::new(event_listener::Event::new()),
             listens,
             refuse,
+            ack: Arc::default(),
         };
         (server, listened)
     }
@@ -124,10 +128,11 @@ impl Transport for ListenServer {
                     wire: body["id"].clone(),
                     filter: body["params"]["notifications"].clone(),
                 };
+                let agreed = self.ack.lock().unwrap().clone();
                 pusher.notify(
                     &listen,
                     "notifications/subscriptions/acknowledged",
-                    json!({"notifications": listen.filter}),
+                    json!({"notifications": agreed.unwrap_or(listen.filter.clone())}),
                 );
                 self.seen.lock().unwrap().listens.push(listen.clone());
                 let _ = self.listens.try_send(listen);
@@ -252,6 +257,108 @@ fn a_graceful_close_is_not_listened_again() {
 }
 
 #[test]
+fn a_subscription_after_a_graceful_close_listens_again() {
+    let (server, listened) = ListenServer::new(false);
+    let push = server.pusher();
+    let (config, _lists, updates) = config();
+    smol::block_on(async {
+        let client = Client::with_config(server, config);
+        client.initialize().await.unwrap();
+        let first = listened.recv().await.unwrap();
+        client.subscribe_resource("file:///a").await.unwrap();
+        let second = listened.recv().await.unwrap();
+        let close = |l: &Listen| {
+            json!({"jsonrpc": "2.0", "id": l.wire, "result": {"resultType": "complete",
+                "_meta": {"io.modelcontextprotocol/subscriptionId": l.wire}}})
+        };
+        push.message(close(&second));
+        // Read after the close (answered in order): by then the listener knows.
+        client.list_tools().await.unwrap();
+        // The same URI again: the server closed the listen, so a new one asks for it.
+        client.subscribe_resource("file:///a").await.unwrap();
+        let third = listened.recv().await.unwrap();
+        assert_eq!(third.filter, second.filter);
+        push.notify(
+            &third,
+            "notifications/resources/updated",
+            json!({"uri": "file:///a"}),
+        );
+        assert_eq!(updates.recv().await.unwrap(), "file:///a");
+        // Closed again; a new URI: a listen with both.
+        push.message(close(&third));
+        client.list_tools().await.unwrap();
+        client.subscribe_resource("file:///b").await.unwrap();
+        let fourth = listened.recv().await.unwrap();
+        assert_eq!(
+            fourth.filter["resourceSubscriptions"],
+            json!(["file:///a", "file:///b"])
+        );
+        assert_eq!(client.listens_sent(), 4);
+        assert_ne!(first.id, fourth.id);
+        client.close().await.unwrap();
+    });
+}
+
+#[test]
+fn updates_of_what_was_not_subscribed_or_not_acknowledged_are_dropped() {
+    let (server, listened) = ListenServer::new(false);
+    let push = server.pusher();
+    let ack = server.ack.clone();
+    let (config, _lists, updates) = config();
+    smol::block_on(async {
+        let client = Client::with_config(server, config);
+        client.initialize().await.unwrap();
+        let first = listened.recv().await.unwrap();
+        // An update on the list listen, before any subscription: dropped.
+        push.notify(
+            &first,
+            "notifications/resources/updated",
+            json!({"uri": "file:///a"}),
+        );
+        client.list_tools().await.unwrap();
+        assert_eq!(client.resource_updates_dropped(), 1);
+        client.subscribe_resource("file:///a").await.unwrap();
+        let second = listened.recv().await.unwrap();
+        // The server agrees to a, and names c it was not asked for; then b is asked for, and
+        // the server leaves it out (narrowing) and names c again (widening).
+        *ack.lock().unwrap() = Some(json!({"resourceSubscriptions": ["file:///a", "file:///c"]}));
+        let error = client.subscribe_resource("file:///b").await.unwrap_err();
+        assert!(
+            matches!(&error, Error::Request(RequestError::SubscriptionRefused { uri }) if uri == "file:///b"),
+            "{error:?}"
+        );
+        let third = listened.recv().await.unwrap();
+        assert_eq!(
+            third.filter["resourceSubscriptions"],
+            json!(["file:///a", "file:///b"])
+        );
+        for uri in ["file:///b", "file:///c", "file:///ab", "file:///a/part"] {
+            push.notify(
+                &third,
+                "notifications/resources/updated",
+                json!({ "uri": uri }),
+            );
+        }
+        // Named by no listen: taken, and still filtered.
+        push.message(
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+            "params": {"uri": "file:///d"}}),
+        );
+        push.message(
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+            "params": {"uri": "file:///a"}}),
+        );
+        assert_eq!(updates.recv().await.unwrap(), "file:///a/part");
+        assert_eq!(updates.recv().await.unwrap(), "file:///a");
+        assert_eq!(client.resources_updated(), 2);
+        assert_eq!(client.resource_updates_dropped(), 5);
+        assert!(updates.try_recv().is_err());
+        drop(second);
+        client.close().await.unwrap();
+    });
+}
+
+#[test]
 fn a_refused_listen_fails_the_subscription_and_is_not_sent_again() {
     let (server, _listened) = ListenServer::new(true);
     let seen = server.seen.clone();
@@ -339,4 +446,59 @@ fn over_http_a_stream_that_drops_is_listened_again_with_backoff() {
     }
     assert!(with_uri >= 3, "{listens:?}");
     assert!(listens.len() - with_uri <= 1, "{listens:?}");
+}
+
+/// A set's `on_tools_changed` gives each server a list-change callback; a modern server that
+/// declares no `listChanged` (tools only, `{"tools": {}}`) gets no listen, since one would ask
+/// for nothing; one that declares `tools.listChanged` gets one.
+#[test]
+fn a_set_sends_no_listen_to_a_server_that_declares_no_list_changes() {
+    use mcp_connect::{Launch, ServerSet, ServerSetConfig, ServerSpec};
+    let plain = http_server::start(Behaviour {
+        modern: true,
+        ..Behaviour::default()
+    })
+    .unwrap();
+    let changing = http_server::start(Behaviour {
+        modern: true,
+        listen_drops: true,
+        ..Behaviour::default()
+    })
+    .unwrap();
+    let listens = |server: &http_server::Server| {
+        server
+            .log()
+            .into_iter()
+            .filter(|l| l.rpc_method().as_deref() == Some("subscriptions/listen"))
+            .count()
+    };
+    let spec = |name: &str, url: &str| {
+        ServerSpec::new(name, Launch::Http(Box::new(HttpTransportConfig::new(url))))
+    };
+    smol::block_on(async {
+        let config = ServerSetConfig {
+            on_tools_changed: Some(Arc::new(|_: &str| {})),
+            ..ServerSetConfig::default()
+        };
+        let set = ServerSet::connect(
+            vec![
+                spec("plain", plain.url.as_str()),
+                spec("changing", changing.url.as_str()),
+            ],
+            config,
+        )
+        .await;
+        assert!(set.failures().await.is_empty());
+        set.call("plain__echo", json!({"text": "x"})).await.unwrap();
+        assert!(mcp_testkit::wait_until(
+            std::time::Duration::from_secs(10),
+            || listens(&changing) >= 1
+        ));
+        set.close().await;
+    });
+    assert_eq!(listens(&plain), 0, "{:?}", plain.log());
+    assert!(plain
+        .log()
+        .iter()
+        .any(|l| l.rpc_method().as_deref() == Some("tools/list")));
 }

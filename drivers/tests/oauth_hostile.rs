@@ -1783,3 +1783,85 @@ fn a_401_to_a_notification_reauthorizes_and_sends_it_again() {
     );
     assert!(c.recent_warnings().is_empty(), "{:?}", c.recent_warnings());
 }
+
+/// The loopback listener flooded: more idle connections than it serves at once, and slow ones
+/// that sent half a request, stay open while the browser's favicon request, a pre-connect that
+/// sends nothing and the person's redirect come. The strays are answered (404) or closed, and
+/// the redirect is taken at once: it does not wait for the idle ones' 10 s deadline.
+#[test]
+fn a_listener_flooded_with_idle_connections_still_takes_the_redirect_at_once() {
+    let mut auth = Fake::new();
+    serve_as(&mut auth, |_| {}, good_tokens);
+    let mut mcp = Fake::new();
+    let gate = bearer_gate(mcp.url(PRM_PATH));
+    serve_mcp(&mut mcp, &auth.origin, gate);
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let record = seen.clone();
+    let show: mcp_connect::oauth::ShowUrl = Arc::new(move |request: &AuthorizationRequest, _| {
+        let port: u16 = request
+            .redirect_uri
+            .strip_prefix("http://127.0.0.1:")
+            .and_then(|r| r.split('/').next())
+            .and_then(|p| p.parse().ok())
+            .expect("a loopback redirect URI");
+        let state = query(&request.url, "state").expect("a state");
+        let record = record.clone();
+        std::thread::spawn(move || {
+            let note = |s: String| record.lock().unwrap().push(s);
+            // Three times as many idle connections as it serves at once, and as many that
+            // sent the start of a request and stopped: all kept open.
+            let mut flood = Vec::new();
+            for i in 0..48 {
+                let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                if i % 2 == 1 {
+                    c.write_all(b"GET /callback?code=slow").unwrap();
+                }
+                flood.push(c);
+            }
+            let started = std::time::Instant::now();
+            // A browser's pre-connect (nothing sent) and its favicon request.
+            let _preconnect = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            note(format!("favicon: {}", listener_says(port, "/favicon.ico")));
+            note(format!(
+                "real: {}",
+                listener_says(
+                    port,
+                    &format!("/callback?code=TOPSECRET-CODE-2&state={state}")
+                )
+            ));
+            note(format!("after: {}", started.elapsed().as_millis()));
+            drop(flood);
+        });
+    });
+    let mut config = OAuthConfig::new(Authorize::Browser {
+        open: false,
+        show,
+        timeout: Duration::from_secs(60),
+    });
+    config.request_timeout = Duration::from_secs(5);
+    let c = client(&mcp.url("/mcp"), config);
+    within(Duration::from_secs(60), async {
+        c.initialize().await.unwrap();
+        c.close().await.unwrap();
+    });
+    let seen = seen.lock().unwrap().clone();
+    let status = |prefix: &str| {
+        seen.iter()
+            .find_map(|s| s.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("{prefix}: {seen:?}"))
+            .to_owned()
+    };
+    assert!(status("favicon: ").starts_with("HTTP/1.1 404"), "{seen:?}");
+    assert!(status("real: ").starts_with("HTTP/1.1 200"), "{seen:?}");
+    // Served before any idle connection's deadline (10 s) freed a place: it took the place of
+    // one of them. (Without that, 49 connections ahead of it, 16 at a time, kept it waiting 30 s.)
+    let after: u64 = status("after: ").parse().unwrap();
+    assert!(after < 9_000, "the redirect waited {after} ms: {seen:?}");
+    let token = auth
+        .log()
+        .into_iter()
+        .find(|r| r.path() == "/token")
+        .expect("a token request");
+    assert_eq!(token.form("code").as_deref(), Some("TOPSECRET-CODE-2"));
+    assert_eq!(auth.count("POST", "/token"), 1);
+}

@@ -602,3 +602,92 @@ fn the_scope_the_resource_requires_is_asked_for() {
     );
     peers.stop();
 }
+
+/// `--no-auth` (Authorize::Refuse) against the real authorization server: with nothing stored,
+/// refused naming the server and nothing registered; with a stored token whose lifetime is over
+/// (marked so in the store: no waiting), refreshed at the real token endpoint without a person.
+#[test]
+fn refusing_to_authorize_still_uses_and_refreshes_stored_tokens() {
+    let Some(peers) = Peers::start(&[], &[]) else {
+        return;
+    };
+    let store = Arc::new(MemoryStore::new());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let refuse = |store: &Arc<MemoryStore>| {
+        let mut oauth = OAuthConfig::new(Authorize::Refuse);
+        oauth.store = store.clone();
+        oauth
+    };
+    within(Duration::from_secs(60), async {
+        match connect(&peers, refuse(&store)).await {
+            Err(Error::Auth(AuthError::NotAuthorized { issuer, .. })) => {
+                assert_eq!(issuer, peers.issuer)
+            }
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        let mut oauth = OAuthConfig::new(headless(calls.clone(), seen, |u| u));
+        oauth.store = store.clone();
+        let first = connect(&peers, oauth).await.unwrap();
+        let me = whoami(&first).await;
+        first.close().await.unwrap();
+        let mut stored = store.load(&peers.issuer, &peers.rs.url).expect("stored");
+        assert!(stored.tokens.refresh_token.is_some());
+        stored.tokens.expires_at = Some(stored.tokens.issued_at);
+        store.save(&stored);
+        let second = connect(&peers, refuse(&store)).await.unwrap();
+        assert_eq!(whoami(&second).await["client_id"], me["client_id"]);
+        second.close().await.unwrap();
+    });
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(peers.as_requests_settled("POST /reg", 1), 1);
+    assert_eq!(peers.as_requests_settled("GET /auth?", 1), 1);
+    assert_eq!(
+        peers.as_requests_settled("POST /token", 2),
+        2,
+        "the code, then one refresh"
+    );
+    peers.stop();
+}
+
+/// Two resource servers guarded by one real authorization server, one store: the client
+/// registered for the first is the client at the second (one `POST /reg`), each with its own
+/// authorization and token.
+#[test]
+fn one_registration_serves_two_resources_of_one_authorization_server() {
+    let Some(peers) = Peers::start(&[], &[]) else {
+        return;
+    };
+    let Some(rs_bin) = peer_bin("oauth-rs") else {
+        return;
+    };
+    let mut command = Command::new(rs_bin);
+    command.args(["--issuer", &peers.issuer]);
+    let second_rs = HttpPeer::start(command, |line| {
+        line.strip_prefix("LISTENING ").map(|u| u.trim().to_owned())
+    });
+    let store = Arc::new(MemoryStore::new());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    within(Duration::from_secs(60), async {
+        let mut ids = Vec::new();
+        for url in [peers.rs.url.as_str(), second_rs.url.as_str()] {
+            let mut oauth = OAuthConfig::new(headless(calls.clone(), seen.clone(), |u| u));
+            oauth.store = store.clone();
+            let client = connect_http(
+                HttpTransportConfig::new(url).oauth(oauth),
+                ClientConfig::default(),
+            )
+            .await
+            .unwrap();
+            ids.push(whoami(&client).await["client_id"].clone());
+            client.close().await.unwrap();
+        }
+        assert_eq!(ids[0], ids[1], "{ids:?}");
+    });
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(peers.as_requests_settled("POST /reg", 1), 1);
+    assert_eq!(peers.as_requests_settled("POST /token", 2), 2);
+    second_rs.stop();
+    peers.stop();
+}

@@ -3,15 +3,20 @@
 //! Streamable HTTP: after a subscription to `test://counter`, the `bump` tool's resource update
 //! and tool list change reach the same callbacks as in the legacy era.
 //!
+//!
+//! List changes of resources and prompts from real processes: the Python SDK's `announce` tool
+//! in the 2025-11-25 era (plain notifications) and in the 2026-07-28 era (through the listen),
+//! and the test kit's server (`--behave lists-change`, 2025-11-25) after each call.
+//!
 //! The peers come from `.ci/install-peers` (see drivers/tests/peers/PEERS.md). Each test prints
 //! `skipped: …` and passes when its peer is missing, and fails instead under `CI=true`.
 
-use mcp_connect::proto::{Era, ListKind};
+use mcp_connect::proto::{Era, EraChoice, ListKind};
 use mcp_connect::{
     Client, ClientConfig, HttpTransport, HttpTransportConfig, ListChangedCallback,
     ResourceUpdatedCallback, StdioConfig, StdioTransport,
 };
-use mcp_testkit::{close_and_check, peer_bin, peer_script, HttpPeer};
+use mcp_testkit::{close_and_check, peer_bin, peer_script, serve, HttpPeer};
 use serde_json::json;
 use smol::channel::{unbounded, Receiver};
 use std::sync::Arc;
@@ -112,4 +117,82 @@ fn python_sdk_listen_over_http() {
         client.close().await.unwrap();
     });
     peer.stop();
+}
+
+/// The Python SDK's `announce` in `era`: the resource and prompt list changes reach
+/// `on_list_changed`.
+fn python_sdk_announces_in(era: EraChoice) {
+    let Some(python) = peer_bin("python") else {
+        return;
+    };
+    let script = peer_script("fastmcp_server.py");
+    let (mut settings, lists, _updates) = settings();
+    settings.session.era = era;
+    smol::block_on(async {
+        let config = StdioConfig::new(python).args([script.as_os_str()]).args([
+            "--transport",
+            "stdio",
+            "--changes",
+        ]);
+        let client = Client::with_config(StdioTransport::spawn(config).unwrap(), settings);
+        if let Err(e) = client.initialize().await {
+            panic!(
+                "initialize failed: {e}\nserver stderr:\n{}",
+                client.transport().stderr_tail().unwrap_or_default()
+            );
+        }
+        let modern = era == EraChoice::Auto;
+        assert_eq!(
+            client.era(),
+            Some(if modern { Era::Modern } else { Era::Legacy })
+        );
+        if modern {
+            // The listen for list changes is open (acknowledged) before the server is asked.
+            client.subscribe_resource("test://counter").await.unwrap();
+        }
+        let out = client.call_tool("announce", json!({})).await.unwrap();
+        assert!(!out.is_error, "{out:?}");
+        let mut heard = vec![
+            within("list change", &lists).await,
+            within("list change", &lists).await,
+        ];
+        heard.sort_by_key(|k| format!("{k:?}"));
+        assert_eq!(heard, [ListKind::Prompts, ListKind::Resources]);
+        assert_eq!(client.listens_sent(), if modern { 2 } else { 0 });
+        close_and_check(client).await;
+    })
+}
+
+#[test]
+fn python_sdk_list_changes_in_the_legacy_era() {
+    python_sdk_announces_in(EraChoice::Legacy);
+}
+
+#[test]
+fn python_sdk_list_changes_through_the_listen() {
+    python_sdk_announces_in(EraChoice::Auto);
+}
+
+#[test]
+fn testkit_server_list_changes_in_the_legacy_era() {
+    let (settings, lists, _updates) = settings();
+    smol::block_on(async {
+        let client = Client::with_config(
+            StdioTransport::spawn(serve(&["lists-change"])).unwrap(),
+            settings,
+        );
+        client.initialize().await.unwrap();
+        assert_eq!(client.era(), Some(Era::Legacy));
+        for _ in 0..2 {
+            client
+                .call_tool("echo", json!({"text": "hi"}))
+                .await
+                .unwrap();
+            for kind in [ListKind::Tools, ListKind::Resources, ListKind::Prompts] {
+                assert_eq!(within("list change", &lists).await, kind);
+            }
+        }
+        assert_eq!(client.listens_sent(), 0);
+        close_and_check(client).await;
+    })
 }

@@ -293,3 +293,38 @@ fn filestore_follows_no_planted_symlink() {
     untouched("a link at the lock file");
     assert_eq!(store.load(AS, MCP), Some(credentials(AS, MCP, "two")));
 }
+
+#[test]
+fn both_stores_find_a_registration_by_its_issuer_alone() {
+    let dir = TempDir::new("token-store");
+    let path = dir.path().join("credentials.json");
+    let stores: [Box<dyn TokenStore>; 2] = [
+        Box::new(MemoryStore::new()),
+        Box::new(FileStore::new(&path)),
+    ];
+    let as2 = "https://as2.example";
+    for store in stores {
+        assert_eq!(store.registration(AS), None);
+        // Hostile: entries for two issuers; each issuer gets its own, never the other's.
+        let mut mine = credentials(AS, MCP, "one");
+        mine.client.client_id = "mine".into();
+        let mut theirs = credentials(as2, "https://other.example/mcp", "two");
+        theirs.client.client_id = "theirs".into();
+        store.save(&mine);
+        store.save(&theirs);
+        assert_eq!(store.registration(AS).unwrap().client.client_id, "mine");
+        assert_eq!(store.registration(as2).unwrap().client.client_id, "theirs");
+        assert_eq!(store.registration("https://as3.example"), None);
+        // The latest registration of the issuer, whichever resource it was made for.
+        let mut later = credentials(AS, "https://third.example/mcp", "three");
+        later.client.client_id = "later".into();
+        later.tokens.issued_at = 5;
+        store.save(&later);
+        assert_eq!(store.registration(AS).unwrap().client.client_id, "later");
+        // A pre-registered client is no registration to share.
+        let mut pre = credentials("https://as4.example", MCP, "four");
+        pre.client.kind = ClientKind::PreRegistered;
+        store.save(&pre);
+        assert_eq!(store.registration("https://as4.example"), None);
+    }
+}

@@ -58,9 +58,87 @@ pub(super) fn token_request(
     }
 }
 
-/// An ES256 client assertion (RFC 7523 § 3): `iss` and `sub` the client id, `aud` the
-/// authorization server's issuer, valid for 5 minutes from `now`. The key is a P-256 private key
-/// in PEM (PKCS#8 or SEC1); an unreadable one is an error that shows nothing of it.
+/// The smallest RSA key this client signs with, in bits.
+///
+/// > "A key of size 2048 bits or larger MUST be used with these algorithms." — RFC 7518 § 3.3
+pub const MIN_RSA_BITS: usize = 2048;
+
+/// The largest RSA key this client reads, in bits (a bigger one is a mistake, and its operations
+/// take time without bound).
+pub const MAX_RSA_BITS: usize = 8192;
+
+/// A key for `private_key_jwt`, read from PEM: its type decides the JWS `alg`.
+enum SigningKey {
+    /// A P-256 key (PKCS#8 or SEC1): ES256.
+    Es256(p256::ecdsa::SigningKey),
+    /// An RSA key (PKCS#8 or PKCS#1) of [`MIN_RSA_BITS`] to [`MAX_RSA_BITS`]: RS256.
+    Rs256(Box<rsa::pkcs1v15::SigningKey<sha2::Sha256>>),
+}
+
+impl SigningKey {
+    /// The key in `pem`; an error that shows nothing of it when it is none of the kinds taken.
+    fn read(pem: &str) -> Result<SigningKey, String> {
+        use p256::pkcs8::DecodePrivateKey;
+        use rsa::pkcs1::DecodeRsaPrivateKey;
+        use rsa::traits::PublicKeyParts;
+        if let Some(key) = p256::ecdsa::SigningKey::from_pkcs8_pem(pem)
+            .ok()
+            .or_else(|| {
+                p256::SecretKey::from_sec1_pem(pem)
+                    .ok()
+                    .map(p256::ecdsa::SigningKey::from)
+            })
+        {
+            return Ok(SigningKey::Es256(key));
+        }
+        let rsa = rsa::RsaPrivateKey::from_pkcs8_pem(pem)
+            .ok()
+            .or_else(|| rsa::RsaPrivateKey::from_pkcs1_pem(pem).ok())
+            .ok_or(
+                "the private key for private_key_jwt is not a P-256 or RSA private key in PEM",
+            )?;
+        let bits = rsa.size() * 8;
+        if !(MIN_RSA_BITS..=MAX_RSA_BITS).contains(&bits) {
+            return Err(format!(
+                "the RSA key for private_key_jwt has {bits} bits: RS256 takes {MIN_RSA_BITS} to {MAX_RSA_BITS} (RFC 7518 § 3.3)"
+            ));
+        }
+        Ok(SigningKey::Rs256(Box::new(rsa::pkcs1v15::SigningKey::new(
+            rsa,
+        ))))
+    }
+
+    fn alg(&self) -> &'static str {
+        match self {
+            SigningKey::Es256(_) => "ES256",
+            SigningKey::Rs256(_) => "RS256",
+        }
+    }
+
+    /// The JWS signature of `input`: ES256's is `R || S` (RFC 7518 § 3.4), RS256's the
+    /// RSASSA-PKCS1-v1_5 signature (§ 3.3). Both are deterministic.
+    fn sign(&self, input: &[u8]) -> Vec<u8> {
+        match self {
+            SigningKey::Es256(key) => {
+                use p256::ecdsa::signature::Signer;
+                let signature: p256::ecdsa::Signature = key.sign(input);
+                signature.to_bytes().to_vec()
+            }
+            SigningKey::Rs256(key) => {
+                use rsa::signature::{SignatureEncoding, Signer};
+                key.sign(input).to_vec()
+            }
+        }
+    }
+}
+
+/// A client assertion (RFC 7523 § 3): `iss` and `sub` the client id, `aud` the authorization
+/// server's issuer, valid for 5 minutes from `now`, signed with ES256 for a P-256 key (PEM:
+/// PKCS#8 or SEC1) or RS256 for an RSA key (PEM: PKCS#8 or PKCS#1) — the key's type decides.
+/// An unreadable key is an error that shows nothing of it.
+///
+/// > "The JWT MUST be digitally signed or have a Message Authentication Code (MAC) applied by
+/// > the issuer." — RFC 7523 § 3
 pub(super) fn client_assertion(
     client_id: &str,
     audience: &str,
@@ -69,19 +147,9 @@ pub(super) fn client_assertion(
     jti: &str,
 ) -> Result<String, String> {
     use base64::Engine;
-    use p256::ecdsa::signature::Signer;
-    use p256::ecdsa::{Signature, SigningKey};
-    use p256::pkcs8::DecodePrivateKey;
-    let key = SigningKey::from_pkcs8_pem(key_pem)
-        .ok()
-        .or_else(|| {
-            p256::SecretKey::from_sec1_pem(key_pem)
-                .ok()
-                .map(SigningKey::from)
-        })
-        .ok_or("the private key for private_key_jwt is not a P-256 key in PEM")?;
+    let key = SigningKey::read(key_pem)?;
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let header = b64.encode(br#"{"alg":"ES256","typ":"JWT"}"#);
+    let header = b64.encode(format!(r#"{{"alg":"{}","typ":"JWT"}}"#, key.alg()));
     let claims = serde_json::json!({
         "iss": client_id,
         "sub": client_id,
@@ -91,8 +159,8 @@ pub(super) fn client_assertion(
         "jti": jti,
     });
     let input = format!("{header}.{}", b64.encode(claims.to_string()));
-    let signature: Signature = key.sign(input.as_bytes());
-    Ok(format!("{input}.{}", b64.encode(signature.to_bytes())))
+    let signature = key.sign(input.as_bytes());
+    Ok(format!("{input}.{}", b64.encode(signature)))
 }
 
 /// A form body (`application/x-www-form-urlencoded`).

@@ -98,6 +98,15 @@ pub enum AuthError {
         /// The MCP endpoint.
         resource: String,
     },
+    /// None of the protected resource's authorization servers could be used: the metadata of
+    /// each one tried, in order, was not found or not usable (each entry says why).
+    #[error("none of the authorization servers of {resource} could be used: {}", tried.join("; "))]
+    NoUsableServer {
+        /// The MCP endpoint.
+        resource: String,
+        /// Why each one tried was passed over, in the order tried.
+        tried: Vec<String>,
+    },
     /// The grant needs what the application did not give (a secret for client credentials).
     #[error("{0}")]
     Unsupported(String),

@@ -15,8 +15,16 @@ use super::{
     AuthMethod, AuthOptions, AuthorizationRequest, Client, ClientKind, Credentials, FetchRefusal,
     FlowStart, Grant, Pkce, PreRegistered, Randomness, Reason, Secret, Tokens, PKCE_METHOD,
 };
-use crate::http::{redact_url, HttpRequest, Method};
+use crate::http::{header, redact_url, redirect_target, HttpRequest, Method, RedirectRefused};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The most redirects one metadata document's fetch follows (each to the same origin). Past it
+/// the fetch counts as one that found nothing, and discovery goes on to the next place to look.
+pub const MAX_METADATA_REDIRECTS: usize = 3;
+
+/// The most of a protected resource's `authorization_servers` a flow tries; the others are
+/// passed over (each one tried costs up to three metadata fetches).
+pub const MAX_AUTHORIZATION_SERVERS: usize = 5;
 
 /// What a flow wants next. [`Flow::step`] returns it until the input it waits for arrives.
 ///
@@ -25,7 +33,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     /// Make this request and hand its answer to [`Flow::on_response`] (or its failure to
-    /// [`Flow::on_failure`]). Never follow a redirect: a `3xx` is an answer.
+    /// [`Flow::on_failure`]). Never follow a redirect: a `3xx` is an answer (the flow follows
+    /// those it may itself, with its headers).
     Send(HttpRequest),
     /// Hand the stored credentials for this issuer and resource, if any, to
     /// [`Flow::on_loaded`].
@@ -183,6 +192,16 @@ pub struct Flow {
     refreshing: Option<Credentials>,
     /// Every URL the current discovery stage tried.
     tried: Vec<String>,
+    /// The protected resource's authorization servers still to try, in order, when the current
+    /// one cannot be used.
+    servers: Vec<String>,
+    /// The protected resource's `scopes_supported`, for each authorization server tried.
+    resource_scopes: Option<Vec<String>>,
+    /// Why each authorization server tried so far was passed over.
+    passed: Vec<String>,
+    /// The URLs the current metadata fetch was redirected from, in order (at most
+    /// [`MAX_METADATA_REDIRECTS`]).
+    redirected: Vec<String>,
     /// The time of the latest input (seconds since the epoch), for signed assertions.
     now: u64,
     /// Assertions signed so far (each gets its own `jti`).
@@ -208,6 +227,10 @@ impl Flow {
             client: None,
             refreshing: None,
             tried: Vec::new(),
+            redirected: Vec::new(),
+            servers: Vec::new(),
+            resource_scopes: None,
+            passed: Vec::new(),
             now: unix(now),
             assertions: 0,
             start,
@@ -314,11 +337,18 @@ impl Flow {
     pub fn on_response(
         &mut self,
         status: u16,
-        _headers: &[(String, String)],
+        headers: &[(String, String)],
         body: &[u8],
         now: SystemTime,
     ) {
         self.now = unix(now);
+        if matches!(
+            self.state,
+            State::ResourceMetadata { .. } | State::ServerMetadata { .. }
+        ) && self.redirect(status, headers)
+        {
+            return;
+        }
         let state = std::mem::replace(&mut self.state, State::Over);
         match state {
             State::ResourceMetadata { urls, at } => {
@@ -350,6 +380,55 @@ impl Flow {
                 self.state = State::Over;
             }
         }
+    }
+
+    /// Follows a metadata fetch's redirect: `true` when the same request went out again to
+    /// where it points. A redirect not followed is told in the failure's list of URLs tried, and
+    /// its answer is read as one without the document (discovery goes on to the next URL).
+    ///
+    /// The documents are fetched by `GET` at well-known URLs (RFC 8414 § 3.1, RFC 9728 § 3.1), and
+    /// a server may move them behind a redirect; a user agent "MAY" follow one automatically (RFC
+    /// 9110 § 15.4). Followed only to the same origin (scheme, host and port: never from HTTPS to
+    /// HTTP, never to another host, which the server named nowhere), at most
+    /// [`MAX_METADATA_REDIRECTS`] times, never back to a URL already visited. What the document
+    /// must say does not change: the `issuer` must still be the one the well-known URL was made
+    /// from, the `resource` still the MCP server's.
+    fn redirect(&mut self, status: u16, headers: &[(String, String)]) -> bool {
+        let Step::Send(request) = &self.step else {
+            return false;
+        };
+        let current = request.url.clone();
+        let refused =
+            match redirect_target(Method::Get, status, header(headers, "location"), &current) {
+                Ok(None) => {
+                    self.redirected.clear();
+                    return false;
+                }
+                Ok(Some(_)) if self.redirected.len() >= MAX_METADATA_REDIRECTS => {
+                    RedirectRefused::TooMany {
+                        limit: MAX_METADATA_REDIRECTS,
+                    }
+                }
+                Ok(Some(next)) if next == current || self.redirected.contains(&next) => {
+                    RedirectRefused::Loop {
+                        url: redact_url(&next),
+                    }
+                }
+                Ok(Some(next)) => {
+                    self.redirected.push(current);
+                    self.tried
+                        .push(format!("{} (redirected there)", redact_url(&next)));
+                    let state = self.state.clone();
+                    self.send(state, get(&next));
+                    return true;
+                }
+                Err(reason) => reason,
+            };
+        self.redirected.clear();
+        if let Some(last) = self.tried.last_mut() {
+            last.push_str(&format!(" (a {status} not followed: {refused})"));
+        }
+        false
     }
 
     /// The last [`Step::Send`] could not be made or answered (`message`: what happened, with no
@@ -393,8 +472,29 @@ impl Flow {
                 }
                 // > "The responsibility for selecting which authorization server to use lies
                 // > with the MCP client" — MCP 2025-11-25, Authorization § Authorization Server
-                // > Location. This client takes the first one listed.
-                let issuer = md.authorization_servers[0].clone();
+                // > Location. This client tries them in the order listed (the pre-registered
+                // > client's own first, when it is listed), and the next one when one's metadata
+                // > is not found or not usable (`Flow::unusable`); each binding rule holds for
+                // > each one.
+                let mut servers: Vec<String> = Vec::new();
+                for s in &md.authorization_servers {
+                    if !servers.contains(s) && servers.len() < MAX_AUTHORIZATION_SERVERS {
+                        servers.push(s.clone());
+                    }
+                }
+                let own = self.options.pre_registered.as_ref().and_then(|p| {
+                    let issuer = p.issuer.as_ref()?;
+                    servers.iter().position(|s| s == issuer)
+                });
+                if let Some(at) = own {
+                    let mine = servers.remove(at);
+                    servers.insert(0, mine);
+                }
+                let Some(issuer) = (!servers.is_empty()).then(|| servers.remove(0)) else {
+                    return self.fail(AuthError::Misuse("no authorization server listed"));
+                };
+                self.servers = servers;
+                self.resource_scopes = md.scopes_supported.clone();
                 return self.server_metadata(issuer, md.scopes_supported, false);
             }
         }
@@ -435,7 +535,7 @@ impl Flow {
         };
         if let Some(reason) = reason {
             let error = self.refused(&issuer, &issuer, reason);
-            return self.fail(error);
+            return self.unusable(error);
         }
         let urls = if legacy {
             // The 2025-03-26 revision looks only at RFC 8414's URL at the origin.
@@ -444,7 +544,7 @@ impl Flow {
             authorization_server_metadata_urls(&issuer)
         };
         if urls.is_empty() {
-            return self.fail(AuthError::NoServerMetadata {
+            return self.unusable(AuthError::NoServerMetadata {
                 issuer,
                 tried: Vec::new(),
                 reason: Some("not a URL".into()),
@@ -542,11 +642,33 @@ impl Flow {
             });
         }
         let tried = std::mem::take(&mut self.tried);
-        self.fail(AuthError::NoServerMetadata {
+        self.unusable(AuthError::NoServerMetadata {
             issuer,
             tried,
             reason,
         })
+    }
+
+    /// The authorization server being tried cannot be used (`error` says why: its metadata was
+    /// not found or not usable, or the pre-registered client is bound to another one): the
+    /// next one the protected resource lists is tried, or the flow fails — with `error` when it
+    /// was the only one, else with every one's reason. Nothing but metadata was fetched from
+    /// it: no secret, registration or person went there.
+    fn unusable(&mut self, error: AuthError) {
+        if self.servers.is_empty() && self.passed.is_empty() {
+            return self.fail(error);
+        }
+        self.passed.push(error.to_string());
+        if self.servers.is_empty() {
+            let tried = std::mem::take(&mut self.passed);
+            return self.fail(AuthError::NoUsableServer {
+                resource: redact_url(&self.start.resource_url),
+                tried,
+            });
+        }
+        let next = self.servers.remove(0);
+        let scopes = self.resource_scopes.clone();
+        self.server_metadata(next, scopes, false);
     }
 
     fn with_server(&mut self, mut found: Found) {
@@ -569,7 +691,7 @@ impl Flow {
                 Ok(u) => *endpoint = u.into(),
                 Err(reason) => {
                     let error = self.refused(&issuer, endpoint, reason);
-                    return self.fail(error);
+                    return self.unusable(error);
                 }
             }
         }
@@ -580,27 +702,21 @@ impl Flow {
                 .as_ref()
                 .is_some_and(|m| m.iter().any(|m| m == PKCE_METHOD))
         {
-            return self.fail(AuthError::PkceUnsupported {
+            return self.unusable(AuthError::PkceUnsupported {
                 issuer: found.issuer.clone(),
             });
         }
-        if let Some(pre) = &self.options.pre_registered {
-            if let Some(registered) = pre.issuer.as_ref().filter(|i| !self.bound_to(i, &found)) {
-                return self.fail(AuthError::WrongIssuer {
-                    registered: registered.clone(),
-                    issuer: found.issuer.clone(),
-                    resource: redact_url(&self.start.resource_url),
-                });
-            }
-        }
-        // Nobody to ask (the application said so): the flow ends here, naming the authorization
-        // server, before stored credentials are loaded (neither stored nor refreshed tokens
-        // are used).
-        if self.options.grant == Grant::AuthorizationCode && !self.options.interactive {
-            return self.fail(AuthError::NotAuthorized {
+        let wrong = self.options.pre_registered.as_ref().and_then(|pre| {
+            pre.issuer
+                .as_ref()
+                .filter(|i| !self.bound_to(i, &found))
+                .cloned()
+        });
+        if let Some(registered) = wrong {
+            return self.unusable(AuthError::WrongIssuer {
+                registered,
                 issuer: found.issuer.clone(),
                 resource: redact_url(&self.start.resource_url),
-                reason: "authorizing is turned off".into(),
             });
         }
         let load = Step::Load {
@@ -623,8 +739,34 @@ impl Flow {
             && (!found.legacy || origin(registered) == origin(&self.start.resource_url))
     }
 
-    /// The stored credentials for the [`Step::Load`]'s issuer and resource, if any, at `now`.
+    /// The stored credentials for the [`Step::Load`]'s issuer and resource, if any, at `now`
+    /// ([`on_loaded_with`](Self::on_loaded_with) without a shared registration).
     pub fn on_loaded(&mut self, stored: Option<Credentials>, now: SystemTime) {
+        self.on_loaded_with(stored, None, now)
+    }
+
+    /// The stored credentials for the [`Step::Load`]'s issuer and resource, if any, and
+    /// `registration`: stored credentials of the same issuer for another resource, whose
+    /// dynamic registration the flow reuses instead of registering again, when it needs a
+    /// client and that one may be used here (only its client is taken, never its tokens).
+    ///
+    /// A registration is the client's at an authorization server, not at a resource:
+    /// > "Clients that use pre-registered credentials, or persist client credentials obtained
+    /// > via Dynamic Client Registration, **MUST** associate those credentials with the
+    /// > specific authorization server that issued them, keyed by the authorization server's
+    /// > `issuer` identifier." — MCP 2026-07-28, Authorization Server Binding
+    ///
+    /// It is reused only when it is a dynamic registration (`ClientKind::Registered`) of
+    /// exactly this issuer, with a secret that has not expired (RFC 7591 § 3.2.1,
+    /// `client_secret_expires_at`), when no pre-registered client is configured, and — for an
+    /// authorization server found by the 2025-03-26 fallback, which names its own issuer —
+    /// only when that issuer is at the MCP server's origin, as for a pre-registered secret.
+    pub fn on_loaded_with(
+        &mut self,
+        stored: Option<Credentials>,
+        registration: Option<Credentials>,
+        now: SystemTime,
+    ) {
         self.now = unix(now);
         if !matches!(self.state, State::Loading) {
             return self.fail(AuthError::Misuse("stored credentials came unasked"));
@@ -665,6 +807,20 @@ impl Flow {
             // A refresh cannot widen the scope: a step-up authorizes again.
             if !step_up && c.tokens.refresh_token.is_some() {
                 return self.refresh(c, AfterRefresh::Identify);
+            }
+        }
+        let registration_issuer = registration.as_ref().map(|r| r.issuer.clone());
+        let shared = registration
+            .map(|r| r.client)
+            .filter(|_| self.client.is_none() && self.options.pre_registered.is_none())
+            .filter(|_| self.options.grant == Grant::AuthorizationCode)
+            .filter(|c| c.kind == ClientKind::Registered)
+            .filter(|c| c.secret_expires_at.is_none_or(|t| t > now));
+        if let Some(client) = shared {
+            let same_server = self.bound_to(&found.issuer, &found);
+            // Checked here too, whatever the store keyed it by.
+            if same_server && registration_issuer.as_deref() == Some(found.issuer.as_str()) {
+                self.client = Some(client);
             }
         }
         self.identify();
@@ -732,6 +888,16 @@ impl Flow {
         let Some(found) = self.found.clone() else {
             return self.fail(AuthError::Misuse("no authorization server"));
         };
+        // Nobody to ask (the application said so): stored tokens were used, and refreshed
+        // where they could be without a person; what is left needs one, so the flow ends here,
+        // naming the authorization server, before it registers a client or asks anyone.
+        if self.options.grant == Grant::AuthorizationCode && !self.options.interactive {
+            return self.fail(AuthError::NotAuthorized {
+                issuer: found.issuer,
+                resource: redact_url(&self.start.resource_url),
+                reason: "authorizing is turned off".into(),
+            });
+        }
         let md = &found.server;
         if let Some(pre) = &self.options.pre_registered {
             let auth_method = pre.auth_method.unwrap_or(match &pre.client_secret {

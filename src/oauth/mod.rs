@@ -36,6 +36,7 @@ mod pkce;
 /// The secret type the flow's tokens and client secrets are kept in (it lives in
 /// [`crate::secret`], a leaf the HTTP rules use too).
 pub use crate::secret::Secret;
+pub use assertion::{MAX_RSA_BITS, MIN_RSA_BITS};
 pub use authorizer::{Attempt, Authorizer, Ticket, Turn, Verdict, MAX_STEP_UPS};
 pub use challenge::{parse_challenges, BearerChallenge, Challenge, MAX_CHALLENGE_PARTS};
 pub use credentials::{
@@ -45,6 +46,6 @@ pub use discovery::{
     allowed_fetch, authorization_server_metadata_urls, resource_metadata_urls, FetchRefusal,
 };
 pub use error::AuthError;
-pub use flow::{Flow, Redirect, Step};
+pub use flow::{Flow, Redirect, Step, MAX_AUTHORIZATION_SERVERS, MAX_METADATA_REDIRECTS};
 pub use options::{ApplicationType, AuthMethod, AuthOptions, Grant, PreRegistered};
 pub use pkce::{Pkce, PKCE_METHOD};

@@ -53,8 +53,9 @@ pub enum AuthMethod {
     ClientSecretBasic,
     /// `client_id` and `client_secret` in the body.
     ClientSecretPost,
-    /// A JWT signed with the client's private key (ES256) as `client_assertion` (RFC 7523
-    /// § 2.2; the private key is the application's, in [`PreRegistered::private_key`]).
+    /// A JWT signed with the client's private key (ES256 for a P-256 key, RS256 for an RSA one)
+    /// as `client_assertion` (RFC 7523 § 2.2; the private key is the application's, in
+    /// [`PreRegistered::private_key`]).
     PrivateKeyJwt,
 }
 
@@ -102,8 +103,10 @@ pub struct PreRegistered {
     pub client_id: String,
     /// The secret of a confidential client.
     pub client_secret: Option<Secret>,
-    /// A P-256 private key (PEM: PKCS#8 or SEC1) for `private_key_jwt`: the token endpoint gets
-    /// an ES256-signed assertion instead of a secret. Never stored with the tokens.
+    /// A private key for `private_key_jwt`, in PEM: P-256 (PKCS#8 or SEC1), signing ES256, or
+    /// RSA of [`MIN_RSA_BITS`](super::MIN_RSA_BITS) to [`MAX_RSA_BITS`](super::MAX_RSA_BITS)
+    /// bits (PKCS#8 or PKCS#1), signing RS256. The token endpoint gets the signed assertion
+    /// instead of a secret. Never stored with the tokens.
     pub private_key: Option<Secret>,
     /// How to authenticate; when `None`, `private_key_jwt` with a private key,
     /// `client_secret_basic` with a secret (or `client_secret_post` when the server lists only
@@ -147,9 +150,11 @@ pub struct AuthOptions {
     /// origin, else its default endpoints `/authorize`, `/token`, `/register` (default on).
     pub legacy_fallbacks: bool,
     /// A person can be asked to authorize (default on). Off, a flow of the authorization code
-    /// grant fails with [`AuthError::NotAuthorized`] as soon as it knows the authorization
-    /// server, before it loads stored credentials or asks anyone: the application has nobody
-    /// to ask (a headless service that was given no way to show the URL). The client
+    /// grant still uses stored credentials (a fresh token as it is, an expired one refreshed
+    /// when it has a refresh token) but starts nothing that needs a person: where it would
+    /// register a client or send someone to the authorization endpoint, it fails with
+    /// [`AuthError::NotAuthorized`], naming the authorization server. For an application with
+    /// nobody to ask (a headless service that was given no way to show the URL). The client
     /// credentials grant needs no person and is not affected.
     pub interactive: bool,
 }

@@ -568,6 +568,7 @@ impl Core {
             // > `io.modelcontextprotocol/subscriptionId`" … "The value is the JSON-RPC ID of the
             // > `subscriptions/listen` request." — MCP 2026-07-28, Basic § Subscriptions
             ServerNotificationMethod::SubscriptionsAcknowledged => {
+                let notifications = params.and_then(|p| field::<Value>(p, "notifications"));
                 let id = params
                     .and_then(|p| field::<Value>(p, "_meta"))
                     .and_then(|meta| meta.get("io.modelcontextprotocol/subscriptionId").cloned())
@@ -578,7 +579,9 @@ impl Core {
                     })
                     .and_then(|wire| self.pending.by_wire(wire));
                 match id {
-                    Some(id) => self.events.push_back(Event::ListenAcknowledged { id }),
+                    Some(id) => self
+                        .events
+                        .push_back(Event::ListenAcknowledged { id, notifications }),
                     None => self.stats.notifications_dropped += 1,
                 }
             }

@@ -247,6 +247,9 @@ pub enum Event {
     ListenAcknowledged {
         /// The listen request.
         id: RequestId,
+        /// The filter the server agreed to honor (its `notifications`), as it sent it; `None`
+        /// when it sent none.
+        notifications: Option<Value>,
     },
     /// A URL-mode elicitation finished (`notifications/elicitation/complete`).
     ElicitationComplete {

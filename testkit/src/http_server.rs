@@ -91,6 +91,9 @@ pub struct Behaviour {
     /// `notifications/resources/updated` per URI it asked for, and then ends without an answer
     /// (a dropped stream).
     pub listen_drops: bool,
+    /// In the legacy era: the skills extension (SEP-2640) with [`crate::skills`]' true and
+    /// hostile skills, as the stdio server's `--behave skills`.
+    pub skills: bool,
 }
 
 /// One request the server received.
@@ -502,10 +505,15 @@ fn handle_post(
         cvar.notify_all();
         return respond(out, "202 Accepted", &[], b"");
     }
+    let skill = match b.skills {
+        true => crate::skills::answer(&method, &msg["params"]),
+        false => None,
+    };
     let result = match method.as_str() {
+        _ if skill.is_some() => skill.unwrap_or(Ok(Value::Null)),
         "initialize" => Ok(json!({
             "protocolVersion": b.protocol_version.as_deref().unwrap_or(msg["params"]["protocolVersion"].as_str().unwrap_or("2025-11-25")),
-            "capabilities": {"tools": {}},
+            "capabilities": if b.skills { crate::skills::capabilities() } else { json!({"tools": {}}) },
             "serverInfo": {"name": "mcp-http-demo", "version": "1.0.0"}
         })),
         "ping" => Ok(json!({})),

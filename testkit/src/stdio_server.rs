@@ -31,6 +31,9 @@
 //! those), `progress-ticks` (`tools/call slow {"ms": N}` with a `progressToken` reports progress
 //! every 100 ms while it waits its N ms, then answers).
 //!
+//! `lists-change` (legacy era): declares `listChanged` for tools, resources and prompts, and
+//! after each `tools/call`'s answer sends `notifications/{tools,resources,prompts}/list_changed`.
+//!
 //! Listing behaviours of the legacy era (each logged on stderr as it happens): `hang-list`
 //! (`tools/list` is never answered), `list-error` (`tools/list` gets -32603), `hang-relist` (the
 //! first `tools/list` is answered, no later one), `no-tools` (no `tools` capability declared, and
@@ -62,7 +65,8 @@
 //! `io.modelcontextprotocol/tasks` extension in the modern one): `tasks-ok`, `tasks-forever`,
 //! `tasks-no-result`, `tasks-failed`, `tasks-plain`, `tasks-backwards`, `tasks-wrong-id`,
 //! `tasks-huge-message`, `tasks-notify`, and `tasks-input` (modern): the server declares tasks,
-//! lists tool `research` that requires them, and its task `t1` completes after two polls, stays
+//! lists tool `research` that requires them and `survey` that allows them — plainly called, it
+//! answers `surveyed without a task` — and its task `t1` completes after two polls, stays
 //! `working`, completes with a result never sent, fails, or the task call is answered with a
 //! plain result; completes then says it works again; is answered for `t2`; carries a 1 MiB status
 //! message; comes with status notifications for unknown tasks and a lying one for `t1`; or waits
@@ -143,6 +147,11 @@ struct Behaviour {
     /// After the first call, lists one more tool (`grown`) and says so
     /// (`notifications/tools/list_changed`; legacy era).
     grow: bool,
+    /// `swap`: as `grow`, and the grown list no longer has `slow` (a tool added, one removed).
+    swap: bool,
+    /// `lists-change`: declares `listChanged` for tools, resources and prompts, and after each
+    /// `tools/call`'s answer says all three lists changed (legacy era).
+    lists_change: bool,
     /// A `tools/call` that asks for progress gets five progress notifications and its answer
     /// in one write (other calls keep the other behaviours).
     progress_burst: bool,
@@ -399,10 +408,22 @@ fn task_reply(
             if let Some(tools) = list.as_array_mut() {
                 tools.push(json!({"name": "research", "description": "A long task.",
                     "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}));
+                tools.push(json!({"name": "survey", "description": "A task if asked.",
+                    "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}}));
             }
             json!({ "tools": list })
         }
-        "tools/call" if params["name"] == "research" => {
+        "tools/call"
+            if params["name"] == "survey"
+                && if modern {
+                    !declared
+                } else {
+                    params.get("task").is_none()
+                } =>
+        {
+            json!({"content": [{"type": "text", "text": "surveyed without a task"}]})
+        }
+        "tools/call" if params["name"] == "research" || params["name"] == "survey" => {
             if modern && !declared {
                 eprintln!("serve: research without the tasks extension: -32021");
                 return Some(Some(Err(json!({"code": -32021,
@@ -532,6 +553,8 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
                         "slow-discover-error" => b.slow_discover_error = true,
                         "slow-discover" => b.slow_discover = true,
                         "grow" => b.grow = true,
+                        "swap" => (b.grow, b.swap) = (true, true),
+                        "lists-change" => b.lists_change = true,
                         "progress-burst" => b.progress_burst = true,
                         "progress-ticks" => b.progress_ticks = true,
                         "hostile-text" => b.hostile_text = true,
@@ -746,6 +769,9 @@ fn run(b: Behaviour) -> ExitCode {
                     };
                     let capabilities = if b.no_tools {
                         json!({})
+                    } else if b.lists_change {
+                        json!({"tools": {"listChanged": true}, "resources": {"listChanged": true},
+                            "prompts": {"listChanged": true}})
                     } else {
                         json!({"tools": {}})
                     };
@@ -773,6 +799,9 @@ fn run(b: Behaviour) -> ExitCode {
                     listings += 1;
                     let mut list = tools::list();
                     if let Some(tools) = list.as_array_mut() {
+                        if b.swap {
+                            tools.retain(|tool| tool["name"] != "slow");
+                        }
                         tools.push(
                             json!({"name": "grown", "description": "Listed after the first call.",
                             "inputSchema": {"type": "object"}}),
@@ -830,6 +859,15 @@ fn run(b: Behaviour) -> ExitCode {
             let _ = out.write_all(
                 b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n",
             );
+            let _ = out.flush();
+        }
+        if b.lists_change && method == "tools/call" {
+            for list in ["tools", "resources", "prompts"] {
+                let _ = writeln!(
+                    out,
+                    "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/{list}/list_changed\"}}"
+                );
+            }
             let _ = out.flush();
         }
         if b.ping_idle && method == "tools/call" {

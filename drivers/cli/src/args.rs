@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 /// The usage line after `usage: mcp-client ` (a wrong argument prints it).
-pub(crate) const USAGE: &str = "[--info | --call NAME [--args JSON] [--repeat N] | resources [list|templates|read URI [--out FILE]|watch URI [--read]] | prompts [list|get NAME [--arg K=V]...] | complete (--prompt NAME|--resource TEMPLATE) ARG [VALUE] [--context K=V]...] [--era auto|legacy|modern] [--timeout SECS] [--max-time SECS] [--json] [--verbose] [--roots DIR...] (-- COMMAND [ARG...] | --url URL [--header 'K: V']... [--no-auth | --client-id ID ...] | --config FILE [--server NAME]...); --help for more";
+pub(crate) const USAGE: &str = "[--info | --call NAME [--args JSON] [--repeat N | --task] | resources [list|templates|read URI [--out FILE]|watch URI [--read]] | prompts [list|get NAME [--arg K=V]...] | skills [list|load NAME [--file PATH] [--out FILE]] | complete (--prompt NAME|--resource TEMPLATE) ARG [VALUE] [--context K=V]...] [--era auto|legacy|modern] [--timeout SECS] [--max-time SECS] [--json] [--verbose] [--roots DIR...] [--record FILE] (-- COMMAND [ARG...] | --url URL [--header 'K: V']... [--no-auth | --client-id ID ...] | --config FILE [--server NAME]...); --help for more";
 
 /// What the command line asks for.
 #[derive(Debug, Default)]
@@ -15,6 +15,8 @@ pub(crate) struct Options {
     pub(crate) call: Option<String>,
     pub(crate) args: Option<String>,
     pub(crate) repeat: u64,
+    /// `--task`: the `--call` runs as a task (the tool must allow it).
+    pub(crate) task: bool,
     /// `Some(None)`: no timeout (a value too large for a `Duration`).
     pub(crate) timeout: Option<Option<Duration>>,
     /// `--max-time`: the most a `--call` may take in all, progress or not (`None`: the default,
@@ -35,6 +37,8 @@ pub(crate) struct Options {
     /// `--input ID=VALUE`: the values of VS Code's `${input:ID}`.
     pub(crate) inputs: Vec<(String, String)>,
     pub(crate) auth: AuthFlags,
+    /// `--record FILE`: what went over the wire, written to FILE (a stdio server only).
+    pub(crate) record: Option<std::path::PathBuf>,
     /// `--help`: print the help ([`crate::HELP`]) and do nothing else.
     pub(crate) help: bool,
     /// The words before `--` that are no option: a command and its operands, read into
@@ -112,6 +116,7 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
             }
             Some("--header") => o.headers.push(value(&mut argv, "--header")?),
             Some("--json") => o.json = true,
+            Some("--task") => o.task = true,
             Some("--info") => o.info = true,
             Some("--verbose") => o.verbose = true,
             Some("--roots") => {
@@ -134,6 +139,7 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
                 }
             }
             Some("--url") => o.url = Some(value(&mut argv, "--url")?),
+            Some("--record") => o.record = Some(value(&mut argv, "--record")?.into()),
             Some("--config") => o.config = Some(value(&mut argv, "--config")?.into()),
             Some("--server") => o.servers.push(value(&mut argv, "--server")?),
             Some("--input") => {
@@ -170,6 +176,18 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
     if o.max_time.is_some() && o.call.is_none() {
         return Err("--max-time needs --call".into());
     }
+    if o.task && o.call.is_none() {
+        return Err("--task needs --call".into());
+    }
+    if o.task && o.repeat != 1 {
+        return Err("give --task or --repeat, not both (a task is one call)".into());
+    }
+    if o.task && o.config.is_some() {
+        return Err(
+            "--task works on one server (-- COMMAND or --url), not with --config (a tool that requires a task runs as one there)"
+                .into(),
+        );
+    }
     if o.info && o.call.is_some() {
         return Err("give --info or --call, not both".into());
     }
@@ -188,10 +206,17 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
     if o.info && o.config.is_some() {
         return Err("--info works on one server (-- COMMAND or --url), not with --config".into());
     }
+    if o.record.is_some() && o.url.is_some() {
+        return Err("--record records a stdio server (-- COMMAND): an HTTP server's exchanges are not recorded yet".into());
+    }
+    if o.record.is_some() && o.config.is_some() {
+        return Err("--record records one server: start it with -- COMMAND (the servers of a config file are not recorded)".into());
+    }
     if !o.headers.is_empty() && o.url.is_none() {
         return Err("--header needs --url".into());
     }
     check_auth(&o.auth, o.url.is_some())?;
+    call_arguments(&o)?;
     o.feature = crate::features::parse(&o, usage)?;
     Ok(o)
 }
@@ -262,9 +287,12 @@ fn check_auth(a: &AuthFlags, url: bool) -> Result<(), String> {
         return Err(format!("{first} needs --url"));
     }
     if a.off {
-        if let Some(other) = a.given.iter().find(|f| **f != "--no-auth") {
+        // It uses the stored credentials (and a pre-registered client to refresh them with),
+        // and starts no flow: what only a flow uses has no use with it.
+        let flow_only = ["--client-credentials", "--no-browser", "--auth-timeout"];
+        if let Some(other) = a.given.iter().find(|f| flow_only.contains(f)) {
             return Err(format!(
-                "--no-auth turns authorizing off: {other} has no use with it"
+                "--no-auth starts no authorization: {other} has no use with it"
             ));
         }
     }

@@ -37,6 +37,10 @@ pub(crate) enum Feature {
     Prompts,
     /// `prompts get NAME`.
     Prompt(String),
+    /// `skills [list]`.
+    Skills,
+    /// `skills load NAME [--file PATH]`.
+    Skill(String),
     /// `complete (--prompt NAME | --resource TEMPLATE) ARG [VALUE]`.
     Complete {
         /// A prompt (`true`) or a resource template, by its name or template.
@@ -61,18 +65,21 @@ pub(crate) struct Flags {
     /// `--prompt NAME`, `--resource TEMPLATE`: what a completion is for.
     prompt: Option<String>,
     resource: Option<String>,
+    /// `--file PATH`: a loaded skill's supporting file.
+    file: Option<String>,
     /// Which were given, for the checks.
     given: Vec<&'static str>,
 }
 
 /// The options of [`Flags`].
-pub(crate) const FLAGS: [&str; 6] = [
+pub(crate) const FLAGS: [&str; 7] = [
     "--arg",
     "--context",
     "--out",
     "--read",
     "--prompt",
     "--resource",
+    "--file",
 ];
 
 /// The most `--arg` and `--context` pairs (a bound on what the command line may make it hold).
@@ -122,6 +129,10 @@ pub(crate) fn flag(
             once(f.prompt.is_some())?;
             f.prompt = Some(value()?);
         }
+        "--file" => {
+            once(f.file.is_some())?;
+            f.file = Some(value()?);
+        }
         _ => {
             once(f.resource.is_some())?;
             f.resource = Some(value()?);
@@ -142,6 +153,8 @@ pub(crate) fn parse(o: &Options, usage: &str) -> Result<Option<Feature>, String>
         ["resources", "watch", uri] => Some(Feature::Watch(uri.to_owned())),
         ["prompts"] | ["prompts", "list"] => Some(Feature::Prompts),
         ["prompts", "get", name] => Some(Feature::Prompt(name.to_owned())),
+        ["skills"] | ["skills", "list"] => Some(Feature::Skills),
+        ["skills", "load", name] => Some(Feature::Skill(name.to_owned())),
         ["complete", argument, ref value @ ..] if value.len() <= 1 => {
             let (prompt, target) = match (&f.prompt, &f.resource) {
                 (Some(p), None) => (true, p.clone()),
@@ -161,10 +174,11 @@ pub(crate) fn parse(o: &Options, usage: &str) -> Result<Option<Feature>, String>
             )
         }
         ["prompts", ..] => return Err("prompts takes list or get NAME (one name)".into()),
+        ["skills", ..] => return Err("skills takes list or load NAME (one name)".into()),
         ["complete", ..] => return Err("complete takes ARG [VALUE]".into()),
         [other, ..] => {
             return Err(format!(
-                "unknown command {other:?}: give resources, prompts or complete (tools: --call)\n{usage}"
+                "unknown command {other:?}: give resources, prompts, skills or complete (tools: --call)\n{usage}"
             ))
         }
     };
@@ -183,8 +197,13 @@ pub(crate) fn parse(o: &Options, usage: &str) -> Result<Option<Feature>, String>
     )?;
     needs(
         "--out",
-        is(|f| matches!(f, Feature::Read(_))),
-        "resources read",
+        is(|f| matches!(f, Feature::Read(_) | Feature::Skill(_))),
+        "resources read or skills load",
+    )?;
+    needs(
+        "--file",
+        is(|f| matches!(f, Feature::Skill(_))),
+        "skills load",
     )?;
     needs(
         "--read",
@@ -212,8 +231,23 @@ pub(crate) fn parse(o: &Options, usage: &str) -> Result<Option<Feature>, String>
         if o.repeat != 1 {
             return Err(format!("--repeat needs --call without {}", words[0]));
         }
+        if o.task {
+            return Err(format!("--task needs --call without {}", words[0]));
+        }
     }
     Ok(feature)
+}
+
+impl Flags {
+    /// `--file PATH`.
+    pub(crate) fn file(&self) -> Option<&str> {
+        self.file.as_deref()
+    }
+
+    /// `--out FILE`.
+    pub(crate) fn out_path(&self) -> Option<&std::path::Path> {
+        self.out.as_deref()
+    }
 }
 
 /// `--arg`'s or `--context`'s pairs as the request's object (string values, as prompts take).
@@ -565,6 +599,12 @@ pub(crate) async fn one(
             print_read(&read, None, options)?;
         }
         Feature::Prompts => print_prompts(&client.list_prompts().await.map_err(fail)?, json),
+        Feature::Skills => {
+            let all = client.list_skills().await.map_err(fail)?;
+            let items: Vec<_> = all.iter().map(|s| (None, s)).collect();
+            crate::skills::print_list(&items, json);
+        }
+        Feature::Skill(name) => crate::skills::load_one(client, name, options, fail).await?,
         Feature::Prompt(name) => {
             let args = object(&options.feature_flags.args);
             print_prompt(&client.get_prompt(name, &args).await.map_err(fail)?, json);
@@ -703,6 +743,20 @@ pub(crate) async fn across(
             let failed = report(&all.failed, reported);
             print_set_prompts(&all.items, json);
             return Ok(listed(failed));
+        }
+        Feature::Skills => {
+            let all = set.list_skills().await;
+            let failed = report(&all.failed, reported);
+            let items: Vec<_> = all
+                .items
+                .iter()
+                .map(|s| (Some(s.server.as_str()), &s.item))
+                .collect();
+            crate::skills::print_list(&items, json);
+            return Ok(listed(failed));
+        }
+        Feature::Skill(name) => {
+            crate::skills::load_across(set, name, named(options), options, &fail).await?
         }
         Feature::Read(uri) => {
             let read = set.read_resource(named(options), uri).await.map_err(fail)?;

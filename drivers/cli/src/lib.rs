@@ -1,6 +1,7 @@
 //! The `mcp-client` command: a command-line MCP client that lists and calls the tools of a stdio
 //! server, a Streamable HTTP endpoint, or the servers of a config file at once, and lists, reads
-//! and follows their resources, gets their prompts and completes their arguments.
+//! and follows their resources, gets their prompts, completes their arguments, lists and loads
+//! their skills (verified), and runs a tool as a task (`--task`).
 //!
 //! ```text
 #![doc = include_str!("help.txt")]
@@ -13,7 +14,7 @@
 //!
 //! The code reads in the order the command runs: `args` (the options, checked before anything
 //! starts), `run` (one server: connect, list or call, close) or `set` (a config's servers as one
-//! tool set), `features` (the `resources`, `prompts` and `complete` commands, on either), `output` (what is printed, plain or `--json`) with `term` (a server's text without
+//! tool set), `features` (the `resources`, `prompts` and `complete` commands, on either) with `skills` (the `skills` command), `output` (what is printed, plain or `--json`) with `term` (a server's text without
 //! its control characters), `ask` (a server's questions on the terminal), and `signals` (Ctrl-C
 //! and `kill` in any phase: every server started is closed, then the command exits).
 
@@ -27,14 +28,19 @@ mod output;
 mod run;
 mod set;
 mod signals;
+mod skills;
 mod term;
+
+/// The exit code of a command line that cannot run (a wrong option, a missing operand).
+const USAGE_ERROR: u8 = 1;
 
 /// What `--help` prints (on stdout, exit 0): every option (the crate's docs show the same text).
 const HELP: &str = include_str!("help.txt");
 
 /// Runs the `mcp-client` command with `args`, its arguments without the program's name (as
 /// `std::env::args_os().skip(1)` gives them), and returns its exit code: 0 success, 2 the tool
-/// reported `isError`, 3 (with `--config`) the list or the call worked but some servers failed,
+/// reported `isError` (or the command line cannot run: a one-line cause on stderr, nothing
+/// started), 3 (with `--config`) the list or the call worked but some servers failed,
 /// 1 any other failure, with a one-line cause on stderr; on SIGINT, SIGTERM or SIGHUP, once the
 /// servers are closed, 128 + the signal's number (130, 143, 129).
 pub fn main_with(args: impl IntoIterator<Item = OsString>) -> ExitCode {
@@ -69,9 +75,11 @@ pub fn main_with_extra(args: impl IntoIterator<Item = OsString>, extra: &Extra) 
             return ExitCode::SUCCESS;
         }
         Ok(o) => o,
+        // A command line that cannot run: before anything is started, exit 1, as every failure
+        // but a tool's isError (2) is; scripts written against earlier releases rely on it.
         Err(e) => {
             eprintln!("mcp-client: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(USAGE_ERROR);
         }
     };
     // From here on, Ctrl-C and kill end the servers too (`signals`).

@@ -14,7 +14,7 @@ use mcp_connect::proto::{
 use mcp_connect::{
     connect_http, connect_stdio, Authorize, Client, ClientConfig, Error, FileStore, Handlers,
     HttpTransportConfig, LogCallback, MemoryStore, OAuthConfig, Request, Root, StderrMode,
-    StdioConfig, TokenStore,
+    StdioConfig, StdioTransport, TokenStore,
 };
 use serde_json::Value;
 use std::io::Write;
@@ -49,10 +49,6 @@ pub(crate) const MAX_TIME: Duration = Duration::from_secs(3600);
 
 /// The OAuth settings the auth options say.
 fn oauth_config(a: &AuthFlags) -> OAuthConfig {
-    if a.off {
-        // Refused once the authorization server is known, so the message can name it.
-        return OAuthConfig::new(Authorize::Refuse);
-    }
     let pre = a.client_id.clone().map(|client_id| PreRegistered {
         client_id,
         client_secret: a.client_secret.clone(),
@@ -68,6 +64,10 @@ fn oauth_config(a: &AuthFlags) -> OAuthConfig {
                 *open = !a.no_browser;
                 *timeout = a.timeout.unwrap_or(*timeout);
             }
+            // `--no-auth`: the stored credentials are used (and refreshed), but a flow that
+            // needs a person is refused once the authorization server is known, so the
+            // message can name it.
+            let authorize = if a.off { Authorize::Refuse } else { authorize };
             let mut config = OAuthConfig::new(authorize);
             config.options.pre_registered = pre;
             config
@@ -223,7 +223,14 @@ pub(crate) async fn run(options: &Options, to_close: &Started) -> Result<ExitCod
             .await
             .map_err(|e| failure(e, options))?;
         to_close.client(&client);
-        let outcome = session(&client, options, arguments, &|e| failure(e, options)).await;
+        let outcome = session(
+            &client,
+            options,
+            arguments,
+            &|e| failure(e, options),
+            to_close,
+        )
+        .await;
         close(&client, outcome).await?
     } else {
         let mut command = options.command.iter().cloned();
@@ -241,14 +248,57 @@ pub(crate) async fn run(options: &Options, to_close: &Started) -> Result<ExitCod
         config.label = Some(name.clone());
         config.on_log = options.verbose.then(|| log_printer(Some(&name)));
         let fail = |e: Error| said_once(e, &name, options);
+        if let Some(path) = &options.record {
+            return recorded(path, stdio, config, options, arguments, to_close, &fail).await;
+        }
         // Opens in the era the server speaks; a server that exits on the probe is started again
         // in the legacy era.
         let client = connect_stdio(stdio, config).await.map_err(fail)?;
         to_close.client(&client);
-        let outcome = session(&client, options, arguments, &fail).await;
+        let outcome = session(&client, options, arguments, &fail, to_close).await;
         close(&client, outcome).await?
     };
     // Last, after the server's own stderr lines (forwarded) have stopped.
+    if let Some(rate) = outcome.rate {
+        eprintln!("{rate}");
+    }
+    Ok(outcome.code)
+}
+
+/// `--record FILE`: the session with the stdio server, everything that went over the wire
+/// written to FILE ([`mcp_connect::recording`]; emptied first when it exists, as `curl -o` and
+/// `tee` do). Opened in the era `--era` says (`auto`: the probe), without the relaunch
+/// [`connect_stdio`] gives a legacy server that exits on the probe (one file, one process):
+/// such a server is recorded with `--era legacy`.
+async fn recorded(
+    path: &std::path::Path,
+    stdio: StdioConfig,
+    config: ClientConfig,
+    options: &Options,
+    arguments: Value,
+    to_close: &Started,
+    fail: &dyn Fn(Error) -> String,
+) -> Result<ExitCode, String> {
+    use mcp_connect::recording::{Header, Recorder, Recording};
+    let header = Header::stdio(&stdio.command, &stdio.args);
+    let recorder =
+        Recorder::create(path, &header).map_err(|e| format!("--record {}: {e}", path.display()))?;
+    let recorder = Arc::new(recorder);
+    let transport = StdioTransport::spawn(stdio).map_err(fail)?;
+    let client = Client::with_config(Recording::new(transport, recorder.clone()), config);
+    to_close.client(&client);
+    let opened = client.initialize().await.map_err(fail);
+    recorder.opened(&client);
+    let outcome = match opened {
+        Ok(_) => session(&client, options, arguments, fail, to_close).await,
+        Err(e) => Err(e),
+    };
+    let outcome = close(&client, outcome).await;
+    let written = recorder
+        .finish()
+        .map_err(|e| format!("--record {}: {e}", path.display()));
+    let outcome = outcome?;
+    written?;
     if let Some(rate) = outcome.rate {
         eprintln!("{rate}");
     }
@@ -293,6 +343,7 @@ async fn session(
     options: &Options,
     arguments: Value,
     fail: &dyn Fn(Error) -> String,
+    to_close: &Started,
 ) -> Result<Outcome, String> {
     let init = client.initialize().await.map_err(fail)?;
     if options.call.is_some() && !options.roots.is_empty() {
@@ -322,7 +373,7 @@ async fn session(
             rate: None,
         });
     };
-    let (result, rate) = call(client, name, arguments, options, fail).await?;
+    let (result, rate) = call(client, name, arguments, options, fail, to_close).await?;
     print_result(&mut out, &result, options.json);
     Ok(Outcome {
         code: if result.is_error {
@@ -334,19 +385,90 @@ async fn session(
     })
 }
 
-/// Tool `name`, when the server takes task calls and the core says this one goes as a task (it
-/// requires one): the tools are listed to know (one round trip, only on such a server).
-async fn task_tool(client: &Client, name: &str) -> Option<mcp_connect::proto::Tool> {
+/// Whether tool `name` goes as a task: with `--task`, it must (the server takes task calls and
+/// the tool allows them, else the reason); without, when the core says so (the tool requires
+/// one). The tools are listed to know (one round trip, only on a server that takes task calls).
+async fn as_task(client: &Client, name: &str, asked: bool) -> Result<bool, String> {
+    use mcp_connect::proto::tasks::{CallMode, TaskSupport};
     if !client.takes_task_calls() {
-        return None;
+        if asked {
+            // > "If a server's capabilities do not include `tasks.requests.tools.call`, then
+            // > clients **MUST NOT** attempt to use task augmentation on that server's tools" —
+            // > MCP 2025-11-25, Tasks § Tool-Level Negotiation
+            return Err(format!(
+                "--task: the server does not take tool calls as tasks (it declares no tasks.requests.tools.call{})",
+                match client.era() {
+                    Some(mcp_connect::proto::Era::Modern) => ", or speaks 2026-07-28",
+                    _ => "",
+                }
+            ));
+        }
+        return Ok(false);
     }
     let tool = client
         .list_tools()
         .await
-        .ok()?
-        .into_iter()
-        .find(|t| t.name == name)?;
-    (client.task_call_mode_of(&tool) == mcp_connect::proto::tasks::CallMode::Task).then_some(tool)
+        .ok()
+        .and_then(|tools| tools.into_iter().find(|t| t.name == name));
+    let Some(tool) = tool else {
+        return match asked {
+            true => Err(term::line(&format!(
+                "--task: the server lists no tool {name:?}"
+            ))),
+            false => Ok(false),
+        };
+    };
+    if asked && TaskSupport::of(&tool) == TaskSupport::Forbidden {
+        // > "If `execution.taskSupport` is not present or `"forbidden"`, clients **MUST NOT**
+        // > attempt to invoke the tool as a task." — MCP 2025-11-25, Tasks § Tool-Level
+        // > Negotiation
+        return Err(term::line(&format!(
+            "--task: tool {name:?} does not allow tasks (its execution.taskSupport is not \"optional\" or \"required\")"
+        )));
+    }
+    Ok(asked || client.task_call_mode_of(&tool) == CallMode::Task)
+}
+
+/// Calls tool `name` as a task and waits for its result within `max`, its status messages shown
+/// as progress; a signal meanwhile cancels it (`to_close`), and so does `max` passing.
+async fn task_call(
+    client: &Client,
+    name: &str,
+    arguments: Value,
+    max: Option<Duration>,
+    to_close: &Started,
+) -> Result<CallToolResult, Error> {
+    let started = Instant::now();
+    let call = client.call_as_task(name, arguments, None);
+    let created = match max {
+        Some(max) => {
+            smol::future::or(call, async move {
+                smol::Timer::after(max).await;
+                Err(Error::Timeout(max))
+            })
+            .await?
+        }
+        None => call.await?,
+    };
+    let mut handle = match created {
+        mcp_connect::TaskStart::Done(result) => return Ok(result),
+        mcp_connect::TaskStart::Task(handle) => handle,
+    };
+    to_close.task(client, handle.id());
+    let left = max.map(|m| m.saturating_sub(started.elapsed()));
+    let waited = handle.wait(left, show_progress).await;
+    if let Err(Error::Timeout(_)) = &waited {
+        // Cancelled before the client is closed (the wait's own cancel runs on its own and
+        // could come after the close).
+        let cancel = async {
+            let _ = handle.cancel().await;
+        };
+        let limit = async {
+            smol::Timer::after(Duration::from_secs(2)).await;
+        };
+        smol::future::or(cancel, limit).await;
+    }
+    waited
 }
 
 /// Calls tool `name` once (its progress shown as it comes), or `--repeat N` times in a row
@@ -357,6 +479,7 @@ async fn call(
     arguments: Value,
     options: &Options,
     fail: &dyn Fn(Error) -> String,
+    to_close: &Started,
 ) -> Result<(CallToolResult, Option<Rate>), String> {
     // In the modern era over HTTP, the call's first POST carries the tool's `Mcp-Param-*`
     // headers: the tools are listed first (one round trip, the cheapest way to know them) when
@@ -365,19 +488,18 @@ async fn call(
     if options.repeat <= 1 {
         // One call: its progress is shown as it comes, and restarts --timeout, up to --max-time.
         let max = options.max_time.unwrap_or(Some(MAX_TIME));
-        if let Some(tool) = task_tool(client, name).await {
+        if as_task(client, name, options.task).await? {
             // > "If a tool's `taskSupport` is `"required"`, clients **MUST** invoke the tool as a
             // > task" — MCP 2025-11-25, Tasks § Tool-Level Negotiation
             // Waited for to its end within --max-time, its status messages shown as progress,
             // the task cancelled when the limit passes or the command is interrupted.
-            let result = client
-                .call_tool_waiting(&tool, arguments, false, max, show_progress)
+            let limit = max.unwrap_or(Duration::MAX).as_secs_f64();
+            let result = task_call(client, name, arguments, max, to_close)
                 .await
                 .map_err(|e| match e {
-                    Error::Timeout(after) => format!(
-                        "tools/call {name:?} (a task) exceeded --max-time {} s",
-                        after.as_secs_f64()
-                    ),
+                    Error::Timeout(_) => {
+                        format!("tools/call {name:?} (a task) exceeded --max-time {limit} s")
+                    }
                     e => fail(e),
                 })?;
             return Ok((result, None));

@@ -40,12 +40,23 @@ const CLOSE_LIMIT: Duration = Duration::from_secs(10);
 pub(crate) struct Started {
     clients: Mutex<Vec<Client>>,
     sets: Mutex<Vec<ServerSet>>,
+    /// The tasks under way (`--task`), cancelled before their clients are closed.
+    tasks: Mutex<Vec<(Client, String)>>,
 }
+
+/// How long a task's `tasks/cancel` may take on a signal before its server is closed anyway.
+const CANCEL_LIMIT: Duration = Duration::from_secs(2);
 
 impl Started {
     /// `client` is closed on a signal.
     pub(crate) fn client(&self, client: &Client) {
         lock(&self.clients).push(client.clone());
+    }
+
+    /// Task `id` of `client` is cancelled (`tasks/cancel`) on a signal, before the client is
+    /// closed.
+    pub(crate) fn task(&self, client: &Client, id: &str) {
+        lock(&self.tasks).push((client.clone(), id.to_owned()));
     }
 
     /// `set`'s servers are closed on a signal.
@@ -56,6 +67,24 @@ impl Started {
     /// Closes every client and set at once, then waits for the servers whose start-up was
     /// dropped (their transports end them on threads of their own).
     async fn close_all(&self) {
+        // A task is the server's work, not the connection's: closing the client does not end it
+        // (MCP 2025-11-25, Tasks: a task is ended by `tasks/cancel`, not by
+        // `notifications/cancelled`); left running it would go on working for nobody.
+        let tasks = std::mem::take(&mut *lock(&self.tasks));
+        let cancels: Vec<smol::Task<()>> = tasks
+            .into_iter()
+            .map(|(client, id)| {
+                smol::spawn(async move {
+                    let cancel = mcp_connect::Request::cancel_task(&id).timeout(CANCEL_LIMIT);
+                    if client.request(cancel).await.is_ok() {
+                        eprintln!("mcp-client: task {} cancelled", crate::term::line(&id));
+                    }
+                })
+            })
+            .collect();
+        for cancel in cancels {
+            cancel.await;
+        }
         let clients = std::mem::take(&mut *lock(&self.clients));
         let sets = std::mem::take(&mut *lock(&self.sets));
         let mut closing: Vec<smol::Task<()>> = Vec::new();

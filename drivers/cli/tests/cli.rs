@@ -636,6 +636,11 @@ fn url_authorizes_in_the_browser_once_and_keeps_the_credentials_for_the_user_alo
     assert_eq!(person.opened(), 1, "the browser was opened again: {out:?}");
     assert!(!out.stderr.contains("authorize"), "{}", out.stderr);
     assert_eq!(mode(&store), 0o600);
+    // `--no-auth` starts no flow, but uses what is stored.
+    let out = person.cli(&["--url", &scenario.url, "--no-auth"], &[]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, "test-tool\t\n");
+    assert_eq!(person.opened(), 1, "the browser was opened again: {out:?}");
 }
 
 #[test]
@@ -859,8 +864,8 @@ fn auth_options_that_do_not_go_together_are_refused() {
             "--client-secret needs --client-id",
         ),
         (
-            vec!["--url", url, "--no-auth", "--client-id", "a"],
-            "--no-auth turns authorizing off: --client-id has no use with it",
+            vec!["--url", url, "--no-auth", "--no-browser"],
+            "--no-auth starts no authorization: --no-browser has no use with it",
         ),
         (
             vec!["--url", url, "--client-credentials", "--client-id", "a"],
@@ -1540,4 +1545,53 @@ fn verbose_with_a_config_says_each_servers_opening_and_failure_once() {
     );
     let started = std::fs::read_to_string(&starts).unwrap();
     assert_eq!(started.lines().count(), 1, "{}", out.stderr);
+}
+
+/// `--record FILE`: the session is written to FILE (emptied first, as `curl -o` does), and a
+/// client that does what the command did replays it with no server.
+#[test]
+fn record_writes_a_session_a_client_replays() {
+    use mcp_connect::recording::ReplayTransport;
+    let dir = TempDir::new("mcp-cli-record");
+    let file = dir.path().join("serve.mcplog");
+    std::fs::write(&file, "what was there before\n").unwrap();
+    let out = against_serve(&["--record", file.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.starts_with("mcplog 1 {"), "{text}");
+    assert!(!text.contains("what was there before"), "{text}");
+    assert!(
+        text.contains(r#"= "#) && text.contains(r#""protocolVersion""#),
+        "{text}"
+    );
+    let listed: Vec<Value> = serde_json::from_str(&out.stdout).unwrap();
+    let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
+    let replayed = smol::block_on(async {
+        let client = mcp_connect::Client::new(ReplayTransport::from_file(&file).unwrap());
+        client.initialize().await.unwrap();
+        let tools = client.list_tools().await.unwrap();
+        client.close().await.unwrap();
+        tools.into_iter().map(|t| t.name).collect::<Vec<_>>()
+    });
+    assert_eq!(replayed, names);
+}
+
+/// `--record` takes one stdio server: HTTP and config files are refused before anything starts.
+#[test]
+fn record_refuses_what_it_cannot_record() {
+    for (args, says) in [
+        (
+            &["--record", "x.mcplog", "--url", "http://127.0.0.1:9/mcp"][..],
+            "--record records a stdio server",
+        ),
+        (
+            &["--record", "x.mcplog", "--config", "mcp.json"][..],
+            "--record records one server",
+        ),
+    ] {
+        let out = cli(args);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert!(out.stderr.contains(says), "{out:?}");
+        assert!(!Path::new("x.mcplog").exists());
+    }
 }

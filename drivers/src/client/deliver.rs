@@ -265,6 +265,9 @@ impl ConnState {
                         self.defer(Deferred::ListChanged(kind));
                     }
                 }
+                // Only for a URI subscribed to and agreed to: the listener decides, and counts
+                // what it drops.
+                Event::ResourceUpdated { uri } if !self.listener.admit_update(&uri) => {}
                 Event::ResourceUpdated { uri } => {
                     self.resources_updated += 1;
                     if self.on_resource_updated.is_some() {
@@ -306,8 +309,9 @@ impl ConnState {
                 }
                 // Tolerated peer misbehaviour: counted in the session's stats, kept, reported.
                 Event::Warning(w) => self.warn(w),
-                Event::ListenAcknowledged { id } => {
-                    self.listener.handle_acknowledged(id);
+                Event::ListenAcknowledged { id, notifications } => {
+                    self.listener
+                        .handle_acknowledged(id, notifications.as_ref());
                     // A later listen carries what an earlier one (replaced before its
                     // acknowledgement) was sent for.
                     self.listen_waiters.retain(|(w, tx)| {

@@ -124,12 +124,34 @@ impl Client {
     /// and this returns once the server acknowledged it; a stream that drops is listened again
     /// after a bounded backoff ([`mcp_proto::subscriptions`]). At most
     /// [`MAX_RESOURCE_SUBSCRIPTIONS`](mcp_proto::subscriptions::MAX_RESOURCE_SUBSCRIPTIONS) URIs.
+    ///
+    /// Only the updates of a URI subscribed to (or of a resource below it) reach the callback,
+    /// in either era; others are dropped and counted in
+    /// [`resource_updates_dropped`](Self::resource_updates_dropped). In the 2026-07-28 era a
+    /// server may acknowledge fewer URIs than asked for: a URI it left out fails with
+    /// [`RequestError::SubscriptionRefused`](mcp_proto::RequestError::SubscriptionRefused). A
+    /// subscription after the server closed the listen opens a new one.
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), Error> {
         if self.era() != Some(mcp_proto::Era::Modern) {
-            self.request(Request::subscribe_resource(uri)).await?;
+            let new = self
+                .lock()
+                .listener
+                .subscribe(uri)
+                .map_err(|e| Error::Request(RequestError::InvalidArguments(e.to_string())))?;
+            let answer = self.request(Request::subscribe_resource(uri)).await;
+            let mut st = self.lock();
+            match answer {
+                Ok(_) => st.listener.handle_subscribed(uri),
+                Err(e) => {
+                    if new {
+                        st.listener.unsubscribe(uri);
+                    }
+                    return Err(e);
+                }
+            }
             return Ok(());
         }
-        let (rx, timeout) = {
+        let waiting = {
             let mut st = self.lock();
             let st = &mut *st;
             let subscribe = st
@@ -154,12 +176,16 @@ impl Client {
             };
             if st.listener.acknowledged() {
                 // Already listened to (subscribed before).
-                return Ok(());
+                None
+            } else {
+                let (tx, rx) = channel::bounded(1);
+                st.listen_waiters.push((id, tx));
+                st.flush(&self.shared.transport);
+                Some((rx, st.session.config().default_timeout))
             }
-            let (tx, rx) = channel::bounded(1);
-            st.listen_waiters.push((id, tx));
-            st.flush(&self.shared.transport);
-            (rx, st.session.config().default_timeout)
+        };
+        let Some((rx, timeout)) = waiting else {
+            return self.agreed(uri);
         };
         let acknowledged = self.shared.wait(
             Box::pin(rx),
@@ -177,13 +203,27 @@ impl Client {
                 };
                 smol::future::or(acknowledged, bound).await
             }
+        }?;
+        self.agreed(uri)
+    }
+
+    /// Whether the server's acknowledgement took `uri` (or a later listen carries it).
+    fn agreed(&self, uri: &str) -> Result<(), Error> {
+        let st = self.lock();
+        if st.listener.hears(uri) || !st.listener.acknowledged() {
+            return Ok(());
         }
+        Err(Error::Request(RequestError::SubscriptionRefused {
+            uri: uri.to_owned(),
+        }))
     }
 
     /// Ends a subscription: `resources/unsubscribe` in the legacy era; in the 2026-07-28 era the
     /// URI leaves the listen (which is replaced, or cancelled when nothing is left to hear).
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), Error> {
         if self.era() != Some(mcp_proto::Era::Modern) {
+            // Its updates stop at once, whatever the server answers.
+            self.lock().listener.unsubscribe(uri);
             self.request(Request::unsubscribe_resource(uri)).await?;
             return Ok(());
         }
@@ -202,9 +242,16 @@ impl Client {
         self.lock().listener.sent()
     }
 
-    /// How many `notifications/resources/updated` the server sent.
+    /// How many `notifications/resources/updated` reached the application (of a URI subscribed
+    /// to).
     pub fn resources_updated(&self) -> u64 {
         self.lock().resources_updated
+    }
+
+    /// How many `notifications/resources/updated` were dropped: of a URI not subscribed to, or
+    /// one the server did not agree to ([`mcp_proto::subscriptions::Listener::admit_update`]).
+    pub fn resource_updates_dropped(&self) -> u64 {
+        self.lock().listener.dropped_updates()
     }
 
     /// One page of prompts (`prompts/list`).

@@ -3,6 +3,9 @@
 
 use mcp_proto::oauth::{Flow, Redirect};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Opens the system browser on `url`; whether a browser program could be started.
@@ -41,16 +44,30 @@ const MAX_REDIRECT_HEAD: usize = 16 * 1024;
 /// meanwhile.
 const REDIRECT_READ_DEADLINE: Duration = Duration::from_secs(10);
 
-/// The most connections the redirect listener serves at once; more wait in the system's
-/// backlog until one is done (at most [`REDIRECT_READ_DEADLINE`]).
+/// The most connections the redirect listener serves at once. One more that comes meanwhile
+/// takes the place of the oldest one still sending its request head (an idle or slow
+/// connection: a browser sends its request at once), which is closed unanswered; so a flood of
+/// idle connections never keeps the person's redirect waiting.
 const MAX_REDIRECT_CONNECTIONS: usize = 16;
+
+/// A connection being served, as the accept loop sees it.
+struct Served {
+    /// Still reading its request head (not yet answered).
+    reading: Arc<AtomicBool>,
+    /// Served and closed.
+    done: Arc<AtomicBool>,
+    /// Dropped to close it unanswered.
+    _close: smol::channel::Sender<()>,
+}
 
 /// Waits on the listener for this flow's redirect (the flow's [`Flow::check_redirect`] says
 /// which request is its), answers it with a short page, and gives the full redirect URL.
-/// Connections are served concurrently, each with its own read deadline, so a slow or silent
-/// one does not hold up the person's; a request to another path (a favicon) gets a 404, and
-/// one to the redirect path without this flow's `state` an error page: the wait goes on in
-/// both cases, until the flow's redirect or the caller's timeout.
+/// Connections are served concurrently, each with its own read deadline and head cap, so a slow
+/// or silent one does not hold up the person's; a request to another path (a favicon) gets a
+/// 404, and one to the redirect path without this flow's `state` an error page: the wait goes
+/// on in both cases, until the flow's redirect or the caller's timeout. Bounded: at most
+/// [`MAX_REDIRECT_CONNECTIONS`] at once (the oldest still reading gives way to a new one),
+/// [`MAX_REDIRECT_HEAD`] bytes and [`REDIRECT_READ_DEADLINE`] each.
 pub(super) async fn receive_redirect(
     listener: &smol::net::TcpListener,
     redirect_uri: &str,
@@ -59,24 +76,49 @@ pub(super) async fn receive_redirect(
     let origin = url::Url::parse(redirect_uri)
         .map(|u| u.origin().ascii_serialization())
         .map_err(|_| "the redirect URI is not a URL".to_owned())?;
-    let slots = smol::lock::Semaphore::new(MAX_REDIRECT_CONNECTIONS);
     let (found, redirect) = smol::channel::bounded::<String>(1);
     // Declared after what its tasks borrow: dropped (with every connection still open) first.
     let connections = smol::Executor::new();
     let accept = async {
+        let mut served: VecDeque<Served> = VecDeque::new();
         loop {
-            let slot = slots.acquire().await;
             let (stream, _) = listener
                 .accept()
                 .await
                 .map_err(|e| format!("waiting for the redirect: {e}"))?;
+            served.retain(|s| !s.done.load(Ordering::Acquire));
+            if served.len() >= MAX_REDIRECT_CONNECTIONS {
+                match served
+                    .iter()
+                    .position(|s| s.reading.load(Ordering::Acquire))
+                {
+                    // Its close handle dropped: it ends unanswered.
+                    Some(oldest) => drop(served.remove(oldest)),
+                    // Every one is being answered: this one is not served.
+                    None => continue,
+                }
+            }
+            let (close, closed) = smol::channel::bounded::<()>(1);
+            let reading = Arc::new(AtomicBool::new(true));
+            let done = Arc::new(AtomicBool::new(false));
+            served.push_back(Served {
+                reading: reading.clone(),
+                done: done.clone(),
+                _close: close,
+            });
             let (found, origin) = (found.clone(), origin.as_str());
             connections
                 .spawn(async move {
-                    let _slot = slot;
-                    if let Some(url) = serve_redirect(stream, origin, flow).await {
+                    let serve = serve_redirect(stream, origin, flow, &reading);
+                    // Closing ends it (`recv` fails once the accept loop drops the sender).
+                    let evicted = async {
+                        let _ = closed.recv().await;
+                        None
+                    };
+                    if let Some(url) = smol::future::or(serve, evicted).await {
                         let _ = found.try_send(url);
                     }
+                    done.store(true, Ordering::Release);
                 })
                 .detach();
         }
@@ -90,12 +132,14 @@ pub(super) async fn receive_redirect(
     connections.run(smol::future::or(taken, accept)).await
 }
 
-/// One connection to the redirect listener: reads its request head (within the deadline),
-/// answers it, and gives the redirect URL when it is this flow's.
+/// One connection to the redirect listener: reads its request head (within the deadline, at
+/// most [`MAX_REDIRECT_HEAD`] bytes), answers it (`reading` is cleared then), and gives the
+/// redirect URL when it is this flow's.
 async fn serve_redirect(
     mut stream: smol::net::TcpStream,
     origin: &str,
     flow: &Flow,
+    reading: &AtomicBool,
 ) -> Option<String> {
     let mut head = Vec::new();
     let mut buf = [0u8; 2048];
@@ -103,11 +147,12 @@ async fn serve_redirect(
         while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_REDIRECT_HEAD {
             match stream.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
-                Ok(n) => head.extend_from_slice(&buf[..n]),
+                Ok(n) => head.extend_from_slice(&buf[..n.min(MAX_REDIRECT_HEAD - head.len())]),
             }
         }
     };
     smol::future::or(read, smol::Timer::after(REDIRECT_READ_DEADLINE).map_unit()).await;
+    reading.store(false, Ordering::Release);
     let line = String::from_utf8_lossy(&head);
     let target = line
         .lines()

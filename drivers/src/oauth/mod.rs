@@ -46,7 +46,7 @@
 //!     let _service = OAuthConfig::client_credentials(PreRegistered {
 //!         client_id: "my-service".into(),
 //!         client_secret: Some(Secret::new(std::env::var("MCP_CLIENT_SECRET").unwrap_or_default())),
-//!         private_key: None, // or a P-256 PEM key: private_key_jwt instead of the secret
+//!         private_key: None, // or a P-256 or RSA PEM key: private_key_jwt instead of the secret
 //!         auth_method: None, // client_secret_basic (or _post when that is all the server takes)
 //!         issuer: Some("https://auth.example.com".into()),
 //!     });
@@ -58,8 +58,9 @@
 //! # Choices
 //!
 //! [`Authorize::Callback`] (headless; what the tests use), [`Authorize::Browser`] (`open`, `show`,
-//! `timeout`; [`Authorize::browser`] for the defaults), or [`Authorize::Refuse`] (a server that
-//! needs a person fails with [`AuthError::NotAuthorized`], naming its authorization server).
+//! `timeout`; [`Authorize::browser`] for the defaults), or [`Authorize::Refuse`] (stored tokens
+//! are used and refreshed, but a server that needs a person fails with
+//! [`AuthError::NotAuthorized`], naming its authorization server).
 //! [`OAuthConfig::options`] ([`AuthOptions`]) holds the pre-registered client, the metadata
 //! document URL, `offline_access` and the fallbacks; [`OAuthConfig::upfront`] authorizes before
 //! the first request; [`OAuthConfig::request_timeout`] bounds each of the flow's requests (30 s).
@@ -67,14 +68,16 @@
 //! [`Error::Auth`](crate::Error::Auth).
 //!
 //! A pre-registered client may authenticate with a private key instead of a secret
-//! ([`PreRegistered::private_key`], a P-256 key in PEM): the token endpoint gets an ES256-signed
-//! `client_assertion` (`private_key_jwt`, RFC 7523) for the client credentials grant, the code
-//! exchange and refreshes.
+//! ([`PreRegistered::private_key`], a P-256 or RSA key in PEM): the token endpoint gets a
+//! `client_assertion` signed ES256 or RS256, as the key's type says (`private_key_jwt`, RFC 7523),
+//! for the client credentials grant, the code exchange and refreshes.
 //!
 //! # Stores
 //!
 //! Stores implement [`TokenStore`] (`load`/`save`/`remove`, keyed by the authorization server's
-//! issuer and the resource): [`MemoryStore`] (the default) or [`FileStore`] (JSON, mode 0600, its
+//! issuer and the resource; `registration` finds a dynamic registration by issuer alone, which a
+//! flow at another resource of the same authorization server reuses instead of registering
+//! again): [`MemoryStore`] (the default) or [`FileStore`] (JSON, mode 0600, its
 //! directory created 0700; [`FileStore::default_path`] is
 //! `$XDG_CONFIG_HOME/mcp-client/credentials.json`, else `~/.config/…`). Several stores on one file,
 //! in one process or several, lose nothing of each other's: each change is made under a per-file
@@ -102,9 +105,11 @@
 //!   `resource_metadata` falls back to the well-known URIs at the server's origin. Host *names*
 //!   are judged by name: one that resolves to a private address (DNS rebinding) is not caught; use
 //!   an egress proxy where that matters.
-//! - The loopback redirect listener serves connections concurrently (10 s each to send a request,
-//!   16 at once) and takes only the redirect with this flow's `state`: another process's request
-//!   gets an error page and the wait goes on.
+//! - The loopback redirect listener serves connections concurrently (10 s and 16 KiB each for a
+//!   request head, 16 at once: a new one takes the place of the oldest still sending, so a flood
+//!   of idle connections does not keep the browser's waiting) and takes only the redirect with
+//!   this flow's `state`: another process's request gets an error page, another path (a
+//!   favicon) a 404, and the wait goes on.
 //! - PKCE with S256 always (a server that does not advertise it is refused); `state` checked; RFC
 //!   9207 `iss` compared as a plain string when present, and required when advertised; the
 //!   metadata's `issuer` must equal the authorization server's URL exactly; a protected resource
@@ -169,9 +174,9 @@ pub enum Authorize {
         /// How long the listener waits.
         timeout: Duration,
     },
-    /// Nobody can authorize: a flow that needs a person fails with
-    /// [`AuthError::NotAuthorized`] naming the authorization server (stored and refreshed
-    /// tokens are not used either): every flow runs with [`AuthOptions::interactive`] off.
+    /// Nobody can authorize: stored tokens are used (and refreshed where they can be without
+    /// a person), but a flow that needs a person fails with [`AuthError::NotAuthorized`]
+    /// naming the authorization server: every flow runs with [`AuthOptions::interactive`] off.
     Refuse,
 }
 
@@ -406,7 +411,8 @@ impl OAuth {
                 },
                 Step::Load { issuer, resource } => {
                     let stored = self.config.store.load(&issuer, &resource);
-                    flow.on_loaded(stored, SystemTime::now());
+                    let registration = self.config.store.registration(&issuer);
+                    flow.on_loaded_with(stored, registration, SystemTime::now());
                 }
                 Step::Authorize(request) => {
                     let redirect = self.authorize(&request, listener.as_ref(), &flow).await;

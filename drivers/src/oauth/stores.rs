@@ -2,7 +2,7 @@
 //! and [`FileStore`] (a JSON file, with its locking between stores and processes).
 
 use crate::sync::lock;
-use mcp_proto::oauth::Credentials;
+use mcp_proto::oauth::{ClientKind, Credentials};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -22,6 +22,26 @@ pub trait TokenStore: Send + Sync {
     fn save(&self, credentials: &Credentials);
     /// Forgets the credentials of this issuer and resource.
     fn remove(&self, issuer: &str, resource: &str);
+    /// Credentials of this issuer for any resource that hold a dynamic registration, for a flow
+    /// at another resource of the same authorization server to reuse the registration (only the
+    /// client is taken, never the tokens: see
+    /// [`Flow::on_loaded_with`](mcp_proto::oauth::Flow::on_loaded_with)). The default finds none,
+    /// and every flow at a new resource registers again.
+    fn registration(&self, issuer: &str) -> Option<Credentials> {
+        let _ = issuer;
+        None
+    }
+}
+
+/// Of `entries`, the latest one of `issuer` with a dynamic registration.
+fn latest_registration<'a>(
+    entries: impl IntoIterator<Item = &'a Credentials>,
+    issuer: &str,
+) -> Option<&'a Credentials> {
+    entries
+        .into_iter()
+        .filter(|c| c.issuer == issuer && c.client.kind == ClientKind::Registered)
+        .max_by_key(|c| c.tokens.issued_at)
 }
 
 /// Credentials in memory, for the life of the process (the default store).
@@ -53,6 +73,10 @@ impl TokenStore for MemoryStore {
 
     fn remove(&self, issuer: &str, resource: &str) {
         lock(&self.entries).remove(&(issuer.to_owned(), resource.to_owned()));
+    }
+
+    fn registration(&self, issuer: &str) -> Option<Credentials> {
+        latest_registration(lock(&self.entries).values(), issuer).cloned()
     }
 }
 
@@ -277,6 +301,10 @@ impl TokenStore for FileStore {
             entries.push(credentials.clone());
             true
         });
+    }
+
+    fn registration(&self, issuer: &str) -> Option<Credentials> {
+        latest_registration(&FileStore::read(&self.path), issuer).cloned()
     }
 
     fn remove(&self, issuer: &str, resource: &str) {

@@ -31,7 +31,9 @@ Options
   --changes        add the resource test://counter (text: how many times `bump` ran) and the tool
                    bump() -> str, which counts one more and publishes, for `subscriptions/listen`
                    streams (2026-07-28, mcp >= 2), a resource update of test://counter and a tool
-                   list change.
+                   list change; and the tool announce() -> "announced", which says the resource
+                   and prompt lists changed (through the listen at 2026-07-28, as plain
+                   notifications at earlier versions).
 
 Tools
   add(a:int, b:int) -> int       structured result {"result": a+b} plus text content
@@ -224,6 +226,18 @@ def add_changes() -> None:
         await ctx.notify_resource_updated("test://counter")
         await ctx.notify_tools_changed()
         return str(COUNTER["value"])
+
+    @mcp.tool()
+    async def announce(ctx: Context) -> str:
+        """Announce that the resource and prompt lists changed: to `subscriptions/listen` streams
+        at 2026-07-28, as plain notifications on the session at earlier versions."""
+        if ctx.protocol_version == "2026-07-28":
+            await ctx.notify_resources_changed()
+            await ctx.notify_prompts_changed()
+        else:
+            await ctx.session.send_resource_list_changed()
+            await ctx.session.send_prompt_list_changed()
+        return "announced"
 
 
 try:  # the message types: mcp >= 2 and 1.x name them alike
