@@ -140,6 +140,8 @@ mod oauth;
 #[cfg(feature = "oauth")]
 #[doc(hidden)]
 pub use oauth as auth;
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub mod servers;
 pub mod skills;
@@ -153,7 +155,7 @@ pub mod transport;
 
 pub use client::{
     Client, ClientConfig, ListChangedCallback, LogCallback, ResourceUpdatedCallback, TaskHandle,
-    TaskStart, WarningCallback,
+    TaskStart, TraceContextProvider, WarningCallback,
 };
 #[cfg(feature = "http")]
 pub use connect::connect_http;
