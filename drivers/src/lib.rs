@@ -46,6 +46,7 @@
 //! | `http` | yes | [`HttpTransport`], [`connect_http`]: Streamable HTTP through `isahc`, and so libcurl (the only C code in the tree) |
 //! | `oauth` | yes | OAuth 2.1 for the HTTP transport ([`oauth`]: [`OAuthConfig`], the token stores, the browser flow); turns `http` on. Without it a server that answers `401` fails with [`Error::OAuthUnavailable`] |
 //! | `tracing` | no | a span per request and events for what the server says (the `trace` module) |
+//! | `opentelemetry` | no | `tracing`, and each request's `params._meta` carries the calling span's W3C trace context from its OpenTelemetry span (the `otel` module; `tracing-opentelemetry` 0.34) |
 //!
 //! A stdio-only agent takes `default-features = false, features = ["stdio"]`: no C compiler, no
 //! HTTP stack. A [`ServerSet`] built without one of the transports still reads every server of a
