@@ -85,6 +85,7 @@ pub mod subscriptions;
 pub mod tasks;
 pub mod terminal;
 pub mod text;
+pub mod trace_context;
 pub mod types;
 
 pub use bridge::{tool_output, ToolDefinition, ToolOutput};
@@ -108,6 +109,7 @@ pub use session::{
     TimerFor, Transmit, TransmitKind, TransportKind, UpdateTask,
 };
 pub use skills::{LoadedSkill, Skill, SkillError, SkillResource};
+pub use trace_context::TraceContext;
 pub use types::{
     CallToolResult, ContentBlock, DiscoverResult, IgnoredHint, Implementation, InitializeResult,
     ListToolsResult, ResourceContents, ResultType, Tool,

@@ -47,6 +47,7 @@
 //! | `oauth` | yes | OAuth 2.1 for the HTTP transport ([`oauth`]: [`OAuthConfig`], the token stores, the browser flow); turns `http` on. Without it a server that answers `401` fails with [`Error::OAuthUnavailable`] |
 //! | `tracing` | no | a span per request and events for what the server says (the `trace` module) |
 //! | `mock` | no | a mock MCP server for the application's tests, in memory (the `mock` module: `MockServer`) |
+//! | `opentelemetry` | no | `tracing`, and each request's `params._meta` carries the calling span's W3C trace context from its OpenTelemetry span (the `otel` module; `tracing-opentelemetry` 0.34) |
 //!
 //! A stdio-only agent takes `default-features = false, features = ["stdio"]`: no C compiler, no
 //! HTTP stack. A [`ServerSet`] built without one of the transports still reads every server of a
@@ -144,6 +145,8 @@ mod oauth;
 #[cfg(feature = "oauth")]
 #[doc(hidden)]
 pub use oauth as auth;
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub mod servers;
 pub mod skills;
@@ -157,7 +160,7 @@ pub mod transport;
 
 pub use client::{
     Client, ClientConfig, ListChangedCallback, LogCallback, ResourceUpdatedCallback, TaskHandle,
-    TaskStart, WarningCallback,
+    TaskStart, TraceContextProvider, WarningCallback,
 };
 #[cfg(feature = "http")]
 pub use connect::connect_http;

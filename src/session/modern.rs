@@ -193,14 +193,32 @@ impl Modern {
             // A call's two members, in the order its map would have them, then the era's
             // `_meta`: as the general case below writes them, with its constant parts copied.
             Params::Call {
-                name, arguments, ..
+                name,
+                arguments,
+                trace,
+                ..
             } => {
                 payload.extend_from_slice(b"{\"arguments\":");
                 crate::jsonrpc::write_json(&mut payload, arguments);
                 payload.extend_from_slice(b",\"name\":");
                 crate::jsonrpc::write_json(&mut payload, name);
                 payload.extend_from_slice(b",\"_meta\":");
-                payload.extend_from_slice(self.meta.get().as_bytes());
+                let meta = self.meta.get().as_bytes();
+                match trace {
+                    None => payload.extend_from_slice(meta),
+                    // The era's keys, then the trace's (`io.…` sorts before `trace…`, as a
+                    // merged map would write them).
+                    Some(trace) => {
+                        payload.extend_from_slice(&meta[..meta.len() - 1]);
+                        let start = payload.len();
+                        trace.write_members(&mut payload);
+                        if meta.len() <= 2 {
+                            // `{}`: no member before the trace's, so no comma.
+                            payload.remove(start);
+                        }
+                        payload.push(b'}');
+                    }
+                }
                 payload.push(b'}');
             }
             _ => crate::jsonrpc::write_json(
@@ -299,12 +317,22 @@ impl Serialize for WithMeta<'_> {
             Params::Json(Some(other)) => return other.serialize(s),
             // A call's two members, in the order its map would have them, then the era's `_meta`.
             Params::Call {
-                name, arguments, ..
+                name,
+                arguments,
+                trace,
+                ..
             } => {
                 let mut map = s.serialize_map(Some(3))?;
                 map.serialize_entry("arguments", arguments)?;
                 map.serialize_entry("name", name)?;
-                map.serialize_entry("_meta", self.meta)?;
+                match trace {
+                    None => map.serialize_entry("_meta", self.meta)?,
+                    Some(trace) => {
+                        let mut merged = self.meta_map.clone();
+                        trace.insert_into(&mut merged);
+                        map.serialize_entry("_meta", &merged)?;
+                    }
+                }
                 return map.end();
             }
         };

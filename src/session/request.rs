@@ -8,6 +8,7 @@ use crate::prompts::{CompleteResult, CompletionRef, GetPromptResult, ListPrompts
 use crate::resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult};
 use crate::skills::{DirectoryReadResult, GetSkillResult, ListSkillsResult};
 use crate::tasks::{CancelAck, ListTasksResult, Task, TaskCall, UpdateAck};
+use crate::trace_context::TraceContext;
 use crate::types::{CallToolResult, DiscoverResult, ListToolsResult, Outcome, ResultType};
 use serde::de::DeserializeOwned;
 use serde::ser::SerializeMap;
@@ -228,11 +229,13 @@ pub(super) enum Params {
     /// Any params (`None`: none are sent).
     Json(Option<Value>),
     /// `tools/call`'s. `json` is the same params as one JSON value, built only when asked for
-    /// ([`Request::params`], the modern era's HTTP headers).
+    /// ([`Request::params`], the modern era's HTTP headers). `trace`: the W3C trace context its
+    /// `_meta` carries ([`Request::with_trace`]), written in without a map.
     Call {
         name: String,
         arguments: Value,
         json: OnceLock<Value>,
+        trace: Option<Box<TraceContext>>,
     },
 }
 
@@ -256,17 +259,21 @@ impl Params {
                 name,
                 arguments,
                 json,
-            } => Some(json.get_or_init(|| call_json(name, arguments.clone()))),
+                trace,
+            } => Some(json.get_or_init(|| call_json(name, arguments.clone(), trace.as_deref()))),
         }
     }
 
     /// The params as JSON to change: a call's become one JSON value first.
     pub(super) fn json_mut(&mut self) -> &mut Option<Value> {
         if let Params::Call {
-            name, arguments, ..
+            name,
+            arguments,
+            trace,
+            ..
         } = self
         {
-            let value = call_json(name, std::mem::take(arguments));
+            let value = call_json(name, std::mem::take(arguments), trace.as_deref());
             *self = Params::Json(Some(value));
         }
         match self {
@@ -276,12 +283,27 @@ impl Params {
     }
 }
 
-/// `tools/call`'s params as JSON.
-fn call_json(name: &str, arguments: Value) -> Value {
+/// `tools/call`'s params as JSON (with the trace context in `_meta`, when there is one).
+fn call_json(name: &str, arguments: Value, trace: Option<&TraceContext>) -> Value {
     let mut map = Map::new();
     map.insert("name".into(), Value::String(name.to_owned()));
     map.insert("arguments".into(), arguments);
+    if let Some(trace) = trace {
+        let mut meta = Map::new();
+        trace.insert_into(&mut meta);
+        map.insert("_meta".into(), Value::Object(meta));
+    }
     Value::Object(map)
+}
+
+/// Writes `"_meta":{"traceparent":…,"tracestate":…},` (the member a call's map puts first).
+fn write_trace_meta(out: &mut Vec<u8>, trace: &TraceContext) {
+    out.extend_from_slice(b"\"_meta\":{");
+    let start = out.len();
+    trace.write_members(out);
+    // The members come each after a comma: the first one's goes.
+    out.remove(start);
+    out.extend_from_slice(b"},");
 }
 
 impl Params {
@@ -289,9 +311,16 @@ impl Params {
     pub(super) fn write(&self, out: &mut Vec<u8>) {
         match self {
             Params::Call {
-                name, arguments, ..
+                name,
+                arguments,
+                trace,
+                ..
             } => {
-                out.extend_from_slice(b"{\"arguments\":");
+                out.push(b'{');
+                if let Some(trace) = trace {
+                    write_trace_meta(out, trace);
+                }
+                out.extend_from_slice(b"\"arguments\":");
                 crate::jsonrpc::write_json(out, arguments);
                 out.extend_from_slice(b",\"name\":");
                 crate::jsonrpc::write_json(out, name);
@@ -309,9 +338,17 @@ impl Serialize for Params {
         match self {
             Params::Json(v) => v.serialize(s),
             Params::Call {
-                name, arguments, ..
+                name,
+                arguments,
+                trace,
+                ..
             } => {
-                let mut map = s.serialize_map(Some(2))?;
+                let mut map = s.serialize_map(Some(2 + usize::from(trace.is_some())))?;
+                if let Some(trace) = trace {
+                    let mut meta = Map::new();
+                    trace.insert_into(&mut meta);
+                    map.serialize_entry("_meta", &meta)?;
+                }
                 map.serialize_entry("arguments", arguments)?;
                 map.serialize_entry("name", name)?;
                 map.end()
@@ -372,6 +409,7 @@ impl Request {
             name: name.to_owned(),
             arguments,
             json: OnceLock::new(),
+            trace: None,
         })
     }
 
@@ -578,6 +616,41 @@ impl Request {
         Request::new("logging/setLevel", Some(json!({ "level": level })))
     }
 
+    /// Carries `trace`, the W3C trace context of the caller's span, in `params._meta`
+    /// (`traceparent`, `tracestate`), so that the server's spans join the caller's trace. Params
+    /// that already have a `_meta.traceparent` or `_meta.tracestate` keep theirs and get neither
+    /// key: the caller propagates a context of its own (a proxy forwarding one it received,
+    /// say), and a `tracestate` belongs with the `traceparent` it came with. Params that are not
+    /// a JSON object are sent as given. A tool call's arguments are not rewritten: the keys are
+    /// written beside them.
+    ///
+    /// > "inject `traceparent` and `tracestate` to the MCP message `params._meta` when creating
+    /// > request or notification" — OpenTelemetry semantic conventions for MCP, § Context
+    /// > propagation (see [`trace_context`](crate::trace_context))
+    pub fn with_trace(mut self, trace: TraceContext) -> Self {
+        match &mut self.params {
+            Params::Call {
+                trace: slot, json, ..
+            } => {
+                *slot = Some(Box::new(trace));
+                // Made before (`params()`), without the trace: made anew when asked.
+                *json = OnceLock::new();
+            }
+            Params::Json(params) => {
+                let object = params.get_or_insert_with(|| Value::Object(Map::new()));
+                if let Some(o) = object.as_object_mut() {
+                    let meta = o
+                        .entry("_meta")
+                        .or_insert_with(|| Value::Object(Map::new()));
+                    if let Some(meta) = meta.as_object_mut() {
+                        trace.insert_into(meta);
+                    }
+                }
+            }
+        }
+        self
+    }
+
     /// The method name.
     pub fn method(&self) -> &str {
         &self.method
@@ -756,12 +829,25 @@ mod tests {
             json!({"text": "hi", "n": [1, 2, {"z": null}]}),
             json!("not an object"),
             json!({"_meta": {"k": 1}}),
-        ] {
-            let call = Request::call_tool("echo \"quoted\"", arguments.clone());
-            let map = Request::of::<CallTool>(Some(json!({
+        ]
+        .into_iter()
+        .flat_map(|a| [(a.clone(), false), (a, true)])
+        {
+            let (arguments, traced) = arguments;
+            let mut call = Request::call_tool("echo \"quoted\"", arguments.clone());
+            let mut map = Request::of::<CallTool>(Some(json!({
                 "name": "echo \"quoted\"",
                 "arguments": arguments,
             })));
+            if traced {
+                let trace = TraceContext::new(
+                    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                    Some("a=\"1\""),
+                )
+                .unwrap();
+                call = call.with_trace(trace.clone());
+                map = map.with_trace(trace);
+            }
             let bytes = |r: &Request| serde_json::to_string(&r.params).unwrap();
             assert_eq!(bytes(&call), bytes(&map));
             assert_eq!(call.params(), map.params());

@@ -42,7 +42,8 @@ use mcp_proto::subscriptions::{End, Listener};
 use mcp_proto::{
     AskId, CallTool, CallToolResult, Casualties, Config, Event, Implementation, InitializeResult,
     ListKind, ListTools, ListToolsResult, LogMessage, Method, Pagination, Progress, Reply, Request,
-    RequestError, RequestId, RpcError, ServerRequest, Session, Stats, Tool, UsageError, Warning,
+    RequestError, RequestId, RpcError, ServerRequest, Session, Stats, Tool, TraceContext,
+    UsageError, Warning,
 };
 use serde_json::Value;
 use smol::channel::{self, Receiver, Sender};
@@ -72,6 +73,17 @@ pub struct WarningCallback(pub Arc<dyn Fn(&Warning) + Send + Sync>);
 impl std::fmt::Debug for WarningCallback {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("WarningCallback")
+    }
+}
+
+/// Gives the W3C trace context of the caller's current span (see
+/// [`ClientConfig::trace_context`]).
+#[derive(Clone)]
+pub struct TraceContextProvider(pub Arc<dyn Fn() -> Option<TraceContext> + Send + Sync>);
+
+impl std::fmt::Debug for TraceContextProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TraceContextProvider")
     }
 }
 
@@ -215,6 +227,17 @@ pub struct ClientConfig {
     /// [`EraMemory`](mcp_proto::server_set::EraMemory)). Shared by the clones of this
     /// configuration; a new configuration starts with an empty memory.
     pub era_memory: Arc<Mutex<mcp_proto::server_set::EraMemory>>,
+    /// Asked, as each request is sent, for the W3C trace context of the caller's span: its
+    /// `traceparent` and `tracestate` then go in the request's `params._meta`
+    /// ([`Request::with_trace`], which says when a caller's own keys win), so that the server's
+    /// spans join the caller's trace. It runs in the calling task, inside the request's span
+    /// when the `tracing` feature makes one. `None` (the default without the `opentelemetry`
+    /// feature): nothing is asked, and a request costs nothing more. With that feature the
+    /// default is `otel::provider()`, which reads the current span's OpenTelemetry context.
+    ///
+    /// The requests the client makes itself (the opening, `subscriptions/listen`, `ping`) and
+    /// its notifications go without.
+    pub trace_context: Option<TraceContextProvider>,
 }
 
 impl Default for ClientConfig {
@@ -235,6 +258,10 @@ impl Default for ClientConfig {
             max_read_bytes: 32 * 1024 * 1024,
             label: None,
             era_memory: Arc::default(),
+            #[cfg(feature = "opentelemetry")]
+            trace_context: Some(crate::otel::provider()),
+            #[cfg(not(feature = "opentelemetry"))]
+            trace_context: None,
         }
     }
 }
@@ -255,6 +282,8 @@ pub struct Client {
     max_tool_pages: usize,
     max_tool_bytes: usize,
     max_read_bytes: usize,
+    /// [`ClientConfig::trace_context`].
+    trace_context: Option<TraceContextProvider>,
 }
 
 /// What the clones of a [`Client`] share. The transport is its last field, unsized: a client
@@ -429,6 +458,7 @@ impl Client {
             max_tool_pages: config.max_tool_pages,
             max_tool_bytes: config.max_tool_bytes,
             max_read_bytes: config.max_read_bytes,
+            trace_context: config.trace_context,
         }
     }
 
@@ -649,6 +679,11 @@ impl Client {
         request: Request,
         progress: Option<ProgressSink>,
     ) -> Result<Reply, Error> {
+        // Asked here, in the caller's task and inside the request's span (when there is one).
+        let request = match self.trace_context.as_ref().and_then(|p| (p.0)()) {
+            Some(trace) => request.with_trace(trace),
+            None => request,
+        };
         let (id, rx, deadline, held) = {
             let mut st = self.lock();
             let id = match st.session.send(request, Instant::now()) {
@@ -853,6 +888,7 @@ impl Clone for Client {
             max_tool_pages: self.max_tool_pages,
             max_tool_bytes: self.max_tool_bytes,
             max_read_bytes: self.max_read_bytes,
+            trace_context: self.trace_context.clone(),
         }
     }
 }

@@ -28,6 +28,10 @@ Options
                    priming event (`id: ...` + empty `data:`) and events carry ids, so a client can
                    resume with GET + Last-Event-ID. Only for protocol >= 2025-11-25 (SDK rule).
   --retry-ms MS    with --resumable, add `retry: MS` to priming events.
+  --trace          add the tool trace_meta() -> str: the W3C trace context keys (`traceparent`,
+                   `tracestate`) of the call's own `params._meta`, as a JSON object of those present
+                   (`{}` when none), so that a test sees what a server's instrumentation would
+                   extract (OpenTelemetry semantic conventions for MCP, § Context propagation).
   --changes        add the resource test://counter (text: how many times `bump` ran) and the tool
                    bump() -> str, which counts one more and publishes, for `subscriptions/listen`
                    streams (2026-07-28, mcp >= 2), a resource update of test://counter and a tool
@@ -80,6 +84,7 @@ import argparse
 import asyncio
 import base64
 import itertools
+import json
 import socket
 import sys
 
@@ -240,6 +245,18 @@ def add_changes() -> None:
         return "announced"
 
 
+def add_trace() -> None:
+    """With --trace: the tool that shows the call's trace context (see the docstring)."""
+
+    @mcp.tool()
+    def trace_meta(ctx: Context) -> str:
+        """The traceparent and tracestate of this call's _meta, as JSON."""
+        meta = ctx.request_context.meta or {}
+        if hasattr(meta, "model_dump"):  # mcp 1.x: a pydantic model with extra keys
+            meta = meta.model_dump(by_alias=True)
+        return json.dumps({k: meta[k] for k in ("traceparent", "tracestate") if k in meta})
+
+
 try:  # the message types: mcp >= 2 and 1.x name them alike
     from mcp.types import (
         Completion,
@@ -360,7 +377,10 @@ def main() -> None:
     p.add_argument("--retry-ms", type=int, default=None)
     p.add_argument("--log-level", default="WARNING")
     p.add_argument("--changes", action="store_true", help="add the counter resource and bump tool")
+    p.add_argument("--trace", action="store_true", help="add the trace_meta tool")
     args = p.parse_args()
+    if args.trace:
+        add_trace()
     if args.changes:
         add_changes()
     mcp.settings.log_level = args.log_level.upper()
