@@ -29,7 +29,7 @@
 //! [`Request::get_task`](crate::Request::get_task) and the others; the session puts each in its
 //! era's form, and refuses it before anything is sent when the server did not declare what it
 //! needs, or the era has no such request
-//! ([`RequestError::NotInEra`](crate::RequestError::NotInEra): `tasks/result` and `tasks/list` in
+//! ([`RequestError::NotInEra`]: `tasks/result` and `tasks/list` in
 //! 2026-07-28, `tasks/update` in 2025-11-25).
 
 use crate::error::RequestError;

@@ -129,7 +129,7 @@ impl Client {
     /// in either era; others are dropped and counted in
     /// [`resource_updates_dropped`](Self::resource_updates_dropped). In the 2026-07-28 era a
     /// server may acknowledge fewer URIs than asked for: a URI it left out fails with
-    /// [`RequestError::SubscriptionRefused`](mcp_proto::RequestError::SubscriptionRefused). A
+    /// [`RequestError::SubscriptionRefused`]. A
     /// subscription after the server closed the listen opens a new one.
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), Error> {
         if self.era() != Some(mcp_proto::Era::Modern) {
