@@ -176,6 +176,7 @@ pub use mcp_proto::{CallToolResult, Request, Tool, ToolDefinition, ToolOutput};
 pub use mock::MockServer;
 #[cfg(feature = "oauth")]
 pub use oauth::{Authorize, FileStore, MemoryStore, OAuthConfig, TokenStore};
+#[cfg(any(feature = "stdio", feature = "http"))]
 pub use servers::skills::SetLoadSkillTool;
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub use servers::{Launch, ServerSet, ServerSetConfig, ServerSpec, SetError, SetTool};
