@@ -62,6 +62,23 @@ impl ConnState {
                     self.close_reason = reason;
                 }
                 self.session.handle_eof(now);
+                // A program that printed only lines that are not JSON-RPC, then ended: every
+                // request fails quoting them — one sent after the end was read too, not only
+                // those the session failed at the end.
+                let quoted = match (&self.close_reason, self.session.printed_only_junk()) {
+                    (Some(Error::ServerExited { status, stderr }), Some((printed, more))) => {
+                        Some(Error::ExitedAfterPrinting {
+                            status: *status,
+                            printed: printed.to_owned(),
+                            more,
+                            stderr: stderr.clone(),
+                        })
+                    }
+                    _ => None,
+                };
+                if quoted.is_some() {
+                    self.close_reason = quoted;
+                }
             }
         }
     }
