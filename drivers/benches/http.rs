@@ -8,7 +8,7 @@
 //! thread per connection, 127.0.0.1), started in this process twice: default behaviour (each answer is a
 //! chunked `text/event-stream`) and `json: true` (`application/json` with `Content-Length`).
 //!
-//! Five clients, each on a keep-alive connection of its own:
+//! Six clients, each on a keep-alive connection of its own:
 //! (a) Our `Client` (`smol::block_on`, `client.call_tool("echo", {"text":"hi"})`, result decoded and
 //!     its text checked), one call at a time, legacy era.
 //! (f) The same against the server in the modern era (`Behaviour::modern`: no session, the
@@ -17,6 +17,8 @@
 //! (x, y) The floor under (a) and (f): bare isahc making the same POSTs with no MCP layer (the
 //!     body read whole, "hi" looked for in it), through its async API in `smol::block_on` and
 //!     through its blocking one. Each request crosses to isahc's agent thread (curl) and back.
+//! (p) (a) awaited in `smol::future::block_on`: the caller parks on a futex, as isahc's blocking
+//!     API parks it, never in async-io's reactor: what the caller's executor adds to (a).
 //! (b) A blocking client over ONE keep-alive `std::net::TcpStream` (`set_nodelay(true)`): the same
 //!     handshake (`initialize`, `notifications/initialized`), then each call is one `write_all` of
 //!     the POST (Content-Length, `Mcp-Session-Id`, `MCP-Protocol-Version`) and a read of the
@@ -264,14 +266,26 @@ fn run(url: &str, modern_url: &str, p: &Params) {
     let mut base = Baseline::start(url);
     let mut x = RawIsahc::start(url, false);
     let mut y = RawIsahc::start(url, true);
+    let mut parked = Ours {
+        futex: true,
+        ..Ours::start(url)
+    };
     let names = [
         "(a) ours, legacy era",
         "(f) ours, modern era",
         "(x) bare isahc, async",
         "(y) bare isahc, blocking",
         "(b) hand-written blocking",
+        "(p) ours, futex-parked",
     ];
-    let mut clients: [&mut dyn Calls; 5] = [&mut ours, &mut modern, &mut x, &mut y, &mut base];
+    let mut clients: [&mut dyn Calls; 6] = [
+        &mut ours,
+        &mut modern,
+        &mut x,
+        &mut y,
+        &mut base,
+        &mut parked,
+    ];
     let rate = |c: &mut dyn Calls| {
         let (mut n, mut spent) = (0, Duration::ZERO);
         while spent < p.warmup {
@@ -281,15 +295,15 @@ fn run(url: &str, modern_url: &str, p: &Params) {
         per_s(n, spent)
     };
     let warm: Vec<f64> = clients.iter_mut().map(|c| rate(&mut **c)).collect();
-    // Sized on our client, so that a round of all five stays short.
+    // Sized on our client, so that a round of all six stays short.
     let calls = ((warm[0] * p.round.as_secs_f64()) as usize).clamp(20, p.max_calls);
     let turns = 10;
     let chunk = (calls / turns).max(1);
     let calls = chunk * turns;
-    println!("  {calls} calls per client per round, in {turns} turns of {chunk}; each turn runs the five clients one after the other, the order rotating");
+    println!("  {calls} calls per client per round, in {turns} turns of {chunk}; each turn runs the six clients one after the other, the order rotating");
     let mut tally: Vec<Tally> = (0..clients.len()).map(|_| Tally::default()).collect();
     for round in 0..p.rounds {
-        let mut spent = [Duration::ZERO; 5];
+        let mut spent = [Duration::ZERO; 6];
         for turn in 0..turns {
             for k in 0..clients.len() {
                 let i = (k + turn + round) % clients.len();
@@ -305,7 +319,7 @@ fn run(url: &str, modern_url: &str, p: &Params) {
             .iter()
             .map(|t| format!("{:>6.0}", per_s(calls, *t)))
             .collect();
-        println!("  round {round} calls/s (a f x y b): {}", line.join(" "));
+        println!("  round {round} calls/s (a f x y b p): {}", line.join(" "));
         for (t, s) in tally.iter_mut().zip(spent) {
             t.rounds.push(s);
         }
@@ -336,7 +350,7 @@ fn run(url: &str, modern_url: &str, p: &Params) {
         (r[r.len() / 2], r[0], r[r.len() - 1])
     };
     let floor_cpu = tally[2].cpu_us().min(tally[3].cpu_us());
-    for (i, era) in [(0, "legacy"), (1, "modern")] {
+    for (i, era) in [(0, "legacy"), (1, "modern"), (5, "futex-parked legacy")] {
         let (m, lo, hi) = ratio(i);
         println!(
             "  {era} era: ours / bare isahc (the faster of x, y, each round) {m:.2}x calls/s (rounds {lo:.2}x..{hi:.2}x); client CPU per call {:.2}x isahc's",
@@ -353,6 +367,7 @@ fn run(url: &str, modern_url: &str, p: &Params) {
     );
     modern.close();
     ours.close();
+    parked.close();
 }
 
 /// Runs `f` in `smol::future::block_on` (`futex`: the thread parks on a futex) or in
