@@ -37,7 +37,9 @@
 //!
 //! A full run (`--bench`) first makes rows (a) to (f) on one core — the bench re-runs itself as a
 //! child pinned with its server to CPU 0 (`taskset -c 0`), where client and server take turns —
-//! then on two cores; (d) once, unpinned. CPU per call is this process's threads' schedstat time
+//! then on two cores apart (the child on CPU 0, its servers under `taskset -c 1`: each client
+//! meets the same cross-CPU wake-up, so ratios between clients hold), then on two cores unpinned
+//! (where the scheduler decides, differently per run); (d) once, unpinned. CPU per call is this process's threads' schedstat time
 //! (ns); syscalls per call are in `cargo bench --bench cli`, which runs the CLI binary.
 //!
 //! Diagnostics: `MCP_STDIO_BENCH_ONLY=ours|baseline|modern` runs one side only (for `perf
@@ -61,6 +63,25 @@ const BIG: usize = 16 * MIB;
 const CHILD_ENV: &str = "MCP_STDIO_BENCH_CHILD";
 /// Set in the pinned child that makes the one-core rows.
 const PINNED_ENV: &str = "MCP_STDIO_BENCH_PINNED";
+/// Set in the child that makes the rows on two cores apart: the CPU its servers run on (the
+/// child itself pinned to CPU 0).
+const SERVER_CPU_ENV: &str = "MCP_STDIO_BENCH_SERVER_CPU";
+
+/// The command that runs `serve ARGS…`: under `taskset -c N` when the servers are pinned apart
+/// from this process ([`SERVER_CPU_ENV`]).
+fn server_command(serve: &Path, args: &[&str]) -> (std::ffi::OsString, Vec<std::ffi::OsString>) {
+    let args = args.iter().map(std::ffi::OsString::from);
+    match std::env::var_os(SERVER_CPU_ENV) {
+        Some(cpu) => (
+            "taskset".into(),
+            ["-c".into(), cpu, serve.as_os_str().to_owned()]
+                .into_iter()
+                .chain(args)
+                .collect(),
+        ),
+        None => (serve.as_os_str().to_owned(), args.collect()),
+    }
+}
 
 /// What one batch of calls cost: wall time, this process's CPU time (all threads), and context
 /// switches of its threads.
@@ -146,7 +167,9 @@ fn main() {
         return;
     }
     let pinned = std::env::var_os(PINNED_ENV).is_some();
-    if pinned {
+    if pinned && std::env::var_os(SERVER_CPU_ENV).is_some() {
+        println!("== two cores apart: this process on CPU 0, the servers on CPU 1 (taskset)");
+    } else if pinned {
         println!("== one core: this process and the server pinned to CPU 0 (taskset -c 0)");
     } else if full {
         // The one-core row first: the whole bench again, as a child pinned with its server to
@@ -162,6 +185,23 @@ fn main() {
             Ok(s) => assert!(s.success(), "the pinned run failed: {s:?}"),
             Err(e) => println!("(one-core row skipped: cannot run taskset: {e})"),
         }
+        // Then on two cores with the sides kept apart: unpinned, the scheduler puts a client
+        // and its server on one CPU in some runs and not in others (rates 15k..85k calls/s on
+        // this 2-core machine), which makes a ratio of two unpinned clients (modern / legacy)
+        // a coin toss; apart, every client meets the same cross-CPU wake-up.
+        if std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+            let status = Command::new("taskset")
+                .args(["-c", "0"])
+                .arg(std::env::current_exe().expect("bench path"))
+                .args(std::env::args_os().skip(1))
+                .env(PINNED_ENV, "1")
+                .env(SERVER_CPU_ENV, "1")
+                .status();
+            match status {
+                Ok(s) => assert!(s.success(), "the run apart failed: {s:?}"),
+                Err(e) => println!("(two-cores-apart row skipped: cannot run taskset: {e})"),
+            }
+        }
         println!("== two cores (not pinned)");
     }
 
@@ -172,7 +212,13 @@ fn main() {
     let wanted = |side: &str| only.as_deref().is_none_or(|o| o == side);
     let mut ours = wanted("ours").then(|| Ours::start(&serve, &[]));
     let mut base = wanted("baseline").then(|| Baseline::start(&serve));
-    let mut modern = wanted("modern").then(|| {
+    // Unpinned, a ratio of two of our clients says where the scheduler put each one's server:
+    // the full run's (f) is the rows apart.
+    let unpinned_full = full && !pinned && only.is_none();
+    if unpinned_full {
+        println!("(f) the modern era: see the rows apart above (unpinned, the ratio of two clients is the scheduler's placement)");
+    }
+    let mut modern = (wanted("modern") && !unpinned_full).then(|| {
         let c = Ours::start(&serve, &["--era", "modern"]);
         assert_eq!(c.client.era(), Some(mcp_connect::proto::Era::Modern));
         c
@@ -563,7 +609,8 @@ struct Ours {
 impl Ours {
     /// Against `serve ARGS…`.
     fn start(serve: &Path, args: &[&str]) -> Ours {
-        let config = StdioConfig::new(serve).args(args);
+        let (program, args) = server_command(serve, args);
+        let config = StdioConfig::new(program).args(args);
         let transport = StdioTransport::spawn(config).expect("spawn");
         let mut config = ClientConfig::default();
         if std::env::var_os("MCP_STDIO_BENCH_NO_TIMEOUT").is_some() {
@@ -618,7 +665,8 @@ struct Baseline(Floor);
 
 impl Baseline {
     fn start(serve: &Path) -> Baseline {
-        Baseline(Floor::start(serve, &[] as &[&str], Stdio::null()))
+        let (program, args) = server_command(serve, &[]);
+        Baseline(Floor::start(program, &args, Stdio::null()))
     }
 
     fn call(&mut self, name: &str, arguments: Value) -> Value {
