@@ -5,8 +5,10 @@
 //! smoke-tests itself with a few calls.
 //!
 //! The server is the test kit's (`mcp_testkit::http_server`, also the `mcp-http` example's: std, a
-//! thread per connection, 127.0.0.1), started in this process twice: default behaviour (each answer is a
-//! chunked `text/event-stream`) and `json: true` (`application/json` with `Content-Length`).
+//! thread per connection, 127.0.0.1), started twice, each in a process of its own (this bench
+//! again, `--serve-child`; `MCP_HTTP_BENCH_IN_PROCESS=1` starts them in this one): default
+//! behaviour (each answer is a chunked `text/event-stream`) and `json: true` (`application/json`
+//! with `Content-Length`).
 //!
 //! Six clients, each on a keep-alive connection of its own:
 //! (a) Our `Client` (`smol::block_on`, `client.call_tool("echo", {"text":"hi"})`, result decoded and
@@ -28,7 +30,7 @@
 //! After a warm-up, each round gives every client the same calls in turns of a tenth of a round,
 //! one client after the other in an order that rotates, so that all meet the same load. Printed:
 //! each client's calls/s (the median of the rounds), its client CPU per call (the schedstat time of
-//! the process's threads, the in-process server's named threads left out) and its thread switches
+//! the process's threads, an in-process server's named threads left out) and its thread switches
 //! per call (each wake-up of a thread, each hand-off counts one); then ours against bare isahc (the
 //! faster of x and y in each round: the floor for HTTP) for both eras, and the modern era against
 //! the legacy one (each round's ratio of its own turns; the median of the rounds).
@@ -76,6 +78,21 @@ fn main() {
     // `--only a|a0|af|ai|f|x|xf|y|b --url URL [--calls N]` (a0: ours, calls without a timeout; ai: without the idle reader; af, xf:
     // ours and bare async isahc in `smol::future::block_on`): one client alone against a server of another
     // process (`mcp-http --serve [--json] [--modern]`), for `perf stat` to count its syscalls.
+    // `--serve-child [--json] [--modern]`: the server of a full run, in a process of its own
+    // (see `Serving`).
+    if args.iter().any(|a| a == "--serve-child") {
+        let srv = server::start(server::Behaviour {
+            json: args.iter().any(|a| a == "--json"),
+            modern: args.iter().any(|a| a == "--modern"),
+            ..server::Behaviour::default()
+        })
+        .expect("listen on 127.0.0.1");
+        println!("LISTENING {}", srv.url);
+        std::io::stdout().flush().expect("stdout");
+        // Until the bench closes our stdin (or ends).
+        let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+        return;
+    }
     if let (Some(only), Some(url)) = (arg("--only"), arg("--url")) {
         let calls = arg("--calls").map_or(20_000, |n| n.parse().expect("--calls N"));
         let mut client: Box<dyn Calls> = match only.as_str() {
@@ -159,29 +176,83 @@ fn main() {
         println!("(smoke run: pass --bench, as `cargo bench` does, for real numbers)");
     }
     println!(
-        "sequential tools/call echo {{\"text\":\"hi\"}} over Streamable HTTP (in-process std server, 127.0.0.1): {} rounds after {:?} of warm-up per client; a round = the calls the faster client makes in {:?}",
+        "sequential tools/call echo {{\"text\":\"hi\"}} over Streamable HTTP (the test kit's std server in its own process, 127.0.0.1): {} rounds after {:?} of warm-up per client; a round = the calls the faster client makes in {:?}",
         p.rounds, p.warmup, p.round
     );
     for (label, json) in [
         ("SSE (chunked text/event-stream)", false),
         ("JSON (Content-Length)", true),
     ] {
-        let srv = server::start(server::Behaviour {
-            json,
-            ..server::Behaviour::default()
-        })
-        .expect("listen on 127.0.0.1");
-        let modern = server::start(server::Behaviour {
-            json,
-            modern: true,
-            ..server::Behaviour::default()
-        })
-        .expect("listen on 127.0.0.1");
+        let srv = Serving::start(json, false);
+        let modern = Serving::start(json, true);
         println!(
             "server answering with {label}: {} (modern era: {})",
-            srv.url, modern.url
+            srv.url(),
+            modern.url()
         );
-        run(&srv.url, &modern.url, &p);
+        run(srv.url(), modern.url(), &p);
+    }
+}
+
+/// A server for a full run: in a process of its own (this bench, `--serve-child`), as a user's
+/// server is, so that its threads, allocations and the log it keeps of every request share
+/// nothing with the clients measured here; `MCP_HTTP_BENCH_IN_PROCESS=1` starts it in this
+/// process instead (its threads are still left out of the clients' CPU).
+enum Serving {
+    Child(std::process::Child, String),
+    InProcess(server::Server),
+}
+
+impl Serving {
+    fn start(json: bool, modern: bool) -> Serving {
+        if std::env::var_os("MCP_HTTP_BENCH_IN_PROCESS").is_some() {
+            let srv = server::start(server::Behaviour {
+                json,
+                modern,
+                ..server::Behaviour::default()
+            })
+            .expect("listen on 127.0.0.1");
+            return Serving::InProcess(srv);
+        }
+        let mut cmd = std::process::Command::new(std::env::current_exe().expect("bench path"));
+        cmd.arg("--serve-child");
+        if json {
+            cmd.arg("--json");
+        }
+        if modern {
+            cmd.arg("--modern");
+        }
+        let mut child = cmd
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the server process");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("its stdout"))
+            .read_line(&mut line)
+            .expect("read LISTENING");
+        let url = line
+            .strip_prefix("LISTENING ")
+            .expect("LISTENING <url>")
+            .trim()
+            .to_owned();
+        Serving::Child(child, url)
+    }
+
+    fn url(&self) -> &str {
+        match self {
+            Serving::Child(_, url) => url,
+            Serving::InProcess(srv) => &srv.url,
+        }
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        if let Serving::Child(child, _) = self {
+            drop(child.stdin.take());
+            let _ = child.wait();
+        }
     }
 }
 
