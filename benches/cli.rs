@@ -18,7 +18,15 @@
 //!   row: the whole tree is counted, the server is wrapped in a `perf stat` of its own, and its
 //!   counts are taken off), when `perf` can count syscalls here; else the column says why not.
 //!
-//! `MCP_CLI_BENCH_ONLY=one|two` runs one of the core rows only. `MCP_CLI_BENCH_VS=PATH` adds
+//! Then the same over Streamable HTTP: the test kit's HTTP server (`mcp-testkit-serve --http`,
+//! SSE answers, one process an era, pinned with the client to CPU 0 for one core), the CLI with
+//! `--url`, against the HTTP floor — `mcp-testkit-floor --url`, the same exchanges through bare
+//! isahc's blocking API, no MCP library ([`mcp_testkit::http_floor`]) — a quarter of the calls a
+//! run (each is an exchange through isahc's agent thread); syscalls per call are the client
+//! process's alone (the server runs apart).
+//!
+//! `MCP_CLI_BENCH_ONLY=one|two` runs one of the core rows only (stdio and HTTP),
+//! `MCP_CLI_BENCH_ONLY=http` the HTTP rows only. `MCP_CLI_BENCH_VS=PATH` adds
 //! a legacy-era row for another build of the CLI (an older commit's `target/release/mcp-client`,
 //! or `target/release/examples/mcp-client` from before the command had its own package,
 //! drivers/cli/), taking turns with the others: a before/after table from one run.
@@ -82,29 +90,76 @@ fn main() {
     if let Err(why) = &perf {
         println!("(syscalls per call not counted: {why})");
     }
-    for cores in [Cores::One, Cores::Two] {
+    for (http, cores) in [
+        (false, Cores::One),
+        (false, Cores::Two),
+        (true, Cores::One),
+        (true, Cores::Two),
+    ] {
         let name = if cores == Cores::One { "one" } else { "two" };
-        if only.as_deref().is_some_and(|o| o != name) {
+        if only.as_deref().is_some_and(|o| o != name && o != "http") {
+            continue;
+        }
+        if only.as_deref() == Some("http") && !http {
             continue;
         }
         if cores == Cores::One && !pinning {
             println!("one core: skipped (no `taskset` here)");
             continue;
         }
-        let label = match cores {
-            Cores::One => "one core (client and server on CPU 0)",
-            Cores::Two => "two cores",
+        let label = match (http, cores) {
+            (false, Cores::One) => "one core (client and server on CPU 0)",
+            (false, Cores::Two) => "two cores",
+            (true, Cores::One) => {
+                "Streamable HTTP (SSE answers), one core (client and server on CPU 0)"
+            }
+            (true, Cores::Two) => "Streamable HTTP (SSE answers), two cores",
         };
-        println!("{label}:");
-        // (name, client, server arguments)
-        let mut kinds: Vec<(&str, PathBuf, &[&str])> = vec![
-            ("floor", floor.clone(), &[]),
-            ("legacy", cli.clone(), &[]),
-            ("modern", cli.clone(), &["--era", "modern"]),
+        // Over HTTP, fewer calls: each is an exchange through isahc's agent thread.
+        let calls = if http { (p.calls / 4).max(50) } else { p.calls };
+        println!(
+            "{label}:{}",
+            if http {
+                format!(" {calls} calls a run")
+            } else {
+                String::new()
+            }
+        );
+        // The HTTP servers, one an era, for this row (pinned with the client for one core);
+        // they stop when dropped.
+        let servers = http.then(|| {
+            (
+                HttpServer::start(cores, &serve, false),
+                HttpServer::start(cores, &serve, true),
+            )
+        });
+        let target = |modern: bool| match &servers {
+            None => Target::Stdio(
+                serve.clone(),
+                if modern {
+                    &["--era", "modern"][..]
+                } else {
+                    &[]
+                },
+            ),
+            Some((legacy, modern_server)) => Target::Http(
+                if modern {
+                    &modern_server.url
+                } else {
+                    &legacy.url
+                }
+                .clone(),
+            ),
+        };
+        // (name, client, what it talks to)
+        let mut kinds: Vec<(&str, PathBuf, Target)> = vec![
+            ("floor", floor.clone(), target(false)),
+            ("legacy", cli.clone(), target(false)),
+            ("modern", cli.clone(), target(true)),
         ];
         if let Some(vs) = &vs {
             // Legacy only: an older build may not speak the modern era.
-            kinds.push(("vs", vs.clone(), &[]));
+            kinds.push(("vs", vs.clone(), target(false)));
         }
         let mut rows: Vec<(&str, Vec<Run>)> = kinds.iter().map(|k| (k.0, vec![])).collect();
         for round in 0..p.rounds {
@@ -112,15 +167,15 @@ fn main() {
             let mut order: Vec<usize> = (0..kinds.len()).collect();
             order.rotate_left(round % kinds.len());
             for i in order {
-                let (_, bin, args) = &kinds[i];
-                rows[i].1.push(run(cores, bin, &serve, args, p.calls));
+                let (_, bin, target) = &kinds[i];
+                rows[i].1.push(run(cores, bin, target, calls));
             }
         }
         // One run per row under `perf stat`: syscalls per call, and CPU as perf counts it.
         let counted: Vec<Result<Counted, String>> = kinds
             .iter()
-            .map(|(_, bin, args)| match &perf {
-                Ok(()) => syscalls(cores, bin, &serve, args, p.calls),
+            .map(|(_, bin, target)| match &perf {
+                Ok(()) => syscalls(cores, bin, target, calls),
                 Err(_) => Err("no perf".into()),
             })
             .collect();
@@ -184,8 +239,79 @@ fn med(v: impl Iterator<Item = f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// `CLIENT --call echo --args {"text":"hi"} --repeat N -- SERVE ARGS…`, pinned to CPU 0 for one
-/// core; what its last line says.
+/// What a client talks to: the stdio server (its binary and arguments, after `--`), or a
+/// Streamable HTTP endpoint (`--url`).
+enum Target {
+    Stdio(PathBuf, &'static [&'static str]),
+    Http(String),
+}
+
+impl Target {
+    /// The client's arguments that name it, `server` wrapping a stdio server's command (in a
+    /// `perf stat` of its own, say).
+    fn tail(&self, wrap: &[String]) -> Vec<String> {
+        match self {
+            Target::Stdio(serve, args) => ["--".to_owned()]
+                .into_iter()
+                .chain(wrap.iter().cloned())
+                .chain([serve.display().to_string()])
+                .chain(args.iter().map(|a| a.to_string()))
+                .collect(),
+            Target::Http(url) => vec!["--url".into(), url.clone()],
+        }
+    }
+}
+
+/// The test kit's HTTP server (`mcp-testkit-serve --http [--modern]`) in a process of its own,
+/// pinned to CPU 0 for one core; it stops when dropped (its stdin closed).
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(cores: Cores, serve: &Path, modern: bool) -> HttpServer {
+        let mut cmd = match cores {
+            Cores::One => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", "0"]).arg(serve);
+                c
+            }
+            Cores::Two => Command::new(serve),
+        };
+        cmd.arg("--http");
+        if modern {
+            cmd.arg("--modern");
+        }
+        let mut child = cmd
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the HTTP server");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().expect("its stdout")),
+            &mut line,
+        )
+        .expect("read LISTENING");
+        let url = line
+            .strip_prefix("LISTENING ")
+            .unwrap_or_else(|| panic!("LISTENING <url>, not {line:?}"))
+            .trim()
+            .to_owned();
+        HttpServer { child, url }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// `CLIENT --call echo --args {"text":"hi"} --repeat N TAIL…`, pinned to CPU 0 for one core; what
+/// its last line says.
 fn command(cores: Cores, client: &Path, tail: &[String], calls: u64) -> Command {
     let mut cmd = match cores {
         Cores::One => {
@@ -197,15 +323,12 @@ fn command(cores: Cores, client: &Path, tail: &[String], calls: u64) -> Command 
     };
     cmd.args(["--call", "echo", "--args", r#"{"text":"hi"}"#, "--repeat"])
         .arg(calls.to_string())
-        .arg("--")
         .args(tail);
     cmd
 }
 
-fn run(cores: Cores, client: &Path, serve: &Path, serve_args: &[&str], calls: u64) -> Run {
-    let mut tail = vec![serve.display().to_string()];
-    tail.extend(serve_args.iter().map(|a| a.to_string()));
-    let out = command(cores, client, &tail, calls)
+fn run(cores: Cores, client: &Path, target: &Target, calls: u64) -> Run {
+    let out = command(cores, client, &target.tail(&[]), calls)
         .output()
         .expect("run the client");
     assert!(
@@ -267,29 +390,23 @@ fn perf_counts_syscalls() -> Result<(), String> {
     }
 }
 
-/// The client's syscalls per call, by kind: one run under `perf stat` (the whole tree), the
-/// server wrapped in a `perf stat` of its own whose counts are taken off.
-fn syscalls(
-    cores: Cores,
-    client: &Path,
-    serve: &Path,
-    serve_args: &[&str],
-    calls: u64,
-) -> Result<Counted, String> {
+/// The client's syscalls per call, by kind: one run under `perf stat` (the whole tree), a stdio
+/// server wrapped in a `perf stat` of its own whose counts are taken off (an HTTP server runs
+/// apart: nothing to take off).
+fn syscalls(cores: Cores, client: &Path, target: &Target, calls: u64) -> Result<Counted, String> {
     let dir = TempDir::new("cli-bench");
     let (outer, inner) = (dir.path().join("outer"), dir.path().join("inner"));
-    let mut tail: Vec<String> = ["perf", "stat", "-x,", "-o"]
+    let wrap: Vec<String> = ["perf", "stat", "-x,", "-o"]
         .iter()
         .map(|s| s.to_string())
+        .chain([
+            inner.display().to_string(),
+            "-e".into(),
+            events(),
+            "--".into(),
+        ])
         .collect();
-    tail.extend([
-        inner.display().to_string(),
-        "-e".into(),
-        events(),
-        "--".into(),
-        serve.display().to_string(),
-    ]);
-    tail.extend(serve_args.iter().map(|a| a.to_string()));
+    let tail = target.tail(&wrap);
     let inner_cmd = command(cores, client, &tail, calls);
     let mut cmd = Command::new("perf");
     cmd.args(["stat", "-x,", "-o"])
@@ -301,7 +418,11 @@ fn syscalls(
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
-    let (all, server) = (counts(&outer)?, counts(&inner)?);
+    let all = counts(&outer)?;
+    let server = match target {
+        Target::Stdio(..) => counts(&inner)?,
+        Target::Http(_) => Default::default(),
+    };
     let client = |event: &str| {
         all.get(event).copied().unwrap_or(0.0) - server.get(event).copied().unwrap_or(0.0)
     };

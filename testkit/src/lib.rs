@@ -18,6 +18,7 @@
 mod bins;
 pub mod cpu;
 pub mod floor;
+pub mod http_floor;
 pub mod http_server;
 mod peers;
 mod process;

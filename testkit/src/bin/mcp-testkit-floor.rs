@@ -1,10 +1,12 @@
-//! `mcp-testkit-floor --call NAME [--args JSON] [--repeat N] -- COMMAND [ARG...]`: the floor the
-//! benchmarks hold the `mcp-client` CLI against — [`mcp_testkit::floor::Floor`], a minimal
-//! hand-written blocking MCP client with no library, each answer's first text checked to be
-//! there. It prints what the CLI prints with `--repeat`: the last result's text,
+//! `mcp-testkit-floor --call NAME [--args JSON] [--repeat N] (-- COMMAND [ARG...] | --url URL)`:
+//! the floor the benchmarks hold the `mcp-client` CLI against — over stdio
+//! [`mcp_testkit::floor::Floor`], a minimal hand-written blocking MCP client with no library; over
+//! Streamable HTTP [`mcp_testkit::http_floor::HttpFloor`], the same exchanges through bare isahc's
+//! blocking API. Each answer's first text is checked to be there. It prints what the CLI prints with `--repeat`: the last result's text,
 //! then `calls/s: R (client CPU C µs/call)` on stderr ([`mcp_testkit::cpu`]).
 
 use mcp_testkit::floor::Floor;
+use mcp_testkit::http_floor::HttpFloor;
 use serde_json::{json, Value};
 use std::process::{ExitCode, Stdio};
 use std::time::Instant;
@@ -13,6 +15,7 @@ fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let (mut name, mut arguments, mut repeat) = (None, json!({}), 1u64);
     let mut command = Vec::new();
+    let mut url = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--call" => name = args.next(),
@@ -26,6 +29,7 @@ fn main() -> ExitCode {
                     .and_then(|n| n.parse().ok())
                     .expect("--repeat N")
             }
+            "--url" => url = args.next(),
             "--" => {
                 command.extend(args.by_ref());
             }
@@ -33,12 +37,21 @@ fn main() -> ExitCode {
         }
     }
     let name = name.expect("--call NAME");
-    assert!(!command.is_empty(), "-- COMMAND [ARG...]");
-    let mut peer = Floor::start(&command[0], &command[1..], Stdio::inherit());
+    let mut peer = match url {
+        Some(url) => Peer::Http(HttpFloor::start(&url)),
+        None => {
+            assert!(!command.is_empty(), "-- COMMAND [ARG...] or --url URL");
+            Peer::Stdio(Floor::start(&command[0], &command[1..], Stdio::inherit()))
+        }
+    };
     let mut calls = |n: u64| -> Value {
         let mut last = Value::Null;
         for _ in 0..n {
-            last = peer.request("tools/call", json!({"name": name, "arguments": arguments}));
+            let params = json!({"name": name, "arguments": arguments});
+            last = match &mut peer {
+                Peer::Stdio(p) => p.request("tools/call", params),
+                Peer::Http(p) => p.request("tools/call", params),
+            };
             assert!(
                 last["result"]["content"][0]["text"].is_string(),
                 "no text in {last}"
@@ -62,6 +75,14 @@ fn main() -> ExitCode {
             cpu.as_secs_f64() * 1e6 / repeat as f64
         );
     }
-    peer.close();
+    if let Peer::Stdio(p) = peer {
+        p.close();
+    }
     ExitCode::SUCCESS
+}
+
+/// The server the floor talks to.
+enum Peer {
+    Stdio(Floor),
+    Http(HttpFloor),
 }

@@ -1,0 +1,81 @@
+//! The floor for Streamable HTTP: bare isahc's blocking API making the exchanges of a legacy-era
+//! session (`initialize`, `notifications/initialized`, then one POST a call with its
+//! `Mcp-Session-Id` and `MCP-Protocol-Version`), no MCP library; each answer's body read whole,
+//! as JSON or as the SSE event that carries it, and parsed as a `serde_json::Value`. The same
+//! exchanges our client makes over the same HTTP stack: what the MCP layer adds is the
+//! difference. The binary `mcp-testkit-floor --url URL` runs it as the CLI runs ours.
+
+use isahc::prelude::*;
+use isahc::{HttpClient, Request};
+use serde_json::{json, Value};
+
+/// A blocking session with one server.
+pub struct HttpFloor {
+    client: HttpClient,
+    url: String,
+    session: Option<String>,
+    next_id: u64,
+}
+
+impl HttpFloor {
+    /// Connects and makes the handshake (2025-11-25).
+    pub fn start(url: &str) -> HttpFloor {
+        let mut floor = HttpFloor {
+            client: HttpClient::new().expect("an isahc client"),
+            url: url.to_owned(),
+            session: None,
+            next_id: 0,
+        };
+        let init = floor.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "mcp-testkit-floor", "version": "0"}
+            }),
+        );
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+        floor.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        floor
+    }
+
+    /// One request, its answer.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let message =
+            json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
+        let body = self.post(&message);
+        let answer = match body.trim_start().starts_with('{') {
+            true => body.as_str(),
+            // SSE: the `data:` line of the event that carries the answer (the test kit's server
+            // sends one event a POST).
+            false => body
+                .lines()
+                .find_map(|l| l.strip_prefix("data:"))
+                .map(str::trim_start)
+                .unwrap_or_else(|| panic!("no data line in {body:?}")),
+        };
+        serde_json::from_str(answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
+    }
+
+    /// POSTs `message`; the body of the answer, read whole.
+    fn post(&mut self, message: &Value) -> String {
+        let mut request = Request::post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream");
+        if let Some(session) = &self.session {
+            request = request
+                .header("Mcp-Session-Id", session.as_str())
+                .header("MCP-Protocol-Version", "2025-11-25");
+        }
+        let request = request
+            .body(serde_json::to_vec(message).expect("JSON"))
+            .expect("a request");
+        let mut response = self.client.send(request).expect("the exchange");
+        assert!(response.status().is_success(), "HTTP {}", response.status());
+        if let Some(session) = response.headers().get("mcp-session-id") {
+            self.session = session.to_str().ok().map(str::to_owned);
+        }
+        response.text().expect("the body")
+    }
+}
