@@ -46,7 +46,7 @@
 //!
 //! Any other scenario: call the first tool with `{}`.
 
-use mcp_connect::proto::oauth::{AuthorizationRequest, PreRegistered, Secret};
+use mcp_connect::proto::oauth::{AuthorizationRequest, IdentityProvider, PreRegistered, Secret};
 use mcp_connect::proto::{Era, Reply, Warning};
 use mcp_connect::{
     Authorize, Client, ClientConfig, ElicitAnswer, Elicitation, HandlerError, Handlers,
@@ -156,10 +156,35 @@ async fn oauth_config(
     {
         pre.issuer = Some(scenario_issuer(url).await?);
     }
-    let mut config = match (scenario.starts_with("auth/client-credentials"), pre) {
-        (true, Some(pre)) => OAuthConfig::client_credentials(pre),
-        (true, None) => return Err("no client credentials in MCP_CONFORMANCE_CONTEXT".into()),
-        (false, pre) => {
+    let mut config = match (scenario, pre) {
+        // Workload identity federation: the platform's JWT (the context's valid one) is the
+        // grant; the client is registered by id alone.
+        ("auth/wif-jwt-bearer", Some(pre)) => {
+            OAuthConfig::jwt_bearer(pre, text("valid_jwt").map(Secret::new))
+        }
+        // Enterprise-managed authorization: the ID token is exchanged at the identity provider
+        // for an ID-JAG, the JWT-bearer grant at the authorization server.
+        ("auth/enterprise-managed-authorization", Some(pre)) => {
+            let need = |k: &str| text(k).ok_or(format!("no {k} in MCP_CONFORMANCE_CONTEXT"));
+            let idp = IdentityProvider {
+                token_endpoint: need("idp_token_endpoint")?,
+                client_id: need("idp_client_id")?,
+                client_secret: None,
+                id_token: Secret::new(need("idp_id_token")?),
+            };
+            OAuthConfig::enterprise_managed(pre, idp)
+        }
+        (s, Some(pre)) if s.starts_with("auth/client-credentials") => {
+            OAuthConfig::client_credentials(pre)
+        }
+        (s, None)
+            if s.starts_with("auth/client-credentials")
+                || s == "auth/wif-jwt-bearer"
+                || s == "auth/enterprise-managed-authorization" =>
+        {
+            return Err("no client_id in MCP_CONFORMANCE_CONTEXT".into())
+        }
+        (_, pre) => {
             let mut config = OAuthConfig::new(Authorize::callback(follow_authorization));
             config.options.pre_registered = pre;
             config

@@ -377,6 +377,21 @@ fn scenario_sep_2640_client_verify_frontmatter() {
     );
 }
 
+// Two of issue 22's authorization extensions, at the 2026-07-28 wire with `--force`:
+// workload identity federation (the context's platform JWT is the RFC 7523 grant; the
+// scenario checks its signature, audience and expiry, and that a failure is not retried), and
+// enterprise-managed authorization (the ID token exchanged at the scenario's identity provider
+// for an ID-JAG, RFC 8693, then presented with client_secret_basic at the authorization server).
+#[test]
+fn auth_extension_wif_jwt_bearer() {
+    scenario_extension("auth/wif-jwt-bearer", Expect::Completes);
+}
+
+#[test]
+fn auth_extension_enterprise_managed_authorization() {
+    scenario_extension("auth/enterprise-managed-authorization", Expect::Completes);
+}
+
 /// One test per OAuth scenario: `runner`, its `--spec-version` (none: the scenario's own), the
 /// scenario, and what the client must do.
 macro_rules! auth_scenarios {

@@ -7,6 +7,7 @@
 //! and the token endpoint's client authentication (`assertion.rs`).
 
 use super::assertion::{client_assertion, token_request};
+use super::grants::{check_assertion, exchanged_grant, JWT_BEARER_GRANT};
 use super::metadata::{
     error_answer, RegistrationResponse, ResourceMetadata, ServerMetadata, TokenResponse,
 };
@@ -80,6 +81,9 @@ enum State {
     },
     /// A token request is out.
     Exchanging { scope: Option<String> },
+    /// A token exchange at the enterprise's identity provider is out (an ID-JAG for the
+    /// authorization server found).
+    ExchangingIdentity { scope: Option<String> },
     /// Over.
     Over,
 }
@@ -373,6 +377,7 @@ impl Flow {
             ),
             State::Registering { method } => self.on_registered(status, body, method),
             State::Exchanging { scope } => self.on_tokens(status, body, now, scope),
+            State::ExchangingIdentity { scope } => self.on_identity(status, body, scope),
             State::Refreshing { then } => self.on_refreshed(status, body, now, then),
             other => {
                 self.state = other;
@@ -946,9 +951,13 @@ impl Flow {
                 issuer: found.issuer,
             });
         };
-        if self.options.grant == Grant::ClientCredentials {
+        if self.options.grant != Grant::AuthorizationCode {
+            let grant = match self.options.grant {
+                Grant::ClientCredentials => "the client credentials grant",
+                _ => "a JWT-bearer grant",
+            };
             return self.fail(AuthError::Unsupported(format!(
-                "the client credentials grant needs pre-registered credentials for {}",
+                "{grant} needs a client pre-registered with {}",
                 found.issuer
             )));
         }
@@ -1075,6 +1084,27 @@ impl Flow {
             return self.fail(AuthError::Misuse("no client"));
         };
         let scope = self.scope(&found);
+        match self.options.grant {
+            Grant::JwtBearer => {
+                let Some(assertion) = self.options.jwt_assertion.clone() else {
+                    return self.fail(AuthError::Unsupported(
+                        "the JWT-bearer grant needs the workload's JWT (none was given)".into(),
+                    ));
+                };
+                return self.jwt_bearer(&found, &client, scope, &assertion);
+            }
+            Grant::EnterpriseManaged => {
+                let Some(idp) = self.options.identity_provider.clone() else {
+                    return self.fail(AuthError::Unsupported(
+                        "enterprise-managed authorization needs the identity provider's settings"
+                            .into(),
+                    ));
+                };
+                let request = idp.exchange_request(&found.issuer, &self.resource, scope.as_deref());
+                return self.send(State::ExchangingIdentity { scope }, request);
+            }
+            _ => {}
+        }
         if self.options.grant == Grant::ClientCredentials {
             let secret = self.secret(&client, &found.issuer);
             if secret.is_none() && client.auth_method != AuthMethod::PrivateKeyJwt {
@@ -1253,6 +1283,80 @@ impl Flow {
             assertion.as_deref(),
         );
         self.send(State::Exchanging { scope }, request);
+    }
+
+    /// The JWT-bearer grant with `assertion` at the authorization server found, the client
+    /// authenticating as it is registered there; refused before sending when the assertion is
+    /// not for that server or has expired.
+    ///
+    /// > "`grant_type` … MUST be "urn:ietf:params:oauth:grant-type:jwt-bearer". The value of the
+    /// > "assertion" parameter MUST contain a single JWT." — RFC 7523 § 2.1; "The `resource`
+    /// > parameter … MUST be included in both authorization requests and token requests." — MCP
+    /// > 2025-11-25, Resource Parameter
+    fn jwt_bearer(
+        &mut self,
+        found: &Found,
+        client: &Client,
+        scope: Option<String>,
+        assertion: &Secret,
+    ) {
+        if let Err(why) = check_assertion(
+            assertion.expose(),
+            &found.issuer,
+            &found.server.token_endpoint,
+            self.now,
+        ) {
+            return self.fail(AuthError::Unsupported(format!(
+                "the JWT-bearer assertion was not sent to {}: {why}",
+                found.issuer
+            )));
+        }
+        let secret = self.secret(client, &found.issuer);
+        let client_assertion = match self.assertion(client, &found.issuer) {
+            Ok(a) => a,
+            Err(e) => return self.fail(e),
+        };
+        let mut params = vec![
+            ("grant_type", JWT_BEARER_GRANT),
+            ("assertion", assertion.expose()),
+            ("resource", self.resource.as_str()),
+        ];
+        if let Some(s) = &scope {
+            params.push(("scope", s));
+        }
+        let request = token_request(
+            &found.server.token_endpoint,
+            client,
+            secret.as_ref(),
+            &params,
+            client_assertion.as_deref(),
+        );
+        self.send(State::Exchanging { scope }, request);
+    }
+
+    /// The identity provider's answer to the token exchange: its ID-JAG is the JWT-bearer grant
+    /// at the authorization server found. Its refusal ends the flow (no other grant is tried).
+    fn on_identity(&mut self, status: u16, body: &[u8], scope: Option<String>) {
+        let url = match &self.step {
+            Step::Send(r) => redact_url(&r.url),
+            _ => String::new(),
+        };
+        let (Some(found), Some(client)) = (self.found.clone(), self.client.clone()) else {
+            return self.fail(AuthError::Misuse("no client"));
+        };
+        if status != 200 {
+            let (error, description) = error_answer(body);
+            return self.fail(AuthError::Token {
+                url,
+                status,
+                error,
+                description,
+            });
+        }
+        match exchanged_grant(body) {
+            Ok(grant) => self.jwt_bearer(&found, &client, scope, &grant),
+            Err(why) => self.fail(AuthError::Unsupported(format!("{url}: {why}"))),
+        }
     }
 
     /// The application's pre-registered client `client` is, when it is bound to `issuer`: its

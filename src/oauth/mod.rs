@@ -2,8 +2,9 @@
 //! `WWW-Authenticate` challenge, discovers the authorization server (protected resource
 //! metadata, then authorization server metadata), identifies itself (pre-registered, a client ID
 //! metadata document, or dynamic registration), has a person authorize (PKCE S256, `state`,
-//! `resource`, RFC 9207 `iss`), and exchanges the code for tokens; or, with a secret and no
-//! person, uses the client credentials grant.
+//! `resource`, RFC 9207 `iss`), and exchanges the code for tokens; or, with no person, uses
+//! the client credentials grant or a JWT-bearer grant (a workload's platform JWT, or an
+//! enterprise identity provider's ID-JAG got by token exchange: `grants.rs`).
 //!
 //! - [`Flow`] makes every decision of one authorization: it says which HTTP request to make
 //!   next ([`Step::Send`]), which stored credentials it wants ([`Step::Load`]), when a person
@@ -29,6 +30,7 @@ mod credentials;
 mod discovery;
 mod error;
 mod flow;
+mod grants;
 pub mod metadata;
 mod options;
 mod pkce;
@@ -47,5 +49,8 @@ pub use discovery::{
 };
 pub use error::AuthError;
 pub use flow::{Flow, Redirect, Step, MAX_AUTHORIZATION_SERVERS, MAX_METADATA_REDIRECTS};
+pub use grants::{
+    IdentityProvider, ID_JAG_TOKEN_TYPE, JWT_BEARER_GRANT, MAX_ASSERTION, TOKEN_EXCHANGE_GRANT,
+};
 pub use options::{ApplicationType, AuthMethod, AuthOptions, Grant, PreRegistered};
 pub use pkce::{Pkce, PKCE_METHOD};

@@ -1,9 +1,9 @@
 //! What the application tells every flow: the grant, its pre-registered credentials, and how
 //! the client identifies and authenticates itself.
 
-use super::Secret;
 #[cfg(doc)]
 use super::{AuthError, Credentials};
+use super::{IdentityProvider, Secret};
 use serde::{Deserialize, Serialize};
 
 /// How the client gets its tokens.
@@ -15,6 +15,19 @@ pub enum Grant {
     AuthorizationCode,
     /// The client authorizes itself with its secret (RFC 6749 § 4.4; machine to machine).
     ClientCredentials,
+    /// A JWT the application holds is the grant (RFC 7523 § 2.1): workload identity
+    /// federation, where the platform a workload runs on issues it (a Kubernetes service
+    /// account token, a CI job's OIDC token), in [`AuthOptions::jwt_assertion`]. No person.
+    ///
+    /// > "MCP clients running as workloads … present a JWT issued by their platform to the
+    /// > authorization server using the JWT Bearer grant type (RFC 7523)" — MCP workload identity
+    /// > federation (SEP-1933, `io.modelcontextprotocol/auth/wif`)
+    JwtBearer,
+    /// Enterprise-managed authorization (SEP-990): the person's ID token from the enterprise's
+    /// identity provider ([`AuthOptions::identity_provider`]) is exchanged there for an ID-JAG
+    /// (RFC 8693), which is then the JWT-bearer grant at the MCP server's authorization server.
+    /// No browser: the person signed in to the identity provider already.
+    EnterpriseManaged,
 }
 
 /// The `application_type` sent in a dynamic registration.
@@ -155,8 +168,14 @@ pub struct AuthOptions {
     /// register a client or send someone to the authorization endpoint, it fails with
     /// [`AuthError::NotAuthorized`], naming the authorization server. For an application with
     /// nobody to ask (a headless service that was given no way to show the URL). The client
-    /// credentials grant needs no person and is not affected.
+    /// credentials and JWT-bearer grants need no person and are not affected.
     pub interactive: bool,
+    /// The JWT presented as the grant ([`Grant::JwtBearer`]). Checked before it is sent (its
+    /// `aud` must name the authorization server or its token endpoint, its `exp` must be ahead)
+    /// and sent to that token endpoint only; never stored with the tokens.
+    pub jwt_assertion: Option<Secret>,
+    /// The identity provider of [`Grant::EnterpriseManaged`].
+    pub identity_provider: Option<IdentityProvider>,
 }
 
 impl AuthOptions {
@@ -172,6 +191,8 @@ impl AuthOptions {
             offline_access: true,
             legacy_fallbacks: true,
             interactive: true,
+            jwt_assertion: None,
+            identity_provider: None,
         }
     }
 

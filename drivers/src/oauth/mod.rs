@@ -67,6 +67,14 @@
 //! A configured `Authorization` header turns the flow off. Failures are
 //! [`Error::Auth`](crate::Error::Auth).
 //!
+//! With no person at all, besides the client credentials grant: [`OAuthConfig::jwt_bearer`]
+//! (workload identity federation: the platform's JWT, given or read from
+//! [`OAuthConfig::assertion_file`] at each flow, is the RFC 7523 grant) and
+//! [`OAuthConfig::enterprise_managed`] (the person's ID token exchanged at the enterprise's
+//! identity provider for an ID-JAG, RFC 8693, then presented as that grant). An assertion is
+//! checked before it is sent (its audience is the authorization server, it has not expired),
+//! and no assertion, ID token or ID-JAG is stored, logged or put in an error.
+//!
 //! A pre-registered client may authenticate with a private key instead of a secret
 //! ([`PreRegistered::private_key`], a P-256 or RSA key in PEM): the token endpoint gets a
 //! `client_assertion` signed ES256 or RS256, as the key's type says (`private_key_jwt`, RFC 7523),
@@ -229,6 +237,29 @@ impl std::fmt::Debug for Authorize {
     }
 }
 
+/// The JWT in `path` (an assertion file: a workload's platform token), trimmed; at most
+/// [`MAX_ASSERTION`](mcp_proto::oauth::MAX_ASSERTION) bytes. An error names the file, never its
+/// contents.
+fn read_assertion(path: &std::path::Path) -> Result<mcp_proto::oauth::Secret, AuthError> {
+    use std::io::Read;
+    let max = mcp_proto::oauth::MAX_ASSERTION;
+    let failed = |message: String| {
+        AuthError::Unsupported(format!(
+            "the JWT-bearer assertion file {}: {message}",
+            path.display()
+        ))
+    };
+    let file = std::fs::File::open(path).map_err(|e| failed(e.to_string()))?;
+    let mut text = String::new();
+    file.take(max as u64 + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| failed(e.to_string()))?;
+    if text.len() > max {
+        return Err(failed(format!("more than {max} bytes")));
+    }
+    Ok(mcp_proto::oauth::Secret::new(text.trim().to_owned()))
+}
+
 /// OAuth settings of an HTTP transport.
 #[derive(Clone)]
 pub struct OAuthConfig {
@@ -242,6 +273,11 @@ pub struct OAuthConfig {
     pub upfront: bool,
     /// The time limit of each of the flow's requests (default 30 s).
     pub request_timeout: Duration,
+    /// A file holding the JWT of the JWT-bearer grant, read anew at the start of each flow
+    /// (a workload's platform rotates it: a Kubernetes projected service account token, say),
+    /// at most [`MAX_ASSERTION`](mcp_proto::oauth::MAX_ASSERTION) bytes, surrounding whitespace
+    /// trimmed. When set, it takes the place of [`AuthOptions::jwt_assertion`].
+    pub assertion_file: Option<std::path::PathBuf>,
 }
 
 impl OAuthConfig {
@@ -255,6 +291,7 @@ impl OAuthConfig {
             store: Arc::new(MemoryStore::new()),
             upfront: false,
             request_timeout: Duration::from_secs(30),
+            assertion_file: None,
         }
     }
 
@@ -263,6 +300,35 @@ impl OAuthConfig {
         let mut config = OAuthConfig::new(Authorize::Refuse);
         config.options.grant = mcp_proto::oauth::Grant::ClientCredentials;
         config.options.pre_registered = Some(pre);
+        config
+    }
+
+    /// Settings for the JWT-bearer grant (workload identity federation): `pre` is the client as
+    /// registered with the authorization server (often a client id alone, `none`), and the
+    /// workload's JWT is `assertion` (or [`assertion_file`](Self::assertion_file), read at each
+    /// flow). No person is asked.
+    pub fn jwt_bearer(
+        pre: mcp_proto::oauth::PreRegistered,
+        assertion: Option<mcp_proto::oauth::Secret>,
+    ) -> OAuthConfig {
+        let mut config = OAuthConfig::new(Authorize::Refuse);
+        config.options.grant = mcp_proto::oauth::Grant::JwtBearer;
+        config.options.pre_registered = Some(pre);
+        config.options.jwt_assertion = assertion;
+        config
+    }
+
+    /// Settings for enterprise-managed authorization: the person's ID token is exchanged at
+    /// the identity provider `idp` for an ID-JAG, which `pre` (the client as registered with
+    /// the MCP server's authorization server) presents there as a JWT-bearer grant. No browser.
+    pub fn enterprise_managed(
+        pre: mcp_proto::oauth::PreRegistered,
+        idp: mcp_proto::oauth::IdentityProvider,
+    ) -> OAuthConfig {
+        let mut config = OAuthConfig::new(Authorize::Refuse);
+        config.options.grant = mcp_proto::oauth::Grant::EnterpriseManaged;
+        config.options.pre_registered = Some(pre);
+        config.options.identity_provider = Some(idp);
         config
     }
 }
@@ -274,6 +340,7 @@ impl std::fmt::Debug for OAuthConfig {
             .field("authorize", &self.authorize)
             .field("upfront", &self.upfront)
             .field("request_timeout", &self.request_timeout)
+            .field("assertion_file", &self.assertion_file)
             .finish()
     }
 }
@@ -384,6 +451,9 @@ impl OAuth {
         let mut options = self.config.options.clone();
         // Refusing is having nobody to ask: the core's flow ends where a person would be needed.
         options.interactive &= !matches!(self.config.authorize, Authorize::Refuse);
+        if let Some(path) = &self.config.assertion_file {
+            options.jwt_assertion = Some(read_assertion(path)?);
+        }
         let resource_url = start.resource_url.clone();
         let listener = match &self.config.authorize {
             Authorize::Browser { .. } if options.asks_person() => {
@@ -520,4 +590,30 @@ fn randomness() -> Result<Randomness, AuthError> {
 fn _assert_send() {
     fn is_send<T: Send + Sync>() {}
     is_send::<OAuth>();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_assertion_file_is_read_trimmed_capped_and_never_quoted() {
+        let dir = std::env::temp_dir().join(format!("mcp-assertion-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("token");
+        std::fs::write(&file, "  header.claims.sig\n").unwrap();
+        assert_eq!(read_assertion(&file).unwrap().expose(), "header.claims.sig");
+        // Rotated by the platform: the next read sees the new one.
+        std::fs::write(&file, "h2.c2.s2").unwrap();
+        assert_eq!(read_assertion(&file).unwrap().expose(), "h2.c2.s2");
+        let max = mcp_proto::oauth::MAX_ASSERTION;
+        std::fs::write(&file, "x".repeat(max + 1)).unwrap();
+        let e = read_assertion(&file).unwrap_err().to_string();
+        assert!(e.contains("more than") && !e.contains("xxx"), "{e}");
+        let e = read_assertion(&dir.join("missing"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("assertion file") && e.contains("missing"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
