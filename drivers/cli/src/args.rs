@@ -60,6 +60,15 @@ pub(crate) struct AuthFlags {
     pub(crate) client_secret: Option<Secret>,
     pub(crate) client_issuer: Option<String>,
     pub(crate) client_credentials: bool,
+    /// `--assertion-file`: the workload's JWT (the JWT-bearer grant), read at each flow.
+    pub(crate) assertion_file: Option<std::path::PathBuf>,
+    /// `--idp-token-url`: enterprise-managed authorization's identity provider.
+    pub(crate) idp_token_url: Option<String>,
+    pub(crate) idp_client_id: Option<String>,
+    /// From `--idp-client-secret-env` (its `Debug` shows no value).
+    pub(crate) idp_client_secret: Option<Secret>,
+    /// From `--id-token-file` or `--id-token-env`.
+    pub(crate) id_token: Option<Secret>,
     pub(crate) store: StoreChoice,
     pub(crate) no_browser: bool,
     pub(crate) timeout: Option<Duration>,
@@ -222,13 +231,19 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
 }
 
 /// The options of [`AuthFlags`].
-const AUTH_FLAGS: [&str; 10] = [
+const AUTH_FLAGS: [&str; 16] = [
     "--no-auth",
     "--client-id",
     "--client-secret",
     "--client-secret-env",
     "--client-issuer",
     "--client-credentials",
+    "--assertion-file",
+    "--idp-token-url",
+    "--idp-client-id",
+    "--idp-client-secret-env",
+    "--id-token-file",
+    "--id-token-env",
     "--auth-store",
     "--no-auth-store",
     "--no-browser",
@@ -263,6 +278,19 @@ fn auth_flag(
         }
         "--client-issuer" => a.client_issuer = Some(value()?),
         "--client-credentials" => a.client_credentials = true,
+        "--assertion-file" => a.assertion_file = Some(value()?.into()),
+        "--idp-token-url" => a.idp_token_url = Some(value()?),
+        "--idp-client-id" => a.idp_client_id = Some(value()?),
+        "--idp-client-secret-env" => a.idp_client_secret = Some(secret_env(flag, &value()?)?),
+        "--id-token-env" => a.id_token = Some(secret_env(flag, &value()?)?),
+        "--id-token-file" => {
+            // Read here, once: an ID token is short-lived and a run is one sign-in. The
+            // message names the file, never what is in it.
+            let path = value()?;
+            let text = read_capped(&path, mcp_connect::proto::oauth::MAX_ASSERTION)
+                .map_err(|e| format!("--id-token-file {path}: {e}"))?;
+            a.id_token = Some(Secret::new(text.trim().to_owned()));
+        }
         "--auth-store" => a.store = StoreChoice::File(value()?.into()),
         "--no-auth-store" => a.store = StoreChoice::Memory,
         "--no-browser" => a.no_browser = true,
@@ -280,6 +308,29 @@ fn auth_flag(
     Ok(())
 }
 
+/// The value of the environment variable `var`, for `flag`; an error names the variable, never
+/// a value.
+fn secret_env(flag: &str, var: &str) -> Result<Secret, String> {
+    match std::env::var(var) {
+        Ok(v) if !v.trim().is_empty() => Ok(Secret::new(v.trim().to_owned())),
+        _ => Err(format!("{flag}: the environment variable {var} is not set")),
+    }
+}
+
+/// The text of the file at `path`, at most `max` bytes.
+fn read_capped(path: &str, max: usize) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    file.take(max as u64 + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() > max {
+        return Err(format!("more than {max} bytes"));
+    }
+    Ok(text)
+}
+
 /// The auth options that do not go together, or lack what they need.
 fn check_auth(a: &AuthFlags, url: bool) -> Result<(), String> {
     let has = |flag: &str| a.given.contains(&flag);
@@ -289,7 +340,17 @@ fn check_auth(a: &AuthFlags, url: bool) -> Result<(), String> {
     if a.off {
         // It uses the stored credentials (and a pre-registered client to refresh them with),
         // and starts no flow: what only a flow uses has no use with it.
-        let flow_only = ["--client-credentials", "--no-browser", "--auth-timeout"];
+        let flow_only = [
+            "--client-credentials",
+            "--no-browser",
+            "--auth-timeout",
+            "--assertion-file",
+            "--idp-token-url",
+            "--idp-client-id",
+            "--idp-client-secret-env",
+            "--id-token-file",
+            "--id-token-env",
+        ];
         if let Some(other) = a.given.iter().find(|f| flow_only.contains(f)) {
             return Err(format!(
                 "--no-auth starts no authorization: {other} has no use with it"
@@ -302,12 +363,57 @@ fn check_auth(a: &AuthFlags, url: bool) -> Result<(), String> {
     if has("--auth-store") && has("--no-auth-store") {
         return Err("give --auth-store or --no-auth-store, not both".into());
     }
+    if has("--id-token-file") && has("--id-token-env") {
+        return Err("give --id-token-file or --id-token-env, not both".into());
+    }
+    let enterprise = [
+        "--idp-token-url",
+        "--idp-client-id",
+        "--idp-client-secret-env",
+        "--id-token-file",
+        "--id-token-env",
+    ];
+    let grants = [
+        ("--client-credentials", has("--client-credentials")),
+        ("--assertion-file", has("--assertion-file")),
+        ("--idp-token-url", enterprise.iter().any(|f| has(f))),
+    ];
+    let chosen: Vec<&str> = grants.iter().filter(|g| g.1).map(|g| g.0).collect();
+    if chosen.len() > 1 {
+        return Err(format!(
+            "{} and {} are two ways to get a token: give one",
+            chosen[0], chosen[1]
+        ));
+    }
+    if enterprise.iter().any(|f| has(f)) {
+        if a.idp_token_url.is_none() || a.idp_client_id.is_none() || a.id_token.is_none() {
+            return Err("enterprise-managed authorization needs --idp-token-url URL, --idp-client-id ID and the person's ID token (--id-token-file FILE or --id-token-env VAR)".into());
+        }
+        for browser in ["--no-browser", "--auth-timeout"] {
+            if has(browser) {
+                return Err(format!(
+                    "--idp-token-url involves no browser: {browser} has no use with it"
+                ));
+            }
+        }
+    }
+    if has("--assertion-file") {
+        for browser in ["--no-browser", "--auth-timeout"] {
+            if has(browser) {
+                return Err(format!(
+                    "--assertion-file involves no person: {browser} has no use with it"
+                ));
+            }
+        }
+    }
     if a.client_id.is_none() {
         for needs_id in [
             "--client-secret",
             "--client-secret-env",
             "--client-issuer",
             "--client-credentials",
+            "--assertion-file",
+            "--idp-token-url",
         ] {
             if has(needs_id) {
                 return Err(format!("{needs_id} needs --client-id"));

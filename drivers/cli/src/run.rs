@@ -7,7 +7,7 @@ use crate::ask::{can_ask, elicit_on_terminal, show_authorization_url};
 use crate::output::{describe, failure, print_info, print_result, print_tools, show_progress};
 use crate::signals::Started;
 use crate::term;
-use mcp_connect::proto::oauth::PreRegistered;
+use mcp_connect::proto::oauth::{PreRegistered, Secret};
 use mcp_connect::proto::{
     CallToolResult, Config, Implementation, LogMessage, RequestError, SessionError,
 };
@@ -58,6 +58,24 @@ fn oauth_config(a: &AuthFlags) -> OAuthConfig {
     });
     let mut config = match pre {
         Some(pre) if a.client_credentials => OAuthConfig::client_credentials(pre),
+        Some(pre) if a.assertion_file.is_some() => {
+            let mut config = OAuthConfig::jwt_bearer(pre, None);
+            config.assertion_file = a.assertion_file.clone();
+            config
+        }
+        Some(pre) if a.idp_token_url.is_some() => {
+            // All three are there: `check_auth` said so.
+            let idp = mcp_connect::proto::oauth::IdentityProvider {
+                token_endpoint: a.idp_token_url.clone().unwrap_or_default(),
+                client_id: a.idp_client_id.clone().unwrap_or_default(),
+                client_secret: a.idp_client_secret.clone(),
+                id_token: a
+                    .id_token
+                    .clone()
+                    .unwrap_or_else(|| Secret::new(String::new())),
+            };
+            OAuthConfig::enterprise_managed(pre, idp)
+        }
         pre => {
             let mut authorize = Authorize::browser();
             if let Authorize::Browser { open, timeout, .. } = &mut authorize {

@@ -817,6 +817,149 @@ fn client_credentials_need_no_person() {
     );
 }
 
+/// The CLI run by the conformance runner on one scenario (at the 2026-07-28 wire, `--force`:
+/// the authorization extensions): `script` is the shell that turns the runner's
+/// `MCP_CONFORMANCE_CONTEXT` (each of its values in a file of `$d`, named by its key; `$d/issuer`
+/// the scenario's authorization server) into the CLI's flags; `$1` is the server's URL, `$CLI`
+/// the CLI. What the runner said, and the CLI's exit status, stdout and stderr.
+struct ExtensionRun {
+    runner: String,
+    status: String,
+    stdout: String,
+    stderr: String,
+}
+
+fn cli_under_runner(scenario: &str, script: &str) -> Option<ExtensionRun> {
+    let runner = peer_bin("conformance-next")?;
+    let python = peer_bin("python")?;
+    let dir = TempDir::new("mcp-cli-ext");
+    let d = dir.path().display().to_string();
+    let wrapper = dir.path().join("client.sh");
+    let unpack = r#"import json, os, sys, urllib.request
+c = json.loads(os.environ["MCP_CONFORMANCE_CONTEXT"]); d = sys.argv[1]
+for k, v in c.items():
+    open(os.path.join(d, k), "w").write(str(v))
+prm = sys.argv[2].replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+open(os.path.join(d, "issuer"), "w").write(json.load(urllib.request.urlopen(prm))["authorization_servers"][0])
+"#;
+    std::fs::write(dir.path().join("unpack.py"), unpack).unwrap();
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nd='{d}'\nCLI='{CLI}'\n'{}' \"$d/unpack.py\" \"$d\" \"$1\" || exit 9\n{script} > \"$d/out\" 2> \"$d/err\"\necho $? > \"$d/status\"\n",
+            python.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut command = Command::new(runner);
+    command.args([
+        "client",
+        "--spec-version",
+        "2026-07-28",
+        "--force",
+        "--scenario",
+        scenario,
+    ]);
+    command.arg("--command").arg(&wrapper);
+    let done = run_within(&mut command, Duration::from_secs(120));
+    let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap_or_default();
+    Some(ExtensionRun {
+        runner: format!("{}{}", done.stdout, done.stderr),
+        status: read("status").trim().to_owned(),
+        stdout: read("out"),
+        stderr: read("err"),
+    })
+}
+
+/// The runner's summary line says every check passed, with no warning, and some ran.
+fn runner_passed(runner: &str) -> bool {
+    runner.lines().any(|l| {
+        l.contains("Passed: ") && l.contains(", 0 failed, 0 warnings") && !l.contains("Passed: 0/0")
+    }) && runner.contains("OVERALL: PASSED")
+}
+
+#[test]
+fn a_workloads_jwt_file_is_the_grant_and_a_wrong_one_is_not_sent() {
+    let Some(run) = cli_under_runner(
+        "auth/wif-jwt-bearer",
+        r#""$CLI" --url "$1" --client-id "$(cat "$d/client_id")" --assertion-file "$d/valid_jwt" --no-auth-store --call test-tool"#,
+    ) else {
+        return;
+    };
+    assert!(runner_passed(&run.runner), "{}\n{}", run.runner, run.stderr);
+    assert_eq!(
+        (run.status.as_str(), run.stdout.as_str()),
+        ("0", "test\n"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("eyJ"),
+        "a JWT on stderr: {}",
+        run.stderr
+    );
+    // The one for another audience: refused by the CLI, never sent (the runner saw no grant).
+    let Some(run) = cli_under_runner(
+        "auth/wif-jwt-bearer",
+        r#""$CLI" --url "$1" --client-id "$(cat "$d/client_id")" --assertion-file "$d/wrong_audience_jwt" --no-auth-store --call test-tool"#,
+    ) else {
+        return;
+    };
+    assert_eq!(run.status, "1", "{}", run.stderr);
+    assert!(
+        run.stderr.contains("was not sent to") && run.stderr.contains("\"https://wrong.example\""),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.runner
+            .contains("Client did not make a JWT-bearer token request"),
+        "{}",
+        run.runner
+    );
+    assert!(
+        !run.stderr.contains("eyJ"),
+        "a JWT on stderr: {}",
+        run.stderr
+    );
+    // An expired one likewise.
+    let Some(run) = cli_under_runner(
+        "auth/wif-jwt-bearer",
+        r#""$CLI" --url "$1" --client-id "$(cat "$d/client_id")" --assertion-file "$d/expired_jwt" --no-auth-store --call test-tool"#,
+    ) else {
+        return;
+    };
+    assert_eq!(run.status, "1", "{}", run.stderr);
+    assert!(run.stderr.contains("expired"), "{}", run.stderr);
+}
+
+#[test]
+fn an_id_token_is_exchanged_at_the_identity_provider_with_no_browser() {
+    let Some(run) = cli_under_runner(
+        "auth/enterprise-managed-authorization",
+        r#"AS_SECRET="$(cat "$d/client_secret")" ID_TOKEN="$(cat "$d/idp_id_token")" "$CLI" --url "$1" --client-id "$(cat "$d/client_id")" --client-secret-env AS_SECRET --client-issuer "$(cat "$d/issuer")" --idp-token-url "$(cat "$d/idp_token_endpoint")" --idp-client-id "$(cat "$d/idp_client_id")" --id-token-env ID_TOKEN --no-auth-store --verbose --call test-tool"#,
+    ) else {
+        return;
+    };
+    assert!(runner_passed(&run.runner), "{}\n{}", run.runner, run.stderr);
+    assert_eq!(
+        (run.status.as_str(), run.stdout.as_str()),
+        ("0", "test\n"),
+        "{}",
+        run.stderr
+    );
+    // Nothing secret in what the CLI printed, even with --verbose: no JWT (the ID token, the
+    // ID-JAG), no client secret.
+    assert!(
+        !run.stderr.contains("eyJ"),
+        "a JWT on stderr: {}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("Basic "), "{}", run.stderr);
+}
+
 #[test]
 fn without_a_browser_the_url_is_printed_and_the_wait_ends() {
     let Some(scenario) = Scenario::start("auth/metadata-default") else {
@@ -927,6 +1070,46 @@ fn auth_options_that_do_not_go_together_are_refused() {
             ],
             "--client-secret-env needs --client-issuer URL",
         ),
+        (
+            vec!["--url", url, "--assertion-file", "/dev/null"],
+            "--assertion-file needs --client-id",
+        ),
+        (
+            vec![
+                "--url",
+                url,
+                "--client-id",
+                "a",
+                "--assertion-file",
+                "/dev/null",
+                "--idp-token-url",
+                "https://idp.example/token",
+            ],
+            "--assertion-file and --idp-token-url are two ways to get a token: give one",
+        ),
+        (
+            vec![
+                "--url",
+                url,
+                "--client-id",
+                "a",
+                "--idp-token-url",
+                "https://idp.example/token",
+            ],
+            "enterprise-managed authorization needs --idp-token-url URL, --idp-client-id ID and the person's ID token",
+        ),
+        (
+            vec!["--url", url, "--id-token-env", "MCP_TEST_SURELY_UNSET"],
+            "--id-token-env: the environment variable MCP_TEST_SURELY_UNSET is not set",
+        ),
+        (
+            vec!["--url", url, "--id-token-file", "/nonexistent/id-token"],
+            "--id-token-file /nonexistent/id-token:",
+        ),
+        (
+            vec!["--url", url, "--no-auth", "--assertion-file", "/dev/null"],
+            "--no-auth starts no authorization: --assertion-file has no use with it",
+        ),
     ] {
         let out = cli(&args);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
@@ -940,6 +1123,10 @@ fn auth_options_that_do_not_go_together_are_refused() {
         "--client-id",
         "--client-secret-env",
         "--client-credentials",
+        "--assertion-file",
+        "--idp-token-url",
+        "--idp-client-id",
+        "--id-token-file",
         "--auth-store",
         "--auth-timeout",
     ] {
