@@ -226,24 +226,40 @@ impl Recorder {
         }
     }
 
-    fn sent(&self, payload: &[u8]) {
+    /// Sends a client message through `send` and records it (a `>` line) once it went: a
+    /// message the transport refused is not what went over the wire, and is noted as a comment.
+    /// The writer stays locked meanwhile, so that an answer read on another thread is recorded
+    /// after its request, never before.
+    fn sent<R>(&self, payload: &[u8], send: impl FnOnce() -> Result<R, Error>) -> Result<R, Error> {
         let ms = self.ms();
-        let mut w = self.lock();
-        if payload.contains(&b'\n') || payload.contains(&b'\r') {
+        let line = if payload.contains(&b'\n') || payload.contains(&b'\r') {
             // The session never sends one; written escaped as a comment rather than break the
             // file's lines.
-            let line = format!(
+            format!(
                 "# {ms} a client message with a line end: {}\n",
                 escape(payload)
-            );
-            w.write(line.as_bytes());
-            return;
+            )
+            .into_bytes()
+        } else {
+            let mut line = Vec::with_capacity(payload.len() + 24);
+            line.extend_from_slice(format!("> {ms} ").as_bytes());
+            line.extend_from_slice(payload);
+            line.push(b'\n');
+            line
+        };
+        let mut w = self.lock();
+        let sent = send();
+        match &sent {
+            Ok(_) => w.write(&line),
+            Err(e) => w.write(
+                format!(
+                    "# {ms} a client message the transport refused ({}): not sent\n",
+                    mcp_proto::terminal::line(&e.to_string())
+                )
+                .as_bytes(),
+            ),
         }
-        let mut line = Vec::with_capacity(payload.len() + 24);
-        line.extend_from_slice(format!("> {ms} ").as_bytes());
-        line.extend_from_slice(payload);
-        line.push(b'\n');
-        w.write(&line);
+        sent
     }
 
     fn received(&self, inbound: &Inbound) {
@@ -369,12 +385,13 @@ impl<T: Transport> Recording<T> {
 
 impl<T: Transport> Transport for Recording<T> {
     fn send(&self, message: Transmit) -> Result<(), Error> {
-        self.recorder.sent(&message.payload);
-        self.inner.send(message)
+        let payload = message.payload.clone();
+        self.recorder.sent(&payload, || self.inner.send(message))
     }
     fn send_batched(&self, message: Transmit) -> Result<bool, Error> {
-        self.recorder.sent(&message.payload);
-        self.inner.send_batched(message)
+        let payload = message.payload.clone();
+        self.recorder
+            .sent(&payload, || self.inner.send_batched(message))
     }
     fn flush(&self) {
         self.inner.flush()
@@ -494,5 +511,39 @@ mod tests {
         assert_eq!(body, ["<", "<~", "<", "#", "<", "."], "{text}");
         assert!(text.contains(" not json\\r\\n\n"), "{text}");
         assert!(text.contains(" {\"b\":2}\n"), "{text}");
+    }
+
+    #[test]
+    fn a_message_the_transport_refused_is_not_recorded_as_sent() {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        struct Shared(Arc<Mutex<Vec<u8>>>);
+        impl Write for Shared {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let r = Recorder::new(Shared(out.clone()), &Header::stdio("s", [""; 0])).unwrap();
+        let sent = r.sent(br#"{"id":1}"#, || Ok(()));
+        assert!(sent.is_ok());
+        let refused = r.sent(br#"{"id":2}"#, || -> Result<(), Error> {
+            Err(Error::Closed)
+        });
+        assert!(matches!(refused, Err(Error::Closed)));
+        r.finish().unwrap();
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        let body: Vec<&str> = text.lines().skip(1).collect();
+        assert!(
+            body[0].starts_with("> ") && body[0].ends_with(r#"{"id":1}"#),
+            "{text}"
+        );
+        assert!(
+            body[1].starts_with("# ") && body[1].contains("refused"),
+            "{text}"
+        );
+        assert!(!text.contains(r#"{"id":2}"#), "{text}");
     }
 }
