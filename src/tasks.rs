@@ -397,9 +397,9 @@ impl TaskSupport {
 /// > NOT** attempt to use task augmentation on that server's tools, regardless of the
 /// > `execution.taskSupport` value." — MCP 2025-11-25, Tasks § Tool-Level Negotiation
 pub fn server_takes_task_calls(capabilities: Option<&Value>) -> bool {
-    capabilities
-        .and_then(|c| c.pointer("/tasks/requests/tools/call"))
-        .is_some_and(|v| v.is_object() || v.as_bool() == Some(true))
+    // The same reading as every request's check of what the server offered.
+    let (capability, flag) = crate::session::offered::TASK_CALL;
+    crate::session::offered::declared(capabilities, capability, flag)
 }
 
 /// How a call goes: plainly, or as a task.

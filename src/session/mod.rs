@@ -19,7 +19,7 @@ mod asks;
 mod dispatch;
 mod legacy;
 mod modern;
-mod offered;
+pub(crate) mod offered;
 mod opening;
 mod pending;
 pub mod request;

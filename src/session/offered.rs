@@ -68,13 +68,13 @@ const EXTENSION_SKILLS: &str = "extensions.io.modelcontextprotocol/skills";
 ///
 /// > "`tasks.requests.tools.call`: Server supports task-augmented `tools/call` requests" — MCP
 /// > 2025-11-25, Tasks § Server Capabilities
-pub(super) const TASK_CALL: Needs = ("tasks", Some("requests.tools.call"));
+pub(crate) const TASK_CALL: Needs = ("tasks", Some("requests.tools.call"));
 
 /// Whether `capabilities` declares `capability` (present, an object or `true`), and within it
 /// `flag` as `true` — or, for the `tasks` capability, whose members are objects, `flag` (a
 /// dotted path) present as an object or `true`. A capability named `extensions.<id>` is
 /// extension `<id>` of `capabilities.extensions`.
-fn declared(capabilities: Option<&Value>, capability: &str, flag: Option<&str>) -> bool {
+pub(crate) fn declared(capabilities: Option<&Value>, capability: &str, flag: Option<&str>) -> bool {
     let found = match capability.strip_prefix("extensions.") {
         Some(id) => capabilities
             .and_then(|c| c.get("extensions"))
