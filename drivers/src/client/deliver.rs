@@ -65,25 +65,30 @@ impl ConnState {
                 // A program that printed only lines that are not JSON-RPC, then ended: every
                 // request fails quoting them — one sent after the end was read too, not only
                 // those the session failed at the end.
-                let quoted = match (&self.close_reason, self.session.printed_only_junk()) {
-                    (Some(Error::ServerExited { status, stderr }), Some((printed, more))) => {
-                        Some(Error::ExitedAfterPrinting {
-                            status: *status,
-                            printed: printed.to_owned(),
-                            more,
-                            stderr: stderr.clone(),
-                        })
-                    }
-                    _ => None,
-                };
-                if quoted.is_some() {
-                    self.close_reason = quoted;
+                if let Some(quoted) = self.exited_after_printing() {
+                    self.close_reason = Some(quoted);
                 }
             }
         }
     }
 
     /// Hands a transport's error to whom the session says it hits.
+    /// The error of a program that ended having printed nothing but lines that are not
+    /// JSON-RPC (the session's verdict, [`printed_only_junk`](mcp_proto::Session::printed_only_junk)),
+    /// quoted beside how it ended; `None` when that is not what happened.
+    fn exited_after_printing(&self) -> Option<Error> {
+        let Some(Error::ServerExited { status, stderr }) = &self.close_reason else {
+            return None;
+        };
+        let (printed, more) = self.session.printed_only_junk()?;
+        Some(Error::ExitedAfterPrinting {
+            status: *status,
+            printed: printed.to_owned(),
+            more,
+            stderr: stderr.clone(),
+        })
+    }
+
     pub(super) fn report(&mut self, hit: Casualties, error: Error) {
         if hit.session {
             self.close_reason.get_or_insert(error.clone());
@@ -230,18 +235,12 @@ impl ConnState {
                             e @ (mcp_proto::SessionError::Closed
                             | mcp_proto::SessionError::Initialize(RequestError::Closed)
                             | mcp_proto::SessionError::EndedOnProbe),
-                            Some(Error::ServerExited { status, stderr }),
-                        ) if self.session.printed_only_junk().is_some() => {
+                            Some(Error::ServerExited { .. }),
+                        ) if self.exited_after_printing().is_some() => {
                             self.ended_on_probe =
                                 matches!(e, mcp_proto::SessionError::EndedOnProbe);
-                            let (printed, more) =
-                                self.session.printed_only_junk().unwrap_or_default();
-                            Error::ExitedAfterPrinting {
-                                status: *status,
-                                printed: printed.to_owned(),
-                                more,
-                                stderr: stderr.clone(),
-                            }
+                            self.exited_after_printing()
+                                .unwrap_or_else(|| self.closed_error())
                         }
                         (mcp_proto::SessionError::Closed, Some(reason)) => reason.clone(),
                         (
