@@ -37,7 +37,7 @@ pub(crate) struct Options {
     /// `--input ID=VALUE`: the values of VS Code's `${input:ID}`.
     pub(crate) inputs: Vec<(String, String)>,
     pub(crate) auth: AuthFlags,
-    /// `--record FILE`: what went over the wire, written to FILE (a stdio server only).
+    /// `--record FILE`: what went over the wire, written to FILE (one server: stdio or HTTP).
     pub(crate) record: Option<std::path::PathBuf>,
     /// `--help`: print the help ([`crate::HELP`]) and do nothing else.
     pub(crate) help: bool,
@@ -214,9 +214,6 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
     }
     if o.info && o.config.is_some() {
         return Err("--info works on one server (-- COMMAND or --url), not with --config".into());
-    }
-    if o.record.is_some() && o.url.is_some() {
-        return Err("--record records a stdio server (-- COMMAND): an HTTP server's exchanges are not recorded yet".into());
     }
     if o.record.is_some() && o.config.is_some() {
         return Err("--record records one server: start it with -- COMMAND (the servers of a config file are not recorded)".into());

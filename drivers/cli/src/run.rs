@@ -236,6 +236,15 @@ pub(crate) async fn run(options: &Options, to_close: &Started) -> Result<ExitCod
             *show = Arc::new(show_authorization_url);
         }
         http = http.oauth(oauth);
+        if let Some(path) = &options.record {
+            let header = mcp_connect::recording::Header::http(url);
+            let fail = |e: Error| failure(e, options);
+            let open = || mcp_connect::HttpTransport::new(http);
+            return recorded(
+                path, header, open, config, options, arguments, to_close, &fail,
+            )
+            .await;
+        }
         // Opens in the era the server speaks (the probe, unless --era says).
         let client = connect_http(http, config)
             .await
@@ -267,7 +276,12 @@ pub(crate) async fn run(options: &Options, to_close: &Started) -> Result<ExitCod
         config.on_log = options.verbose.then(|| log_printer(Some(&name)));
         let fail = |e: Error| said_once(e, &name, options);
         if let Some(path) = &options.record {
-            return recorded(path, stdio, config, options, arguments, to_close, &fail).await;
+            let header = mcp_connect::recording::Header::stdio(&stdio.command, &stdio.args);
+            let open = || StdioTransport::spawn(stdio);
+            return recorded(
+                path, header, open, config, options, arguments, to_close, &fail,
+            )
+            .await;
         }
         // Opens in the era the server speaks; a server that exits on the probe is started again
         // in the legacy era.
@@ -283,26 +297,28 @@ pub(crate) async fn run(options: &Options, to_close: &Started) -> Result<ExitCod
     Ok(outcome.code)
 }
 
-/// `--record FILE`: the session with the stdio server, everything that went over the wire
-/// written to FILE ([`mcp_connect::recording`]; emptied first when it exists, as `curl -o` and
-/// `tee` do). Opened in the era `--era` says (`auto`: the probe), without the relaunch
-/// [`connect_stdio`] gives a legacy server that exits on the probe (one file, one process):
-/// such a server is recorded with `--era legacy`.
-async fn recorded(
+/// `--record FILE`: the session with the server (stdio, or Streamable HTTP), everything that
+/// went over the wire written to FILE ([`mcp_connect::recording`]; emptied first when it exists,
+/// as `curl -o` and `tee` do). Opened in the era `--era` says (`auto`: the probe), without the
+/// relaunch [`connect_stdio`] gives a legacy server that exits on the probe (one file, one
+/// process): such a server is recorded with `--era legacy`. Over HTTP the JSON-RPC messages are
+/// recorded, never an HTTP header (no `Authorization`, no session id) nor an OAuth exchange.
+#[allow(clippy::too_many_arguments)]
+async fn recorded<T: mcp_connect::Transport + 'static>(
     path: &std::path::Path,
-    stdio: StdioConfig,
+    header: mcp_connect::recording::Header,
+    open: impl FnOnce() -> Result<T, Error>,
     config: ClientConfig,
     options: &Options,
     arguments: Value,
     to_close: &Started,
     fail: &dyn Fn(Error) -> String,
 ) -> Result<ExitCode, String> {
-    use mcp_connect::recording::{Header, Recorder, Recording};
-    let header = Header::stdio(&stdio.command, &stdio.args);
+    use mcp_connect::recording::{Recorder, Recording};
     let recorder =
         Recorder::create(path, &header).map_err(|e| format!("--record {}: {e}", path.display()))?;
     let recorder = Arc::new(recorder);
-    let transport = StdioTransport::spawn(stdio).map_err(fail)?;
+    let transport = open().map_err(fail)?;
     let client = Client::with_config(Recording::new(transport, recorder.clone()), config);
     to_close.client(&client);
     let opened = client.initialize().await.map_err(fail);

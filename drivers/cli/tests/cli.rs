@@ -1763,22 +1763,126 @@ fn record_writes_a_session_a_client_replays() {
     assert_eq!(replayed, names);
 }
 
-/// `--record` takes one stdio server: HTTP and config files are refused before anything starts.
+/// `--record` takes one server: config files are refused before anything starts.
 #[test]
 fn record_refuses_what_it_cannot_record() {
-    for (args, says) in [
-        (
-            &["--record", "x.mcplog", "--url", "http://127.0.0.1:9/mcp"][..],
-            "--record records a stdio server",
-        ),
-        (
-            &["--record", "x.mcplog", "--config", "mcp.json"][..],
-            "--record records one server",
-        ),
+    let out = cli(&["--record", "x.mcplog", "--config", "mcp.json"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains("--record records one server"),
+        "{out:?}"
+    );
+    assert!(!Path::new("x.mcplog").exists());
+}
+
+/// `--record` over Streamable HTTP, in both eras: the JSON-RPC messages each way, no header
+/// of the exchanges (not `--header`'s, not the session id), and a client replays it with no
+/// server.
+#[test]
+fn record_over_http_writes_the_messages_a_client_replays() {
+    use mcp_connect::recording::ReplayTransport;
+    for modern in [false, true] {
+        let srv = mcp_testkit::http_server::start(mcp_testkit::http_server::Behaviour {
+            modern,
+            ..Default::default()
+        })
+        .unwrap();
+        let dir = TempDir::new("mcp-cli-record-http");
+        let file = dir.path().join("http.mcplog");
+        let url = format!("{}?api_key=sk-live-0123456789abcdef", srv.url);
+        let out = cli(&[
+            "--record",
+            file.to_str().unwrap(),
+            "--url",
+            &url,
+            "--header",
+            "X-Api-Key: hush-hush-value",
+            "--call",
+            "echo",
+            "--args",
+            r#"{"text":"over http"}"#,
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(out.stdout, "over http\n");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            text.starts_with(r#"mcplog 1 {"era":null,"server":["#)
+                || text.starts_with("mcplog 1 {"),
+            "{text}"
+        );
+        assert!(text.contains(r#""transport":"http""#), "{text}");
+        assert!(text.contains("> ") && text.contains("\n< "), "{text}");
+        assert!(text.contains(r#""over http""#), "{text}");
+        for secret in [
+            "hush-hush-value",
+            "sk-live-0123456789abcdef",
+            "mcp-session-id",
+            "Mcp-Session-Id",
+        ] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        let replayed = smol::block_on(async {
+            // As the command opened: the probe first (EraChoice::Auto, the default).
+            let config = mcp_connect::ClientConfig::default();
+            let client = mcp_connect::Client::with_config(
+                ReplayTransport::from_file(&file).unwrap(),
+                config,
+            );
+            client.initialize().await.unwrap();
+            // What `--call` does: learn the tool (a listing), then call it asking for progress.
+            let _ = client.learn_tool("echo").await;
+            let request = mcp_connect::proto::Request::call_tool(
+                "echo",
+                serde_json::json!({"text": "over http"}),
+            );
+            let r = client.call_with_progress(request, |_| {}).await.unwrap();
+            client.close().await.unwrap();
+            r.text()
+        });
+        assert_eq!(replayed, "over http", "modern: {modern}");
+    }
+}
+
+/// A recording of an OAuth-protected server holds no token, no secret, no OAuth exchange.
+#[test]
+fn record_over_http_keeps_no_credential() {
+    let Some(scenario) = Scenario::start("auth/client-credentials-basic") else {
+        return;
+    };
+    let dir = TempDir::new("mcp-cli-record-oauth");
+    let file = dir.path().join("oauth.mcplog");
+    let person = Person::new();
+    let out = person.cli(
+        &[
+            "--record",
+            file.to_str().unwrap(),
+            "--url",
+            &scenario.url,
+            "--client-credentials",
+            "--client-id",
+            "conformance-test-client",
+            "--client-secret-env",
+            "MCP_TEST_CLIENT_SECRET",
+            "--client-issuer",
+            &scenario.issuer(),
+            "--no-auth-store",
+            "--call",
+            "test-tool",
+        ],
+        &[("MCP_TEST_CLIENT_SECRET", "conformance-test-secret")],
+    );
+    assert!(out.status.success(), "{out:?}\n{}", scenario.peer.output());
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains(r#""transport":"http""#), "{text}");
+    assert!(text.contains("# "), "the authorization is noted: {text}");
+    for secret in [
+        "conformance-test-secret",
+        "cc-token",
+        "test-token",
+        "Bearer",
+        "Basic",
+        "access_token",
     ] {
-        let out = cli(args);
-        assert_eq!(out.status.code(), Some(1), "{out:?}");
-        assert!(out.stderr.contains(says), "{out:?}");
-        assert!(!Path::new("x.mcplog").exists());
+        assert!(!text.contains(secret), "{secret} in {text}");
     }
 }

@@ -20,8 +20,9 @@
 //! mcplog 1 {"transport":"stdio","server":["npx","-y","@modelcontextprotocol/server-everything"],"era":null}
 //! ```
 //!
-//! `mcplog`, the format's version, and a JSON object: `transport` (`"stdio"`), `server` (the
-//! command line, with what looks like a secret replaced by `<redacted>`: see below), `era` (the
+//! `mcplog`, the format's version, and a JSON object: `transport` (`"stdio"` or `"http"`),
+//! `server` (the command line, or the Streamable HTTP endpoint's URL, with what looks like a
+//! secret replaced by `<redacted>`: see below), `era` (the
 //! era the session spoke when it was known at the start, else `null`; the `=` line below says it
 //! once known). Every other line is `KIND MS PAYLOAD`, where `MS` is the time in milliseconds
 //! since the recording started (the header) and `KIND` one of:
@@ -41,9 +42,10 @@
 //! # What is never recorded
 //!
 //! The server's environment (its `env` values are never read by the recorder), its stderr, the
-//! HTTP `Authorization` header and every other header, OAuth tokens and client secrets (the HTTP
-//! transport is not recorded at all in this version: [`Recording`] over it writes its messages
-//! but not its HTTP exchanges, and `mcp-client --record` refuses `--url`). In the command line,
+//! HTTP `Authorization` header and every other header (the session id included), OAuth tokens
+//! and client secrets: over Streamable HTTP, [`Recording`] writes the JSON-RPC messages each
+//! way (a `<` line per message the server sent, in a response or on a stream), never the HTTP
+//! exchanges that carried them, and an authorization that ran is a `#` comment. In the command line,
 //! an argument is replaced by `<redacted>` when it follows a flag whose name says token, secret,
 //! password, key, auth, credential or cookie (`--api-key X`), its value when it is such a
 //! `NAME=VALUE`, a URL's user, password and such query values, and arguments that look like

@@ -15,10 +15,10 @@ use std::time::Instant;
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Header {
-    /// How the server was reached: `"stdio"`.
+    /// How the server was reached: `"stdio"` or `"http"`.
     pub transport: String,
-    /// The server's command line, each argument that looks like a secret replaced by
-    /// `<redacted>` ([`Header::stdio`] does that).
+    /// The server's command line (or its URL, over HTTP), each part that looks like a secret
+    /// replaced by `<redacted>` ([`Header::stdio`], [`Header::http`] do that).
     pub server: Vec<String>,
     /// The era the session speaks, when known at the start (`"legacy"`, `"modern"`).
     pub era: Option<String>,
@@ -113,6 +113,18 @@ impl Header {
         Header {
             transport: "stdio".into(),
             server,
+            era: None,
+        }
+    }
+
+    /// The header of a Streamable HTTP server's recording: its endpoint URL, with a user,
+    /// password and query values that look like secrets replaced (see [what is never
+    /// recorded](super#what-is-never-recorded)). No header of the exchanges is recorded: not the
+    /// extra ones given (`--header`), not `Authorization`, not the session id.
+    pub fn http(url: &str) -> Header {
+        Header {
+            transport: "http".into(),
+            server: vec![redact(url, false)],
             era: None,
         }
     }

@@ -87,6 +87,10 @@ pub struct ReplayTransport {
     /// The line numbers of the `>` lines, for [`ReplayError::Ended`].
     last_client_line: usize,
     timed: bool,
+    /// What carried the recorded session (the header's `transport`): the client replaying it
+    /// behaves as over that transport (over HTTP, a modern call learns its tool's mirrored
+    /// headers first, as it did when recorded).
+    kind: mcp_proto::TransportKind,
     state: Mutex<State>,
     /// Rung when something was queued for the client, or the replay failed or closed.
     arrived: event_listener::Event,
@@ -203,11 +207,13 @@ impl ReplayTransport {
             .map(|l| l.number)
             .unwrap_or(0);
         let now = Instant::now();
+        let kind = recorded_kind(&text);
         let replay = ReplayTransport {
             text,
             lines,
             last_client_line,
             timed: false,
+            kind,
             state: Mutex::new(State {
                 next: 0,
                 queue: VecDeque::new(),
@@ -343,6 +349,19 @@ fn parse(text: &str) -> Result<Vec<Line>, ReplayError> {
     Ok(lines)
 }
 
+/// The transport the header names: HTTP for `"http"`, else a stream (stdio).
+fn recorded_kind(text: &str) -> mcp_proto::TransportKind {
+    let fields = text
+        .lines()
+        .next()
+        .and_then(|l| l.splitn(3, ' ').nth(2))
+        .and_then(|f| serde_json::from_str::<Value>(f).ok());
+    match fields.as_ref().and_then(|f| f.get("transport")?.as_str()) {
+        Some("http") => mcp_proto::TransportKind::Http,
+        _ => mcp_proto::TransportKind::Stream,
+    }
+}
+
 /// Checks the header line: `mcplog 1 {...}`.
 fn header(line: &str) -> Result<(), String> {
     let mut fields = line.splitn(3, ' ');
@@ -371,6 +390,9 @@ fn header(line: &str) -> Result<(), String> {
 }
 
 impl Transport for ReplayTransport {
+    fn kind(&self) -> mcp_proto::TransportKind {
+        self.kind
+    }
     fn send(&self, message: Transmit) -> Result<(), Error> {
         let mut st = self.lock();
         if let Some(failed) = &st.failed {
