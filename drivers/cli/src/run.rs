@@ -490,10 +490,10 @@ async fn task_call(
     };
     to_close.task(client, handle.id());
     let left = max.map(|m| m.saturating_sub(started.elapsed()));
-    let waited = handle.wait(left, show_progress).await;
+    // The task is cancelled here (past --max-time) or by `to_close` (on a signal), each time
+    // once and before the client is closed: the wait itself cancels nothing.
+    let waited = handle.wait_without_cancel(left, show_progress).await;
     if let Err(Error::Timeout(_)) = &waited {
-        // Cancelled before the client is closed (the wait's own cancel runs on its own and
-        // could come after the close).
         let cancel = async {
             let _ = handle.cancel().await;
         };

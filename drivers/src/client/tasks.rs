@@ -245,6 +245,18 @@ impl TaskHandle {
         self.follow(timeout, on_status, true).await
     }
 
+    /// As [`wait`](Self::wait), but past `timeout`, or when this future is dropped, the task is
+    /// left as it is: for a caller that cancels it itself and waits for that (a command that
+    /// must cancel before it closes the connection), so that the server gets one `tasks/cancel`,
+    /// not this one's and the caller's.
+    pub async fn wait_without_cancel(
+        &mut self,
+        timeout: Option<Duration>,
+        on_status: impl Fn(&Progress),
+    ) -> Result<CallToolResult, Error> {
+        self.follow(timeout, on_status, false).await
+    }
+
     /// [`wait`](Self::wait); `cancel_on_give_up`: cancel the task on timeout or drop.
     async fn follow(
         &mut self,
