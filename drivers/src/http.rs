@@ -97,7 +97,9 @@ pub struct HttpTransportConfig {
     /// credentials never travel to another origin), and the transport only sends the request
     /// again.
     pub client: Option<HttpClient>,
-    /// The largest JSON body or SSE event accepted, in bytes (default 64 MiB).
+    /// The largest JSON body or SSE event accepted, in bytes (default 64 MiB). A client lowers
+    /// it to its session's limit on one message (`Config::frame_limit`) when that is smaller:
+    /// the session would refuse a longer message anyway, and the transport holds no more.
     pub max_message: usize,
     /// The time limit of each notification or response POST (a cancellation, a ping answer):
     /// past it the POST is abandoned (default 10 s). The OAuth flow a `401` to it leads to is not
@@ -187,7 +189,10 @@ struct Shared {
     /// Notified each time a message leaves the count of queued ones (its POST ended, or its
     /// exchange started), for `close`, which sends its `DELETE` after them.
     left: event_listener::Event,
-    max_message: usize,
+    /// The largest body or event accepted: [`HttpTransportConfig::max_message`], lowered to
+    /// the session's limit on one message when the client tells it
+    /// ([`Transport::set_frame_limit`]).
+    max_message: AtomicUsize,
     post_timeout: Duration,
     closed: AtomicBool,
     /// The OAuth flow's state, when the transport authorizes.
@@ -502,7 +507,7 @@ impl HttpTransport {
             rules: Mutex::new(rules),
             inbound: in_tx,
             left: event_listener::Event::new(),
-            max_message: config.max_message,
+            max_message: AtomicUsize::new(config.max_message),
             post_timeout: config.post_timeout,
             closed: false.into(),
             runner: Runner::new(),
@@ -556,6 +561,9 @@ impl Drop for HttpTransport {
 }
 
 impl Transport for HttpTransport {
+    fn set_frame_limit(&self, limit: usize) {
+        self.shared.max_message.fetch_min(limit, Ordering::Relaxed);
+    }
     fn send(&self, message: Transmit) -> Result<(), Error> {
         if self.queued.fetch_add(1, Ordering::SeqCst) >= self.max_queued {
             self.queued.fetch_sub(1, Ordering::SeqCst);
@@ -677,6 +685,11 @@ impl Transport for HttpTransport {
 }
 
 impl Shared {
+    /// The largest body or event accepted now.
+    fn max_message(&self) -> usize {
+        self.max_message.load(Ordering::Relaxed)
+    }
+
     async fn send(&self, request: HttpRequest) -> Result<Response<AsyncBody>, Error> {
         // isahc panics on a header value that is not visible ASCII; such a request is not made.
         request.check().map_err(http_error)?;
@@ -788,8 +801,8 @@ async fn send_one(
                     return;
                 }
                 // The handshake is done: listen on the standalone stream if the rules say so.
-                let listen =
-                    lock(&shared.rules).start_listening(shared.max_message, shared.oauth.is_some());
+                let listen = lock(&shared.rules)
+                    .start_listening(shared.max_message(), shared.oauth.is_some());
                 if let (Some(listening), Some(running)) = (listen, exchanges.upgrade()) {
                     if !shared.closed.load(Ordering::SeqCst) {
                         let (stop_tx, stop_rx) = channel::bounded::<()>(1);
@@ -927,7 +940,7 @@ async fn post_message(
 ) {
     let posted = async {
         let mut exchange =
-            lock(&shared.rules).start(&transmit, shared.max_message, shared.oauth.is_some());
+            lock(&shared.rules).start(&transmit, shared.max_message(), shared.oauth.is_some());
         let mut attempt = mcp_proto::oauth::Attempt::default();
         let mut generation = 0;
         let mut response = None;
@@ -1057,7 +1070,7 @@ async fn run_exchange(shared: &Shared, id: RequestId, transmit: &Transmit) -> Re
         error: Error::Auth(e),
     };
     let mut exchange =
-        lock(&shared.rules).start(transmit, shared.max_message, shared.oauth.is_some());
+        lock(&shared.rules).start(transmit, shared.max_message(), shared.oauth.is_some());
     let mut attempt = mcp_proto::oauth::Attempt::default();
     let mut generation = 0;
     let mut response: Option<Response<AsyncBody>> = None;

@@ -1820,3 +1820,41 @@ fn a_connection_that_cannot_be_made_is_tried_once() {
     // not connect (`sending_failed`); an `initialize` after it would make two more.
     assert_eq!(accepted, 2, "{e}");
 }
+
+/// A client's limit on one message is the transport's too: over HTTP, a JSON body or an SSE
+/// event longer than the session's `frame_limit` is refused by the transport at that limit (it
+/// holds no more), not at the transport's own 64 MiB; a result within it still arrives.
+#[test]
+fn the_sessions_frame_limit_bounds_what_the_transport_holds() {
+    for json in [true, false] {
+        let srv = start(Behaviour {
+            json,
+            ..Behaviour::default()
+        });
+        let transport = HttpTransport::new(HttpTransportConfig::new(&srv.url)).unwrap();
+        let mut config = ClientConfig::default();
+        config.session.frame_limit = 64 * 1024;
+        let c = Client::with_config(transport, config);
+        smol::block_on(async {
+            c.initialize().await.unwrap();
+            let small = c.call_tool("big", json!({"bytes": 1000})).await.unwrap();
+            assert_eq!(small.text().len(), 1000);
+            let e = c
+                .call_tool("big", json!({"bytes": 1_000_000}))
+                .await
+                .unwrap_err();
+            // Read up to one byte past the limit, then refused: not the million bytes sent.
+            match e {
+                Error::Request(mcp_connect::proto::RequestError::TooLarge { len, limit }) => {
+                    assert_eq!(limit, 64 * 1024, "json {json}");
+                    assert!(len <= limit as u64 + 1, "json {json}: {len} bytes read");
+                }
+                other => panic!("json {json}: {other:?}"),
+            }
+            // The client goes on.
+            let again = c.call_tool("big", json!({"bytes": 10})).await.unwrap();
+            assert_eq!(again.text().len(), 10);
+            c.close().await.unwrap();
+        });
+    }
+}
