@@ -1337,22 +1337,9 @@ impl Flow {
     /// The identity provider's answer to the token exchange: its ID-JAG is the JWT-bearer grant
     /// at the authorization server found. Its refusal ends the flow (no other grant is tried).
     fn on_identity(&mut self, status: u16, body: &[u8], scope: Option<String>) {
-        let url = match &self.step {
-            Step::Send(r) => redact_url(&r.url),
-            _ => String::new(),
+        let Some((url, found, client)) = self.token_answer(status, body) else {
+            return;
         };
-        let (Some(found), Some(client)) = (self.found.clone(), self.client.clone()) else {
-            return self.fail(AuthError::Misuse("no client"));
-        };
-        if status != 200 {
-            let (error, description) = error_answer(body);
-            return self.fail(AuthError::Token {
-                url,
-                status,
-                error,
-                description,
-            });
-        }
         match exchanged_grant(body) {
             Ok(grant) => self.jwt_bearer(&found, &client, scope, &grant),
             Err(why) => self.fail(AuthError::Unsupported(format!("{url}: {why}"))),
@@ -1410,23 +1397,35 @@ impl Flow {
             .map_err(AuthError::Unsupported)
     }
 
-    fn on_tokens(&mut self, status: u16, body: &[u8], now: SystemTime, scope: Option<String>) {
+    /// The answer of a token endpoint (the authorization server's, or the identity provider's
+    /// token exchange): the endpoint (redacted), the server found and the client, when it is a
+    /// `200`; else the flow has failed with the endpoint's refusal and this is `None`.
+    fn token_answer(&mut self, status: u16, body: &[u8]) -> Option<(String, Found, Client)> {
         let url = match &self.step {
             Step::Send(r) => redact_url(&r.url),
             _ => String::new(),
         };
         let (Some(found), Some(client)) = (self.found.clone(), self.client.clone()) else {
-            return self.fail(AuthError::Misuse("no client"));
+            self.fail(AuthError::Misuse("no client"));
+            return None;
         };
         if status != 200 {
             let (error, description) = error_answer(body);
-            return self.fail(AuthError::Token {
+            self.fail(AuthError::Token {
                 url,
                 status,
                 error,
                 description,
             });
+            return None;
         }
+        Some((url, found, client))
+    }
+
+    fn on_tokens(&mut self, status: u16, body: &[u8], now: SystemTime, scope: Option<String>) {
+        let Some((url, found, client)) = self.token_answer(status, body) else {
+            return;
+        };
         match TokenResponse::parse(body) {
             Ok(t) => {
                 let now = unix(now);
