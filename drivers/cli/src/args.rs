@@ -382,26 +382,10 @@ fn check_auth(a: &AuthFlags, url: bool) -> Result<(), String> {
             chosen[0], chosen[1]
         ));
     }
-    if enterprise.iter().any(|f| has(f)) {
-        if a.idp_token_url.is_none() || a.idp_client_id.is_none() || a.id_token.is_none() {
-            return Err("enterprise-managed authorization needs --idp-token-url URL, --idp-client-id ID and the person's ID token (--id-token-file FILE or --id-token-env VAR)".into());
-        }
-        for browser in ["--no-browser", "--auth-timeout"] {
-            if has(browser) {
-                return Err(format!(
-                    "--idp-token-url involves no browser: {browser} has no use with it"
-                ));
-            }
-        }
-    }
-    if has("--assertion-file") {
-        for browser in ["--no-browser", "--auth-timeout"] {
-            if has(browser) {
-                return Err(format!(
-                    "--assertion-file involves no person: {browser} has no use with it"
-                ));
-            }
-        }
+    if enterprise.iter().any(|f| has(f))
+        && (a.idp_token_url.is_none() || a.idp_client_id.is_none() || a.id_token.is_none())
+    {
+        return Err("enterprise-managed authorization needs --idp-token-url URL, --idp-client-id ID and the person's ID token (--id-token-file FILE or --id-token-env VAR)".into());
     }
     if a.client_id.is_none() {
         for needs_id in [
@@ -417,17 +401,18 @@ fn check_auth(a: &AuthFlags, url: bool) -> Result<(), String> {
             }
         }
     }
-    if a.client_credentials {
-        if a.client_secret.is_none() {
-            return Err(
-                "--client-credentials needs the client's secret (--client-secret-env VAR or --client-secret)"
-                    .into(),
-            );
-        }
+    if a.client_credentials && a.client_secret.is_none() {
+        return Err(
+            "--client-credentials needs the client's secret (--client-secret-env VAR or --client-secret)"
+                .into(),
+        );
+    }
+    // The grants with no person open no browser and wait for nobody.
+    if let Some(grant) = chosen.first() {
         for browser in ["--no-browser", "--auth-timeout"] {
             if has(browser) {
                 return Err(format!(
-                    "--client-credentials involves no person: {browser} has no use with it"
+                    "{grant} involves no person: {browser} has no use with it"
                 ));
             }
         }

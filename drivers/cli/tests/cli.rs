@@ -1110,6 +1110,18 @@ fn auth_options_that_do_not_go_together_are_refused() {
             vec!["--url", url, "--no-auth", "--assertion-file", "/dev/null"],
             "--no-auth starts no authorization: --assertion-file has no use with it",
         ),
+        (
+            vec![
+                "--url",
+                url,
+                "--client-id",
+                "a",
+                "--assertion-file",
+                "/dev/null",
+                "--no-browser",
+            ],
+            "--assertion-file involves no person: --no-browser has no use with it",
+        ),
     ] {
         let out = cli(&args);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
