@@ -31,7 +31,7 @@
 //! or `target/release/examples/mcp-client` from before the command had its own package,
 //! drivers/cli/), taking turns with the others: a before/after table from one run.
 
-use mcp_testkit::{cli_bin, floor_bin, serve_bin, TempDir};
+use mcp_testkit::{cli_bin, floor_bin, serve_bin, Listening, TempDir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -129,8 +129,8 @@ fn main() {
         // they stop when dropped.
         let servers = http.then(|| {
             (
-                HttpServer::start(cores, &serve, false),
-                HttpServer::start(cores, &serve, true),
+                http_server(cores, &serve, false),
+                http_server(cores, &serve, true),
             )
         });
         let target = |modern: bool| match &servers {
@@ -264,50 +264,20 @@ impl Target {
 
 /// The test kit's HTTP server (`mcp-testkit-serve --http [--modern]`) in a process of its own,
 /// pinned to CPU 0 for one core; it stops when dropped (its stdin closed).
-struct HttpServer {
-    child: std::process::Child,
-    url: String,
-}
-
-impl HttpServer {
-    fn start(cores: Cores, serve: &Path, modern: bool) -> HttpServer {
-        let mut cmd = match cores {
-            Cores::One => {
-                let mut c = Command::new("taskset");
-                c.args(["-c", "0"]).arg(serve);
-                c
-            }
-            Cores::Two => Command::new(serve),
-        };
-        cmd.arg("--http");
-        if modern {
-            cmd.arg("--modern");
+fn http_server(cores: Cores, serve: &Path, modern: bool) -> Listening {
+    let mut cmd = match cores {
+        Cores::One => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", "0"]).arg(serve);
+            c
         }
-        let mut child = cmd
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("start the HTTP server");
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().expect("its stdout")),
-            &mut line,
-        )
-        .expect("read LISTENING");
-        let url = line
-            .strip_prefix("LISTENING ")
-            .unwrap_or_else(|| panic!("LISTENING <url>, not {line:?}"))
-            .trim()
-            .to_owned();
-        HttpServer { child, url }
+        Cores::Two => Command::new(serve),
+    };
+    cmd.arg("--http");
+    if modern {
+        cmd.arg("--modern");
     }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait();
-    }
+    Listening::start(&mut cmd)
 }
 
 /// `CLIENT --call echo --args {"text":"hi"} --repeat N TAIL…`, pinned to CPU 0 for one core; what

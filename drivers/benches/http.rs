@@ -199,7 +199,7 @@ fn main() {
 /// nothing with the clients measured here; `MCP_HTTP_BENCH_IN_PROCESS=1` starts it in this
 /// process instead (its threads are still left out of the clients' CPU).
 enum Serving {
-    Child(std::process::Child, String),
+    Child(mcp_testkit::Listening),
     InProcess(server::Server),
 }
 
@@ -222,36 +222,13 @@ impl Serving {
         if modern {
             cmd.arg("--modern");
         }
-        let mut child = cmd
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("start the server process");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("its stdout"))
-            .read_line(&mut line)
-            .expect("read LISTENING");
-        let url = line
-            .strip_prefix("LISTENING ")
-            .expect("LISTENING <url>")
-            .trim()
-            .to_owned();
-        Serving::Child(child, url)
+        Serving::Child(mcp_testkit::Listening::start(&mut cmd))
     }
 
     fn url(&self) -> &str {
         match self {
-            Serving::Child(_, url) => url,
+            Serving::Child(child) => &child.url,
             Serving::InProcess(srv) => &srv.url,
-        }
-    }
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        if let Serving::Child(child, _) = self {
-            drop(child.stdin.take());
-            let _ = child.wait();
         }
     }
 }

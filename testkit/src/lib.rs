@@ -30,7 +30,7 @@ pub use bins::{cli_bin, example_bin, floor_bin, serve, serve_bin, serve_in};
 pub use peers::{peer_bin, peer_script, required, HttpPeer, HTTP_START_LIMIT};
 pub use process::{
     close_and_check, free_port, group_alive, pid_alive, run_within, wait_until, Finished,
-    GroupGuard, TempDir,
+    GroupGuard, Listening, TempDir,
 };
 
 use std::path::PathBuf;

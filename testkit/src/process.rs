@@ -197,3 +197,41 @@ pub fn free_port() -> u16 {
         .expect("bind 127.0.0.1:0")
         .port()
 }
+
+/// A server process that printed `LISTENING <url>` as its first line and serves until its stdin
+/// closes (`mcp-testkit-serve --http`, a bench's `--serve-child`); dropped, its stdin is closed
+/// and it is waited for.
+pub struct Listening {
+    child: std::process::Child,
+    /// The URL it printed.
+    pub url: String,
+}
+
+impl Listening {
+    /// Starts `command` with piped stdin and stdout and reads its `LISTENING <url>` line.
+    pub fn start(command: &mut std::process::Command) -> Listening {
+        use std::io::BufRead;
+        let mut child = command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {:?}: {e}", command.get_program()));
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("its stdout"))
+            .read_line(&mut line)
+            .expect("read its LISTENING line");
+        let url = line
+            .strip_prefix("LISTENING ")
+            .unwrap_or_else(|| panic!("LISTENING <url>, not {line:?}"))
+            .trim()
+            .to_owned();
+        Listening { child, url }
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}

@@ -447,6 +447,19 @@ impl<T: Transport> Transport for Recording<T> {
 mod tests {
     use super::*;
 
+    /// A writer whose bytes the test reads afterwards.
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
     #[test]
     fn secrets_leave_the_command_line() {
         let header = Header::stdio(
@@ -489,16 +502,6 @@ mod tests {
     #[test]
     fn lines_are_cut_where_the_server_ended_them() {
         let out = Arc::new(Mutex::new(Vec::new()));
-        struct Shared(Arc<Mutex<Vec<u8>>>);
-        impl Write for Shared {
-            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(b);
-                Ok(b.len())
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
-            }
-        }
         let r = Recorder::new(Shared(out.clone()), &Header::stdio("s", [""; 0])).unwrap();
         r.lock().limit = 32;
         for piece in [
@@ -528,16 +531,6 @@ mod tests {
     #[test]
     fn a_message_the_transport_refused_is_not_recorded_as_sent() {
         let out = Arc::new(Mutex::new(Vec::new()));
-        struct Shared(Arc<Mutex<Vec<u8>>>);
-        impl Write for Shared {
-            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(b);
-                Ok(b.len())
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
-            }
-        }
         let r = Recorder::new(Shared(out.clone()), &Header::stdio("s", [""; 0])).unwrap();
         let sent = r.sent(br#"{"id":1}"#, || Ok(()));
         assert!(sent.is_ok());
