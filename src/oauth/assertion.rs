@@ -68,7 +68,7 @@ pub const MIN_RSA_BITS: usize = 2048;
 pub const MAX_RSA_BITS: usize = 8192;
 
 /// A key for `private_key_jwt`, read from PEM: its type decides the JWS `alg`.
-enum SigningKey {
+pub(super) enum SigningKey {
     /// A P-256 key (PKCS#8 or SEC1): ES256.
     Es256(p256::ecdsa::SigningKey),
     /// An RSA key (PKCS#8 or PKCS#1) of [`MIN_RSA_BITS`] to [`MAX_RSA_BITS`]: RS256.
@@ -77,7 +77,7 @@ enum SigningKey {
 
 impl SigningKey {
     /// The key in `pem`; an error that shows nothing of it when it is none of the kinds taken.
-    fn read(pem: &str) -> Result<SigningKey, String> {
+    pub(super) fn read(pem: &str) -> Result<SigningKey, String> {
         use p256::pkcs8::DecodePrivateKey;
         use rsa::pkcs1::DecodeRsaPrivateKey;
         use rsa::traits::PublicKeyParts;
@@ -108,7 +108,21 @@ impl SigningKey {
         ))))
     }
 
-    fn alg(&self) -> &'static str {
+    /// The JWS compact serialization (RFC 7515 § 7.1) of `claims` under `header`, signed with
+    /// this key: the one JWS encoder of the client (client assertions, DPoP proofs).
+    pub(super) fn jws(&self, header: &serde_json::Value, claims: &serde_json::Value) -> String {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let input = format!(
+            "{}.{}",
+            b64.encode(header.to_string()),
+            b64.encode(claims.to_string())
+        );
+        let signature = self.sign(input.as_bytes());
+        format!("{input}.{}", b64.encode(signature))
+    }
+
+    pub(super) fn alg(&self) -> &'static str {
         match self {
             SigningKey::Es256(_) => "ES256",
             SigningKey::Rs256(_) => "RS256",
@@ -146,10 +160,8 @@ pub(super) fn client_assertion(
     now: u64,
     jti: &str,
 ) -> Result<String, String> {
-    use base64::Engine;
     let key = SigningKey::read(key_pem)?;
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let header = b64.encode(format!(r#"{{"alg":"{}","typ":"JWT"}}"#, key.alg()));
+    let header = serde_json::json!({"alg": key.alg(), "typ": "JWT"});
     let claims = serde_json::json!({
         "iss": client_id,
         "sub": client_id,
@@ -158,9 +170,7 @@ pub(super) fn client_assertion(
         "exp": now + 300,
         "jti": jti,
     });
-    let input = format!("{header}.{}", b64.encode(claims.to_string()));
-    let signature = key.sign(input.as_bytes());
-    Ok(format!("{input}.{}", b64.encode(signature)))
+    Ok(key.jws(&header, &claims))
 }
 
 /// A form body (`application/x-www-form-urlencoded`).

@@ -19,6 +19,8 @@
 //!   (`discovery.rs`), the PKCE pair (`pkce.rs`), the options (`options.rs`), the credentials
 //!   (`credentials.rs`), the errors (`error.rs`) and the client's authentication at the token
 //!   endpoint (`assertion.rs`).
+//! - [`dpop`] holds the pieces of RFC 9449 sender-constrained tokens: the key, the proof, the
+//!   nonce.
 //!
 //! > "MCP clients **MUST** be able to parse `WWW-Authenticate` headers and respond appropriately
 //! > to `HTTP 401 Unauthorized` responses from the MCP server." — MCP 2025-11-25, Authorization
@@ -28,6 +30,7 @@ mod authorizer;
 mod challenge;
 mod credentials;
 mod discovery;
+pub mod dpop;
 mod error;
 mod flow;
 mod grants;
