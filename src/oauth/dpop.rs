@@ -123,7 +123,7 @@ impl DpopKey {
 
 /// The proof's `htu`: the request's URL without its query and fragment.
 ///
-/// > "htu: The HTTP target URI (Section 7.1 of [RFC9110]) of the request to which the JWT is
+/// > "htu: The HTTP target URI (Section 7.1 of \[RFC9110\]) of the request to which the JWT is
 /// > attached, without query and fragment parts." — RFC 9449 § 4.2
 pub fn htu(url: &str) -> &str {
     let end = url.find(['?', '#']).unwrap_or(url.len());
@@ -133,7 +133,7 @@ pub fn htu(url: &str) -> &str {
 /// The proof's `ath`: base64url of the SHA-256 of the access token's ASCII bytes.
 ///
 /// > "ath: Hash of the access token. The value MUST be the result of a base64url encoding (as
-/// > defined in Section 2 of [RFC7515]) the SHA-256 [SHS] hash of the ASCII encoding of the
+/// > defined in Section 2 of \[RFC7515\]) the SHA-256 \[SHS\] hash of the ASCII encoding of the
 /// > associated access token's value." — RFC 9449 § 4.2
 pub fn ath(access_token: &str) -> String {
     use base64::Engine;
