@@ -924,6 +924,7 @@ pub fn check_oauth(data: &[u8]) -> String {
             refresh_token: Some(Secret::new(REFRESH)),
             scope: None,
             requested_scope: Some("a".into()),
+            dpop_jkt: None,
         },
     };
     let (reason, previous) = if flags & 64 != 0 {

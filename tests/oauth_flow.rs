@@ -771,6 +771,7 @@ fn credentials(
             refresh_token: refresh.map(Secret::new),
             scope: None,
             requested_scope: Some("files:read".into()),
+            dpop_jkt: None,
         },
     }
 }
@@ -1064,10 +1065,13 @@ fn nothing_secret_in_debug_or_errors() {
     authorizer.install(c);
     assert!(!format!("{authorizer:?}").contains("TOPSECRET"));
     assert_eq!(
-        authorizer.bearer().unwrap().expose(),
+        authorizer.authorization().unwrap().expose(),
         "Bearer TOPSECRET-ACCESS"
     );
-    assert_eq!(format!("{:?}", authorizer.bearer().unwrap()), "<redacted>");
+    assert_eq!(
+        format!("{:?}", authorizer.authorization().unwrap()),
+        "<redacted>"
+    );
     assert!(!format!("{RANDOM:?}").contains('7'));
 }
 
@@ -1513,7 +1517,7 @@ fn a_refresh_before_sending_is_run_once_and_its_failure_is_not_shared() {
     assert_eq!(a.flow_ended(Reason::Expired, Err(refused)), Ok(()));
     // The expired token is dropped: no refresh is due any more, and the waiting request is
     // sent again (without it) rather than failed with the refresh's error.
-    assert!(a.before_send(now()).is_none() && a.bearer().is_none());
+    assert!(a.before_send(now()).is_none() && a.authorization().is_none());
     assert_eq!(a.on_turn(ticket, *its), Turn::Retry);
 }
 
@@ -1530,7 +1534,7 @@ fn the_authorization_up_front_is_due_until_a_flow_ended() {
     let e = AuthError::Misuse("no");
     assert_eq!(a.flow_ended(Reason::Upfront, Err(e.clone())), Err(e));
     // Failed, it is not run again: the next requests go without a token, and a 401 decides.
-    assert!(a.before_send(now()).is_none() && a.bearer().is_none());
+    assert!(a.before_send(now()).is_none() && a.authorization().is_none());
     // Succeeded, its credentials are used.
     let mut a = Authorizer::new(MCP).with_upfront(true);
     assert_eq!(
@@ -1538,7 +1542,7 @@ fn the_authorization_up_front_is_due_until_a_flow_ended() {
         Ok(())
     );
     assert!(a.before_send(now()).is_none());
-    assert_eq!(a.bearer().unwrap().expose(), "Bearer UP");
+    assert_eq!(a.authorization().unwrap().expose(), "Bearer UP");
 }
 
 #[test]
@@ -1548,11 +1552,11 @@ fn a_failed_refresh_before_sending_lets_the_request_go_without_the_token() {
     let g = a.generation();
     let e = AuthError::Misuse("refused");
     assert_eq!(a.flow_failed(Reason::Expired, e.clone()), Ok(()));
-    assert!(a.bearer().is_none() && a.generation() > g);
+    assert!(a.authorization().is_none() && a.generation() > g);
     // Any other failure is the request's, and the credentials stay.
     a.install(credentials(AS, "T2", None, None));
     assert_eq!(a.flow_failed(Reason::Unauthorized, e.clone()), Err(e));
-    assert_eq!(a.bearer().unwrap().expose(), "Bearer T2");
+    assert_eq!(a.authorization().unwrap().expose(), "Bearer T2");
 }
 
 // ---------------------------------------------------------------------------------------------

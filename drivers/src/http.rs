@@ -690,7 +690,12 @@ impl Shared {
         self.max_message.load(Ordering::Relaxed)
     }
 
-    async fn send(&self, request: HttpRequest) -> Result<Response<AsyncBody>, Error> {
+    async fn send(&self, mut request: HttpRequest) -> Result<Response<AsyncBody>, Error> {
+        // A DPoP-bound token goes with a fresh proof, whatever sent the request (a first
+        // attempt, a retry, a reconnection, the session's DELETE).
+        if let Some(oauth) = &self.oauth {
+            oauth.sign(&mut request);
+        }
         // isahc panics on a header value that is not visible ASCII; such a request is not made.
         request.check().map_err(http_error)?;
         let method = request.method;
@@ -703,7 +708,13 @@ impl Shared {
             )
         })?;
         match self.client.send_async(http_request).await {
-            Ok(response) => Ok(response),
+            Ok(response) => {
+                if let Some(oauth) = &self.oauth {
+                    let nonce = response.headers().get("dpop-nonce");
+                    oauth.on_head(nonce.and_then(|v| v.to_str().ok()));
+                }
+                Ok(response)
+            }
             Err(e) => Err(Error::io(
                 format!("{} {}", method.as_str(), redact_url(&url)),
                 sending_failed(e, &url).await,

@@ -392,6 +392,21 @@ fn auth_extension_enterprise_managed_authorization() {
     scenario_extension("auth/enterprise-managed-authorization", Expect::Completes);
 }
 
+// DPoP (SEP-1932, RFC 9449): the resource's first 401 challenges with the `DPoP` scheme only, so
+// the client asks for a DPoP-bound token with a proof at the token endpoint (its default: DPoP
+// when the resource asks), and sends each MCP request with `Authorization: DPoP` and a fresh
+// proof bound to the token (`ath`, `cnf.jkt`); `-nonce`: both servers answer the first proof with
+// `use_dpop_nonce` and a `DPoP-Nonce`, and the client retries once with it.
+#[test]
+fn auth_extension_dpop() {
+    scenario_extension("auth/dpop", Expect::Completes);
+}
+
+#[test]
+fn auth_extension_dpop_nonce() {
+    scenario_extension("auth/dpop-nonce", Expect::Completes);
+}
+
 /// One test per OAuth scenario: `runner`, its `--spec-version` (none: the scenario's own), the
 /// scenario, and what the client must do.
 macro_rules! auth_scenarios {

@@ -27,6 +27,7 @@ fn credentials(issuer: &str, resource: &str, token: &str) -> Credentials {
             refresh_token: None,
             scope: None,
             requested_scope: None,
+            dpop_jkt: None,
         },
     }
 }

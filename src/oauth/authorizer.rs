@@ -1,8 +1,10 @@
 //! One connection's credentials, and what to do when the server refuses them.
 
+use super::dpop::{accept_nonce, DpopKey, USE_DPOP_NONCE};
 use super::{AuthError, Credentials, FlowStart, Reason};
 use super::{BearerChallenge, Secret};
 use crate::http::redact_url;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The most authorizations for one request, the first (after its `401`) included: the rest are
@@ -22,6 +24,8 @@ pub struct Attempt {
     pub step_ups: u8,
     /// Retries because another request had already renewed the credentials.
     pub raced: u8,
+    /// Retries with the resource server's new DPoP nonce (`use_dpop_nonce`, at most one).
+    pub nonce_retries: u8,
 }
 
 /// A request's place in the queue for the connection's one flow, taken with the verdict that
@@ -71,7 +75,7 @@ pub enum Verdict {
 /// the lock. In this order:
 ///
 /// 1. Before sending: [`before_send`](Self::before_send). `None`: send with
-///    [`bearer`](Self::bearer) and remember [`generation`](Self::generation). `Some`: take the
+///    [`authorization`](Self::authorization) and remember [`generation`](Self::generation). `Some`: take the
 ///    flow lock, ask `before_send` again (another request may have run it meanwhile), run the
 ///    flow it still gives, and hand its outcome to [`flow_ended`](Self::flow_ended).
 /// 2. After a response: [`on_response`](Self::on_response). On [`Verdict::Authorize`], take a
@@ -98,6 +102,13 @@ pub struct Authorizer {
     flows: u64,
     /// How the last of them failed, if it did.
     failed: Option<AuthError>,
+    /// The DPoP key requests with a DPoP-bound token are signed with.
+    dpop_key: Option<Arc<DpopKey>>,
+    /// The resource server's latest `DPoP-Nonce`.
+    dpop_nonce: Option<String>,
+    /// The seed of the proofs' `jti`s, and how many were made.
+    dpop_seed: [u8; 16],
+    proofs: u64,
 }
 
 impl Authorizer {
@@ -111,7 +122,80 @@ impl Authorizer {
             flowed: false,
             flows: 0,
             failed: None,
+            dpop_key: None,
+            dpop_nonce: None,
+            dpop_seed: [0; 16],
+            proofs: 0,
         }
+    }
+
+    /// Signs each request that carries a DPoP-bound token with `key` (the key the flows use:
+    /// [`AuthOptions::dpop_key`](super::AuthOptions::dpop_key)); `seed` is 16 random bytes, the
+    /// root of every proof's `jti`.
+    pub fn with_dpop(mut self, key: Option<Arc<DpopKey>>, seed: [u8; 16]) -> Authorizer {
+        self.dpop_key = key;
+        self.dpop_seed = seed;
+        self
+    }
+
+    /// The DPoP proof for a request to the resource, at `now`: `method`, `url` and the
+    /// `Authorization` value it carries. `None` unless that value is a DPoP-bound token's
+    /// (`DPoP …`, [`authorization`](Self::authorization)) and the key is at hand. A fresh one for
+    /// every request and every retry: its own `jti`, the token's hash (`ath`), and the resource
+    /// server's latest nonce.
+    ///
+    /// > "the client MUST send … a DPoP proof … in the DPoP header … A DPoP proof … for each
+    /// > request … ath … MUST be included" — RFC 9449 § 7.1, § 4.2
+    pub fn dpop_proof(
+        &mut self,
+        method: &str,
+        url: &str,
+        authorization: &str,
+        now: SystemTime,
+    ) -> Option<String> {
+        let token = authorization
+            .strip_prefix("DPoP ")
+            .or_else(|| authorization.strip_prefix("dpop "))?;
+        let key = self.dpop_key.as_ref()?;
+        self.proofs += 1;
+        let jti = {
+            use sha2::Digest;
+            let mut h = sha2::Sha256::new();
+            h.update(self.dpop_seed);
+            h.update(self.proofs.to_be_bytes());
+            h.finalize()[..16]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        Some(key.proof(
+            method,
+            url,
+            now,
+            &jti,
+            Some(token),
+            self.dpop_nonce.as_deref(),
+        ))
+    }
+
+    /// A response's `DPoP-Nonce` header: the resource server's nonce for the next proofs (one
+    /// that is empty, too long or of other characters is ignored).
+    ///
+    /// > "the resource server … MAY … provide a new nonce … in the DPoP-Nonce HTTP header" —
+    /// > RFC 9449 § 9
+    pub fn on_dpop_nonce(&mut self, value: &str) {
+        if self.dpop_key.is_some() {
+            if let Some(nonce) = accept_nonce(value) {
+                self.dpop_nonce = Some(nonce.to_owned());
+            }
+        }
+    }
+
+    /// Whether requests are signed: a DPoP key is at hand (check before
+    /// [`dpop_proof`](Self::dpop_proof), which a Bearer connection never needs).
+    pub fn signs(&self) -> bool {
+        self.dpop_key.is_some()
     }
 
     /// Authorizes before the first request (the application asked to), instead of waiting for
@@ -132,15 +216,23 @@ impl Authorizer {
         self.generation
     }
 
-    /// The access token to send (as `Authorization: Bearer …`), if any.
+    /// The `Authorization` value to send (`Bearer …`, or `DPoP …` for a DPoP-bound token,
+    /// which goes with a proof: [`dpop_proof`](Self::dpop_proof)), if any.
     ///
     /// > "MCP client **MUST** use the Authorization request header field … `Authorization:
     /// > Bearer <access-token>` … Access tokens **MUST NOT** be included in the URI query
-    /// > string" — MCP 2025-11-25, Access Token Usage
-    pub fn bearer(&self) -> Option<Secret> {
-        self.current
-            .as_ref()
-            .map(|c| Secret::new(format!("Bearer {}", c.tokens.access_token.expose())))
+    /// > string" — MCP 2025-11-25, Access Token Usage; "a DPoP-bound access token is sent using
+    /// > the Authorization request header field … using an authentication scheme of DPoP" — RFC
+    /// > 9449 § 7.1
+    pub fn authorization(&self) -> Option<Secret> {
+        self.current.as_ref().map(|c| {
+            let scheme = if c.tokens.dpop_jkt.is_some() {
+                "DPoP"
+            } else {
+                "Bearer"
+            };
+            Secret::new(format!("{scheme} {}", c.tokens.access_token.expose()))
+        })
     }
 
     /// Takes credentials a flow ended with.
@@ -260,6 +352,19 @@ impl Authorizer {
         let url = redact_url(&self.resource_url);
         let stale = sent_generation != self.generation;
         match status {
+            // > "the resource server … responds with an HTTP 401 … WWW-Authenticate …
+            // > error="use_dpop_nonce" … and a DPoP-Nonce HTTP header … the client … retries
+            // > the request using the server-provided nonce" — RFC 9449 § 9. Once per request,
+            // > and only with a nonce at hand (the response's, kept by `on_dpop_nonce`).
+            401 if challenge
+                .as_ref()
+                .is_some_and(|c| c.dpop && c.error.as_deref() == Some(USE_DPOP_NONCE))
+                && self.dpop_nonce.is_some()
+                && attempt.nonce_retries < 1 =>
+            {
+                attempt.nonce_retries += 1;
+                Verdict::Retry
+            }
             401 => {
                 if stale && attempt.raced < 4 {
                     attempt.raced += 1;

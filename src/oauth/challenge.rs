@@ -163,20 +163,35 @@ pub struct BearerChallenge {
     pub error: Option<String>,
     /// `error_description`.
     pub error_description: Option<String>,
+    /// The challenge is the `DPoP` scheme's (RFC 9449 § 7.1), not `Bearer`'s: the resource
+    /// asks for a DPoP-bound token (with `error="use_dpop_nonce"`, for a proof with its nonce).
+    pub dpop: bool,
 }
 
 impl BearerChallenge {
-    /// The first `Bearer` challenge of a `WWW-Authenticate` value, if any.
+    /// The challenge of a `WWW-Authenticate` value the client answers: the first `Bearer` one,
+    /// else the first `DPoP` one (the same parameters, RFC 9449 § 7.1) — and the `DPoP` one
+    /// first when it asks for a nonce (`error="use_dpop_nonce"`, RFC 9449 § 9).
+    ///
+    /// > "WWW-Authenticate: DPoP algs="ES256 PS256"" … "a resource server … supporting both
+    /// > schemes … can include both" — RFC 9449 § 7.1
     pub fn from_header(header: &str) -> Option<BearerChallenge> {
-        let c = parse_challenges(header)
-            .into_iter()
-            .find(|c| c.scheme.eq_ignore_ascii_case("Bearer"))?;
+        let all = parse_challenges(header);
+        let dpop = |c: &&Challenge| c.scheme.eq_ignore_ascii_case("DPoP");
+        let nonce = all
+            .iter()
+            .filter(dpop)
+            .find(|c| c.param("error") == Some(super::dpop::USE_DPOP_NONCE));
+        let c = nonce
+            .or_else(|| all.iter().find(|c| c.scheme.eq_ignore_ascii_case("Bearer")))
+            .or_else(|| all.iter().find(dpop))?;
         let get = |n: &str| c.param(n).map(str::to_owned);
         Some(BearerChallenge {
             resource_metadata: get("resource_metadata"),
             scope: get("scope"),
             error: get("error"),
             error_description: get("error_description"),
+            dpop: c.scheme.eq_ignore_ascii_case("DPoP"),
         })
     }
 }
@@ -299,5 +314,27 @@ mod tests {
             Some("https://mcp.example.com/.well-known/oauth-protected-resource")
         );
         assert_eq!(BearerChallenge::from_header("Basic realm=x"), None);
+        assert!(!c.dpop);
+    }
+
+    #[test]
+    fn a_dpop_challenge_is_read_when_there_is_no_bearer_one_or_it_asks_for_a_nonce() {
+        let only = BearerChallenge::from_header(
+            r#"DPoP resource_metadata="https://m.example/.well-known/oauth-protected-resource""#,
+        )
+        .unwrap();
+        assert!(only.dpop);
+        assert_eq!(
+            only.resource_metadata.as_deref(),
+            Some("https://m.example/.well-known/oauth-protected-resource")
+        );
+        let both = BearerChallenge::from_header(r#"Bearer scope="a", DPoP algs="ES256""#).unwrap();
+        assert!(!both.dpop);
+        assert_eq!(both.scope.as_deref(), Some("a"));
+        let nonce =
+            BearerChallenge::from_header(r#"Bearer, DPoP error="use_dpop_nonce", algs="ES256""#)
+                .unwrap();
+        assert!(nonce.dpop);
+        assert_eq!(nonce.error.as_deref(), Some("use_dpop_nonce"));
     }
 }

@@ -54,6 +54,12 @@ pub struct Tokens {
     pub scope: Option<String>,
     /// The scope asked for (the base of a step-up's union).
     pub requested_scope: Option<String>,
+    /// For a DPoP-bound token (`token_type: DPoP`, RFC 9449 § 5): the thumbprint of the key it
+    /// is bound to ([`DpopKey::thumbprint`](super::dpop::DpopKey::thumbprint)). It is sent as
+    /// `Authorization: DPoP …` with a proof by that key, and only with it: a stored token bound
+    /// to another key is not used. None: a Bearer token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_jkt: Option<String>,
 }
 
 impl Tokens {
@@ -155,6 +161,7 @@ mod tests {
             refresh_token: None,
             scope: None,
             requested_scope: None,
+            dpop_jkt: None,
         };
         assert!(t(0, None).is_fresh(u64::MAX));
         // An hour's token: stale 30 s before the end.

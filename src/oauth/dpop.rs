@@ -3,11 +3,13 @@
 //! token it gets is bound to the key. Pure: the key's bytes, the proof's `jti` and the time are
 //! inputs.
 //!
-//! What is here: the key ([`DpopKey`], the application's PEM or 32 random bytes the driver
-//! passes in), the proof ([`DpopKey::proof`]), the `htu` rule ([`htu`]), the `ath` claim
-//! ([`ath`]), the server's nonce ([`accept_nonce`], capped at [`MAX_DPOP_NONCE`]) and the
-//! `use_dpop_nonce` error ([`USE_DPOP_NONCE`]). What is not here yet: the flow's use of it (the
-//! token request's proof, the `token_type: DPoP` check, the retry with a nonce) and the driver's.
+//! What is here: when to use it ([`DpopUse`]), the key ([`DpopKey`], the application's PEM or 32
+//! random bytes the driver passes in, and its RFC 7638 thumbprint), the proof
+//! ([`DpopKey::proof`]), the `htu` rule ([`htu`]), the `ath` claim ([`ath`]), the server's nonce
+//! ([`accept_nonce`], capped at [`MAX_DPOP_NONCE`]) and the `use_dpop_nonce` error
+//! ([`USE_DPOP_NONCE`]). The flow signs its token requests with it (and retries once with an
+//! authorization server's nonce); the [`Authorizer`](super::Authorizer) signs each request to the
+//! resource (and retries once with the resource server's nonce).
 
 use super::assertion::SigningKey;
 
@@ -29,6 +31,29 @@ pub const USE_DPOP_NONCE: &str = "use_dpop_nonce";
 /// refused: a server's nonce is an opaque short string, and each proof repeats it).
 pub const MAX_DPOP_NONCE: usize = 1024;
 
+/// When a flow asks for DPoP-bound tokens (it needs a key too: [`AuthOptions::dpop_key`]).
+///
+/// DPoP is optional for a client (RFC 9449 § 5: "the client MAY" send a proof; MCP's DPoP
+/// extension, SEP-1932, is opt-in). This client uses it when the application asks, and by
+/// default when the resource asks: its `401` challenges with the `DPoP` scheme only (RFC 9449
+/// § 7.1), or its protected resource metadata says `dpop_bound_access_tokens_required` (RFC 9728
+/// § 2). An authorization server whose `dpop_signing_alg_values_supported` leaves out ES256 gets
+/// no proof.
+///
+/// [`AuthOptions::dpop_key`]: super::AuthOptions::dpop_key
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum DpopUse {
+    /// Never: Bearer tokens only.
+    Never,
+    /// When the resource asks for it (the default).
+    #[default]
+    WhenAsked,
+    /// At every authorization server that does not refuse ES256 (its answer's `token_type`
+    /// says whether the token is bound: a server without DPoP answers `Bearer`).
+    Always,
+}
+
 /// A DPoP key: an ECDSA P-256 private key (ES256). `Debug` shows nothing of it, and it is never
 /// serialized: a token store keeps the token type, not the key.
 pub struct DpopKey {
@@ -36,6 +61,15 @@ pub struct DpopKey {
     /// The public key as a JWK (RFC 7517), for the proof's header.
     jwk: serde_json::Value,
 }
+
+/// Two keys are the same key when their public keys are.
+impl PartialEq for DpopKey {
+    fn eq(&self, other: &DpopKey) -> bool {
+        self.jwk == other.jwk
+    }
+}
+
+impl Eq for DpopKey {}
 
 impl std::fmt::Debug for DpopKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -83,6 +117,16 @@ impl DpopKey {
         &self.jwk
     }
 
+    /// The public key's JWK SHA-256 thumbprint, base64url: what a bound token's `cnf.jkt` names
+    /// (a token store keeps it to tell which key a stored token is bound to).
+    ///
+    /// > "The required members for an elliptic curve public key … are: crv, kty, x, y … in
+    /// > lexicographic order … with no whitespace" — RFC 7638 § 3.2; "jkt … JWK SHA-256
+    /// > Thumbprint" — RFC 9449 § 6.1
+    pub fn thumbprint(&self) -> String {
+        jwk_thumbprint(&self.jwk)
+    }
+
     /// A DPoP proof for one request: `method` and `url` of the request, `now` in seconds since
     /// the epoch, `jti` a fresh random value, `access_token` on a request to the resource (not on
     /// a token request), `nonce` the last one this server gave.
@@ -119,6 +163,21 @@ impl DpopKey {
         }
         SigningKey::Es256(self.key.clone()).jws(&header, &claims)
     }
+}
+
+/// The RFC 7638 SHA-256 thumbprint of an EC public key in JWK form, base64url.
+fn jwk_thumbprint(jwk: &serde_json::Value) -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    let member = |name: &str| jwk[name].as_str().unwrap_or_default();
+    let canonical = format!(
+        r#"{{"crv":"{}","kty":"{}","x":"{}","y":"{}"}}"#,
+        member("crv"),
+        member("kty"),
+        member("x"),
+        member("y")
+    );
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(canonical))
 }
 
 /// The proof's `htu`: the request's URL without its query and fragment.
@@ -226,6 +285,28 @@ mod tests {
         );
         assert!(claims.get("ath").is_none());
         assert!(claims.get("nonce").is_none());
+    }
+
+    #[test]
+    fn the_thumbprint_is_rfc_7638s() {
+        // The key of RFC 9449 § 4.2's example, and its thumbprint in § 6.1.
+        let jwk = serde_json::json!({
+            "kty": "EC",
+            "x": "l8tFrhx-34tV3hRICRDY9zCkDlpBhF42UQUfWVAWBFs",
+            "y": "9VE4jf_Ok_o64zbTTlcuNJajHmt6v9TDVrU0CdvGRDA",
+            "crv": "P-256"
+        });
+        assert_eq!(
+            jwk_thumbprint(&jwk),
+            "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"
+        );
+        let k = key();
+        assert_eq!(k.thumbprint(), jwk_thumbprint(k.public_jwk()));
+        assert_ne!(
+            k.thumbprint(),
+            DpopKey::from_random(&[8; 32]).unwrap().thumbprint()
+        );
+        assert_eq!(k, key());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! and the token endpoint's client authentication (`assertion.rs`).
 
 use super::assertion::{client_assertion, token_request};
+use super::dpop::{accept_nonce, server_takes_es256, DpopKey, DpopUse, USE_DPOP_NONCE};
 use super::grants::{check_assertion, exchanged_grant, JWT_BEARER_GRANT};
 use super::metadata::{
     error_answer, RegistrationResponse, ResourceMetadata, ServerMetadata, TokenResponse,
@@ -17,6 +18,7 @@ use super::{
     FlowStart, Grant, Pkce, PreRegistered, Randomness, Reason, Secret, Tokens, PKCE_METHOD,
 };
 use crate::http::{header, redact_url, redirect_target, HttpRequest, Method, RedirectRefused};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The most redirects one metadata document's fetch follows (each to the same origin). Past it
@@ -31,6 +33,9 @@ pub const MAX_AUTHORIZATION_SERVERS: usize = 5;
 ///
 /// Exhaustive on purpose: each variant is an action of the driver (see the crate docs, "Which
 /// enums are `#[non_exhaustive]`").
+// One `Step` lives at a time, in a flow that runs a few times a session: its size costs nothing,
+// and a boxed `Done` would cost every caller a deref.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     /// Make this request and hand its answer to [`Flow::on_response`] (or its failure to
@@ -208,8 +213,19 @@ pub struct Flow {
     redirected: Vec<String>,
     /// The time of the latest input (seconds since the epoch), for signed assertions.
     now: u64,
-    /// Assertions signed so far (each gets its own `jti`).
+    /// Assertions and DPoP proofs signed so far (each gets its own `jti`).
     assertions: u32,
+    /// The DPoP key the token requests are signed with, when this flow asks for DPoP-bound
+    /// tokens (decided with the authorization server found, or by the credentials refreshed).
+    dpop: Option<Arc<DpopKey>>,
+    /// The protected resource metadata said `dpop_bound_access_tokens_required`.
+    dpop_required: bool,
+    /// The authorization server's latest `DPoP-Nonce`.
+    as_nonce: Option<String>,
+    /// The token request out was already sent again with the server's nonce (once only).
+    nonce_retried: bool,
+    /// What `dpop` was before a refresh's own key took its place (restored when it fails).
+    dpop_decided: Option<Arc<DpopKey>>,
 }
 
 impl Flow {
@@ -237,6 +253,11 @@ impl Flow {
             passed: Vec::new(),
             now: unix(now),
             assertions: 0,
+            dpop: None,
+            dpop_required: false,
+            as_nonce: None,
+            nonce_retried: false,
+            dpop_decided: None,
             start,
         };
         if let Some(pre) = flow
@@ -289,6 +310,97 @@ impl Flow {
         }
         self.state = state;
         self.step = Step::Send(request);
+    }
+
+    /// A token request goes out through here: with a DPoP proof when this flow asks for
+    /// DPoP-bound tokens (with the authorization server's nonce, when it gave one).
+    ///
+    /// > "To request an access token that is bound to a public key using DPoP, the client MUST
+    /// > provide a valid DPoP proof JWT in a DPoP header when making an access token request to
+    /// > the authorization server's token endpoint. This is applicable for all access token
+    /// > requests regardless of grant type" — RFC 9449 § 5
+    fn send_token(&mut self, state: State, mut request: HttpRequest) {
+        self.nonce_retried = false;
+        self.sign_token_request(&mut request);
+        self.send(state, request);
+    }
+
+    fn sign_token_request(&mut self, request: &mut HttpRequest) {
+        request
+            .headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case("dpop"));
+        let Some(key) = self.dpop.clone() else {
+            return;
+        };
+        let jti = self.jti();
+        let proof = key.proof(
+            request.method.as_str(),
+            &request.url,
+            self.now,
+            &jti,
+            None,
+            self.as_nonce.as_deref(),
+        );
+        request.headers.push(("DPoP".to_owned(), proof));
+    }
+
+    /// A token endpoint's answer that asks for a proof with its nonce: the request goes out
+    /// again, once, signed with it (`true`). Any answer's `DPoP-Nonce` is kept for the flow's
+    /// next proof.
+    ///
+    /// > "the authorization server responds with an HTTP 400 (Bad Request) … error response
+    /// > parameter value of use_dpop_nonce … and a DPoP-Nonce HTTP header … The client … is
+    /// > expected to retry the token request using the server-provided nonce" — RFC 9449 § 8
+    fn dpop_nonce_retry(&mut self, status: u16, headers: &[(String, String)], body: &[u8]) -> bool {
+        if self.dpop.is_none() {
+            return false;
+        }
+        let fresh = header(headers, "dpop-nonce").and_then(accept_nonce);
+        if let Some(nonce) = fresh {
+            self.as_nonce = Some(nonce.to_owned());
+        }
+        if status != 400 || fresh.is_none() || self.nonce_retried {
+            return false;
+        }
+        if error_answer(body).0.as_deref() != Some(USE_DPOP_NONCE) {
+            return false;
+        }
+        let Step::Send(mut request) = self.step.clone() else {
+            return false;
+        };
+        self.nonce_retried = true;
+        self.sign_token_request(&mut request);
+        self.step = Step::Send(request);
+        true
+    }
+
+    /// A fresh `jti` (an assertion's, a proof's): the flow's randomness, the time, a count.
+    fn jti(&mut self) -> String {
+        use sha2::Digest;
+        self.assertions += 1;
+        let mut h = sha2::Sha256::new();
+        h.update(self.random.state);
+        h.update(self.now.to_be_bytes());
+        h.update(self.assertions.to_be_bytes());
+        h.finalize()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// The key `tokens` are bound to, when they are DPoP-bound and it is this flow's key: such
+    /// tokens are usable (and refreshable) only with it. `Err`: bound to another key (or no key
+    /// is at hand).
+    fn bound_key(&self, tokens: &Tokens) -> Result<Option<Arc<DpopKey>>, ()> {
+        let Some(jkt) = &tokens.dpop_jkt else {
+            return Ok(None);
+        };
+        self.options
+            .dpop_key
+            .clone()
+            .filter(|k| &k.thumbprint() == jkt)
+            .map(Some)
+            .ok_or(())
     }
 
     /// The refusal of a URL a server named: [`AuthError::InsecureEndpoint`] for plain HTTP,
@@ -350,6 +462,13 @@ impl Flow {
             self.state,
             State::ResourceMetadata { .. } | State::ServerMetadata { .. }
         ) && self.redirect(status, headers)
+        {
+            return;
+        }
+        if matches!(
+            self.state,
+            State::Exchanging { .. } | State::Refreshing { .. }
+        ) && self.dpop_nonce_retry(status, headers, body)
         {
             return;
         }
@@ -500,6 +619,7 @@ impl Flow {
                 };
                 self.servers = servers;
                 self.resource_scopes = md.scopes_supported.clone();
+                self.dpop_required = md.dpop_bound_access_tokens_required;
                 return self.server_metadata(issuer, md.scopes_supported, false);
             }
         }
@@ -638,6 +758,7 @@ impl Flow {
                 grant_types_supported: None,
                 client_id_metadata_document_supported: false,
                 authorization_response_iss_parameter_supported: false,
+                dpop_signing_alg_values_supported: None,
             };
             return self.with_server(Found {
                 issuer,
@@ -724,6 +845,27 @@ impl Flow {
                 resource: redact_url(&self.start.resource_url),
             });
         }
+        // DPoP-bound tokens: when the application asks, or the resource does (its challenge's
+        // scheme, its metadata, or the tokens it refused were bound), and the authorization
+        // server does not refuse ES256 proofs.
+        let asked = self.start.challenge.as_ref().is_some_and(|c| c.dpop)
+            || self.dpop_required
+            || self
+                .start
+                .previous
+                .as_ref()
+                .is_some_and(|p| p.tokens.dpop_jkt.is_some());
+        let wanted = match self.options.dpop {
+            DpopUse::Never => false,
+            DpopUse::Always => true,
+            _ => asked,
+        };
+        self.dpop = self
+            .options
+            .dpop_key
+            .clone()
+            .filter(|_| wanted)
+            .filter(|_| server_takes_es256(md.dpop_signing_alg_values_supported.as_deref()));
         let load = Step::Load {
             issuer: found.issuer.clone(),
             resource: self.resource.clone(),
@@ -798,6 +940,18 @@ impl Flow {
             });
         if let Some(c) = candidate {
             let step_up = self.start.reason == Reason::InsufficientScope;
+            // Tokens bound to another DPoP key (a key made for an earlier run) are of no use:
+            // neither the access token nor, for a public client, the refresh token (RFC 9449
+            // § 5). Its client is still this client's.
+            let bound = self.bound_key(&c.tokens);
+            if bound.is_err() {
+                if self.options.pre_registered.is_none()
+                    && c.client.secret_expires_at.is_none_or(|t| t > now)
+                {
+                    self.client = Some(c.client.clone());
+                }
+                return self.identify();
+            }
             if !step_up && Some(&c.tokens.access_token) != failed.as_ref() && c.tokens.is_fresh(now)
             {
                 self.state = State::Over;
@@ -836,6 +990,12 @@ impl Flow {
         let Some(refresh) = c.tokens.refresh_token.clone() else {
             return self.after_refresh(then);
         };
+        // A DPoP-bound token is refreshed with a proof by its key (and not at all without it);
+        // a Bearer one as it was got.
+        let Ok(key) = self.bound_key(&c.tokens) else {
+            return self.after_refresh(then);
+        };
+        self.dpop_decided = std::mem::replace(&mut self.dpop, key);
         // > "grant_type REQUIRED. Value MUST be set to "refresh_token"." — OAuth 2.1 § 4.3.1;
         // > the resource again, as RFC 8707 § 2.2 allows.
         let assertion = match self.assertion(&c.client, &c.issuer) {
@@ -855,10 +1015,11 @@ impl Flow {
             assertion.as_deref(),
         );
         self.refreshing = Some(c);
-        self.send(State::Refreshing { then }, request);
+        self.send_token(State::Refreshing { then }, request);
     }
 
     fn after_refresh(&mut self, then: AfterRefresh) {
+        self.dpop = self.dpop_decided.take();
         match then {
             AfterRefresh::Discover => self.discover(),
             AfterRefresh::Identify => self.identify(),
@@ -870,7 +1031,16 @@ impl Flow {
             return self.fail(AuthError::Misuse("no refresh was out"));
         };
         match (status, TokenResponse::parse(body)) {
+            (200, Ok(t)) if t.is_dpop() && self.dpop.is_none() => {
+                let e = self.unasked_dpop_token(&old.token_endpoint);
+                self.fail(e);
+            }
             (200, Ok(t)) => {
+                let dpop_jkt = self
+                    .dpop
+                    .as_ref()
+                    .filter(|_| t.is_dpop())
+                    .map(|k| k.thumbprint());
                 let tokens = Tokens {
                     access_token: t.access_token,
                     issued_at: unix(now),
@@ -880,6 +1050,7 @@ impl Flow {
                     refresh_token: t.refresh_token.or(old.tokens.refresh_token.clone()),
                     scope: t.scope.or(old.tokens.scope.clone()),
                     requested_scope: old.tokens.requested_scope.clone(),
+                    dpop_jkt,
                 };
                 self.state = State::Over;
                 self.step = Step::Done(Credentials { tokens, ..old });
@@ -1130,7 +1301,7 @@ impl Flow {
                 &params,
                 assertion.as_deref(),
             );
-            return self.send(State::Exchanging { scope }, request);
+            return self.send_token(State::Exchanging { scope }, request);
         }
         let Some(endpoint) = found.server.authorization_endpoint.as_deref() else {
             return self.fail(AuthError::NoServerMetadata {
@@ -1282,7 +1453,7 @@ impl Flow {
             ],
             assertion.as_deref(),
         );
-        self.send(State::Exchanging { scope }, request);
+        self.send_token(State::Exchanging { scope }, request);
     }
 
     /// The JWT-bearer grant with `assertion` at the authorization server found, the client
@@ -1331,7 +1502,7 @@ impl Flow {
             &params,
             client_assertion.as_deref(),
         );
-        self.send(State::Exchanging { scope }, request);
+        self.send_token(State::Exchanging { scope }, request);
     }
 
     /// The identity provider's answer to the token exchange: its ID-JAG is the JWT-bearer grant
@@ -1379,19 +1550,7 @@ impl Flow {
             .ok_or_else(|| {
                 AuthError::Unsupported("private_key_jwt needs the client's private key".into())
             })?;
-        self.assertions += 1;
-        // Unique per assertion: the flow's randomness, the time, a count.
-        let jti = {
-            use sha2::Digest;
-            let mut h = sha2::Sha256::new();
-            h.update(self.random.state);
-            h.update(self.now.to_be_bytes());
-            h.update(self.assertions.to_be_bytes());
-            h.finalize()[..16]
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        };
+        let jti = self.jti();
         client_assertion(&client.client_id, audience, key.expose(), self.now, &jti)
             .map(Some)
             .map_err(AuthError::Unsupported)
@@ -1427,8 +1586,17 @@ impl Flow {
             return;
         };
         match TokenResponse::parse(body) {
+            Ok(t) if t.is_dpop() && self.dpop.is_none() => {
+                let e = self.unasked_dpop_token(&found.server.token_endpoint);
+                self.fail(e);
+            }
             Ok(t) => {
                 let now = unix(now);
+                let dpop_jkt = self
+                    .dpop
+                    .as_ref()
+                    .filter(|_| t.is_dpop())
+                    .map(|k| k.thumbprint());
                 let credentials = Credentials {
                     issuer: found.issuer,
                     resource: self.resource.clone(),
@@ -1441,6 +1609,7 @@ impl Flow {
                         refresh_token: t.refresh_token,
                         scope: t.scope,
                         requested_scope: scope,
+                        dpop_jkt,
                     },
                 };
                 self.state = State::Over;
@@ -1448,6 +1617,17 @@ impl Flow {
             }
             Err(reason) => self.fail(AuthError::InvalidDocument { url, reason }),
         }
+    }
+}
+
+impl Flow {
+    /// A `token_type: DPoP` answer to a request without a proof: no key is bound to it, so it
+    /// cannot be used (RFC 9449 § 5: such a token needs a proof by its key on every request).
+    fn unasked_dpop_token(&self, endpoint: &str) -> AuthError {
+        AuthError::Unsupported(format!(
+            "{} issued a DPoP-bound token to a request without a DPoP proof",
+            redact_url(endpoint)
+        ))
     }
 }
 

@@ -80,6 +80,9 @@ pub struct ResourceMetadata {
     pub authorization_servers: Vec<String>,
     /// `scopes_supported`.
     pub scopes_supported: Option<Vec<String>>,
+    /// `dpop_bound_access_tokens_required` (RFC 9728 § 2): the resource takes DPoP-bound tokens
+    /// only.
+    pub dpop_bound_access_tokens_required: bool,
 }
 
 impl ResourceMetadata {
@@ -97,6 +100,7 @@ impl ResourceMetadata {
             resource: string(&map, "resource")?,
             authorization_servers,
             scopes_supported: strings(&map, "scopes_supported")?,
+            dpop_bound_access_tokens_required: flag(&map, "dpop_bound_access_tokens_required"),
         })
     }
 }
@@ -125,6 +129,9 @@ pub struct ServerMetadata {
     pub client_id_metadata_document_supported: bool,
     /// `authorization_response_iss_parameter_supported` (RFC 9207 § 3).
     pub authorization_response_iss_parameter_supported: bool,
+    /// `dpop_signing_alg_values_supported` (RFC 9449 § 5.1): absent, the server may or may not
+    /// take DPoP proofs.
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl ServerMetadata {
@@ -152,6 +159,7 @@ impl ServerMetadata {
                 &map,
                 "authorization_response_iss_parameter_supported",
             ),
+            dpop_signing_alg_values_supported: strings(&map, "dpop_signing_alg_values_supported")?,
         })
     }
 
@@ -201,7 +209,8 @@ impl RegistrationResponse {
 pub struct TokenResponse {
     /// `access_token`.
     pub access_token: Secret,
-    /// `token_type` (only `Bearer`, compared case-insensitively, is used).
+    /// `token_type`: `Bearer` or `DPoP` (compared case-insensitively; a `DPoP` one is used only
+    /// when the token request carried a proof: the flow checks).
     pub token_type: String,
     /// `expires_in`, seconds (a number, or a string of digits as some servers send).
     pub expires_in: Option<u64>,
@@ -212,12 +221,12 @@ pub struct TokenResponse {
 }
 
 impl TokenResponse {
-    /// Reads an answer; a token of another type than `Bearer` is refused (the client could not
-    /// use it as the MCP spec requires).
+    /// Reads an answer; a token of another type than `Bearer` or `DPoP` (RFC 9449 § 5) is
+    /// refused (the client could not use it).
     pub fn parse(body: &[u8]) -> Result<TokenResponse, DocumentError> {
         let map = object(body)?;
         let token_type = required(&map, "token_type")?;
-        if !token_type.eq_ignore_ascii_case("bearer") {
+        if !token_type.eq_ignore_ascii_case("bearer") && !token_type.eq_ignore_ascii_case("dpop") {
             return Err(DocumentError::Member("token_type"));
         }
         let expires_in = match map.get("expires_in") {
@@ -237,6 +246,11 @@ impl TokenResponse {
                 .map(Secret::new),
             scope: string(&map, "scope")?,
         })
+    }
+
+    /// Whether the token is DPoP-bound (`token_type: DPoP`, RFC 9449 § 5).
+    pub fn is_dpop(&self) -> bool {
+        self.token_type.eq_ignore_ascii_case("dpop")
     }
 }
 
@@ -318,7 +332,8 @@ mod tests {
         assert_eq!(t.access_token.expose(), "at");
         assert_eq!(t.expires_in, Some(3600));
         assert_eq!(t.refresh_token.unwrap().expose(), "rt");
-        assert!(TokenResponse::parse(br#"{"access_token":"at","token_type":"DPoP"}"#).is_err());
+        assert!(TokenResponse::parse(br#"{"access_token":"at","token_type":"DPoP"}"#).is_ok());
+        assert!(TokenResponse::parse(br#"{"access_token":"at","token_type":"mac"}"#).is_err());
         assert!(TokenResponse::parse(br#"{"token_type":"Bearer"}"#).is_err());
         // The secret does not show in Debug.
         let t = TokenResponse::parse(br#"{"access_token":"s3cr3t","token_type":"Bearer"}"#);

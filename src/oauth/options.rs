@@ -1,10 +1,12 @@
 //! What the application tells every flow: the grant, its pre-registered credentials, and how
 //! the client identifies and authenticates itself.
 
+use super::dpop::{DpopKey, DpopUse};
 #[cfg(doc)]
 use super::{AuthError, Credentials};
 use super::{IdentityProvider, Secret};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// How the client gets its tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -176,6 +178,13 @@ pub struct AuthOptions {
     pub jwt_assertion: Option<Secret>,
     /// The identity provider of [`Grant::EnterpriseManaged`].
     pub identity_provider: Option<IdentityProvider>,
+    /// When to ask for DPoP-bound tokens (RFC 9449; by default when the resource asks).
+    pub dpop: DpopUse,
+    /// The DPoP key: the application's (a key kept with the tokens' store makes stored
+    /// DPoP-bound tokens usable in a later run), or one a driver makes for the connection. None:
+    /// no DPoP, whatever [`dpop`](Self::dpop) says. Never stored: a token store keeps the
+    /// key's thumbprint with the tokens it is bound to.
+    pub dpop_key: Option<Arc<DpopKey>>,
 }
 
 impl AuthOptions {
@@ -193,6 +202,8 @@ impl AuthOptions {
             interactive: true,
             jwt_assertion: None,
             identity_provider: None,
+            dpop: DpopUse::WhenAsked,
+            dpop_key: None,
         }
     }
 

@@ -69,6 +69,11 @@ pub(crate) struct AuthFlags {
     pub(crate) idp_client_secret: Option<Secret>,
     /// From `--id-token-file` or `--id-token-env`.
     pub(crate) id_token: Option<Secret>,
+    /// `--dpop` (`Some(true)`) or `--no-dpop` (`Some(false)`); by default DPoP when the server
+    /// asks.
+    pub(crate) dpop: Option<bool>,
+    /// From `--dpop-key FILE` (its `Debug` shows nothing of it).
+    pub(crate) dpop_key: Option<std::sync::Arc<mcp_connect::proto::oauth::dpop::DpopKey>>,
     pub(crate) store: StoreChoice,
     pub(crate) no_browser: bool,
     pub(crate) timeout: Option<Duration>,
@@ -228,7 +233,7 @@ pub(crate) fn parse(argv: impl Iterator<Item = OsString>, usage: &str) -> Result
 }
 
 /// The options of [`AuthFlags`].
-const AUTH_FLAGS: [&str; 16] = [
+const AUTH_FLAGS: [&str; 19] = [
     "--no-auth",
     "--client-id",
     "--client-secret",
@@ -241,6 +246,9 @@ const AUTH_FLAGS: [&str; 16] = [
     "--idp-client-secret-env",
     "--id-token-file",
     "--id-token-env",
+    "--dpop",
+    "--no-dpop",
+    "--dpop-key",
     "--auth-store",
     "--no-auth-store",
     "--no-browser",
@@ -288,6 +296,17 @@ fn auth_flag(
                 .map_err(|e| format!("--id-token-file {path}: {e}"))?;
             a.id_token = Some(Secret::new(text.trim().to_owned()));
         }
+        "--dpop" => a.dpop = Some(true),
+        "--no-dpop" => a.dpop = Some(false),
+        "--dpop-key" => {
+            // Read here, once; a message names the file, never what is in it.
+            let path = value()?;
+            let pem =
+                read_capped(&path, MAX_KEY_FILE).map_err(|e| format!("--dpop-key {path}: {e}"))?;
+            let key = mcp_connect::proto::oauth::dpop::DpopKey::from_pem(&pem)
+                .map_err(|e| format!("--dpop-key {path}: {e}"))?;
+            a.dpop_key = Some(std::sync::Arc::new(key));
+        }
         "--auth-store" => a.store = StoreChoice::File(value()?.into()),
         "--no-auth-store" => a.store = StoreChoice::Memory,
         "--no-browser" => a.no_browser = true,
@@ -304,6 +323,9 @@ fn auth_flag(
     }
     Ok(())
 }
+
+/// The largest `--dpop-key` file read (a PEM P-256 key is about 250 bytes).
+const MAX_KEY_FILE: usize = 16 * 1024;
 
 /// The value of the environment variable `var`, for `flag`; an error names the variable, never
 /// a value.
@@ -347,6 +369,7 @@ fn check_auth(a: &AuthFlags, url: bool) -> Result<(), String> {
             "--idp-client-secret-env",
             "--id-token-file",
             "--id-token-env",
+            "--dpop",
         ];
         if let Some(other) = a.given.iter().find(|f| flow_only.contains(f)) {
             return Err(format!(
@@ -359,6 +382,11 @@ fn check_auth(a: &AuthFlags, url: bool) -> Result<(), String> {
     }
     if has("--auth-store") && has("--no-auth-store") {
         return Err("give --auth-store or --no-auth-store, not both".into());
+    }
+    if has("--no-dpop") {
+        if let Some(other) = ["--dpop", "--dpop-key"].into_iter().find(|f| has(f)) {
+            return Err(format!("--no-dpop and {other} do not go together"));
+        }
     }
     if has("--id-token-file") && has("--id-token-env") {
         return Err("give --id-token-file or --id-token-env, not both".into());

@@ -91,6 +91,16 @@ fn oauth_config(a: &AuthFlags) -> OAuthConfig {
             config
         }
     };
+    // DPoP: by default when the server asks (with a key made for the run); `--dpop` at every
+    // authorization server that takes it; `--dpop-key` signs with the user's key, which keeps
+    // stored DPoP-bound tokens usable from run to run.
+    use mcp_connect::proto::oauth::dpop::DpopUse;
+    match a.dpop {
+        Some(true) => config.options.dpop = DpopUse::Always,
+        Some(false) => config.options.dpop = DpopUse::Never,
+        None => {}
+    }
+    config.options.dpop_key = a.dpop_key.clone();
     let path = match &a.store {
         StoreChoice::Default => FileStore::default_path(),
         StoreChoice::File(path) => Some(path.clone()),

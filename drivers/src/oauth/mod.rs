@@ -94,6 +94,18 @@
 //! registrations, never a pre-registered secret or key: those stay with the application and are
 //! added to each token request.
 //!
+//! # DPoP
+//!
+//! Sender-constrained tokens (RFC 9449; MCP's DPoP extension, SEP-1932): the token requests and
+//! every request that carries a DPoP-bound token (`Authorization: DPoP …`) get a fresh proof,
+//! signed ES256, bound to the method, the URL and the token; a server's `DPoP-Nonce` is used in
+//! the next proofs, and a `use_dpop_nonce` answer is retried once with it, at the authorization
+//! server as at the MCP server. Used when the resource asks for it (a `DPoP` challenge, its
+//! metadata's `dpop_bound_access_tokens_required`) by default, always with
+//! [`DpopUse::Always`], never with [`DpopUse::Never`] ([`AuthOptions::dpop`]). The key is the
+//! application's ([`AuthOptions::dpop_key`], [`OAuthConfig::dpop`]) or one made for the
+//! connection; a store keeps the key's thumbprint with the tokens it is bound to, never the key.
+//!
 //! # Safe by construction
 //!
 //! - The access token goes only to the MCP endpoint, in the `Authorization` header, and the client
@@ -145,6 +157,7 @@ use crate::transport::BoxFuture;
 use browser::{open_browser, receive_redirect};
 use isahc::{AsyncReadResponseExt, HttpClient};
 use mcp_proto::http::{redact_url, HttpRequest, HttpRules};
+use mcp_proto::oauth::dpop::{DpopKey, DpopUse};
 use mcp_proto::oauth::{
     Attempt, AuthError, AuthOptions, AuthorizationRequest, Authorizer, Credentials, Flow,
     FlowStart, Randomness, Step, Ticket, Turn, Verdict,
@@ -333,6 +346,17 @@ impl OAuthConfig {
     }
 }
 
+impl OAuthConfig {
+    /// DPoP-bound tokens at every authorization server that takes ES256 proofs, signed with
+    /// `key` (the application's: kept from run to run, it keeps stored DPoP-bound tokens
+    /// usable), or with a key made for each connection when `None`.
+    pub fn dpop(mut self, key: Option<DpopKey>) -> OAuthConfig {
+        self.options.dpop = DpopUse::Always;
+        self.options.dpop_key = key.map(Arc::new);
+        self
+    }
+}
+
 impl std::fmt::Debug for OAuthConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OAuthConfig")
@@ -357,12 +381,58 @@ pub(crate) struct OAuth {
 }
 
 impl OAuth {
-    pub(crate) fn new(url: &str, config: OAuthConfig, client: HttpClient) -> OAuth {
+    pub(crate) fn new(url: &str, mut config: OAuthConfig, client: HttpClient) -> OAuth {
+        // DPoP, unless turned off: the application's key, else one made for this connection
+        // (tokens bound to it live as long as it: a store keeps them, but a later run's key
+        // is another, so they are not used then).
+        if config.options.dpop != DpopUse::Never && config.options.dpop_key.is_none() {
+            config.options.dpop_key = new_dpop_key().map(Arc::new);
+        }
+        let mut seed = [0u8; 16];
+        let seeded = getrandom::fill(&mut seed).is_ok();
+        let key = config.options.dpop_key.clone().filter(|_| seeded);
         OAuth {
-            authorizer: Mutex::new(Authorizer::new(url).with_upfront(config.upfront)),
+            authorizer: Mutex::new(
+                Authorizer::new(url)
+                    .with_upfront(config.upfront)
+                    .with_dpop(key, seed),
+            ),
             flow: smol::lock::Mutex::new(()),
             config,
             client,
+        }
+    }
+
+    /// Adds a DPoP proof to a request that carries a DPoP-bound token (RFC 9449 § 7.1): fresh
+    /// for every request sent, resends included. Nothing for a Bearer token.
+    pub(crate) fn sign(&self, request: &mut HttpRequest) {
+        let Some(value) = request
+            .headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+            .map(|(_, v)| v)
+            .filter(|v| v.len() > 5 && v[..5].eq_ignore_ascii_case("dpop "))
+        else {
+            return;
+        };
+        let proof = lock(&self.authorizer).dpop_proof(
+            request.method.as_str(),
+            &request.url,
+            value,
+            SystemTime::now(),
+        );
+        if let Some(proof) = proof {
+            request
+                .headers
+                .retain(|(k, _)| !k.eq_ignore_ascii_case("dpop"));
+            request.headers.push(("DPoP".to_owned(), proof));
+        }
+    }
+
+    /// A response's `DPoP-Nonce` header, for the next proofs (RFC 9449 § 9).
+    pub(crate) fn on_head(&self, nonce: Option<&str>) {
+        if let Some(nonce) = nonce {
+            lock(&self.authorizer).on_dpop_nonce(nonce);
         }
     }
 
@@ -375,7 +445,7 @@ impl OAuth {
         if a.before_send(SystemTime::now()).is_some() {
             return None;
         }
-        lock(rules).set_authorization(a.bearer());
+        lock(rules).set_authorization(a.authorization());
         Some(a.generation())
     }
 
@@ -394,7 +464,7 @@ impl OAuth {
             }
         }
         let a = lock(&self.authorizer);
-        lock(rules).set_authorization(a.bearer());
+        lock(rules).set_authorization(a.authorization());
         Ok(a.generation())
     }
 
@@ -442,7 +512,7 @@ impl OAuth {
         let outcome = self.run(start).await;
         let mut a = lock(&self.authorizer);
         let next = a.flow_ended(reason, outcome);
-        lock(rules).set_authorization(a.bearer());
+        lock(rules).set_authorization(a.authorization());
         next
     }
 
@@ -574,6 +644,19 @@ impl OAuth {
         })
         .await
     }
+}
+
+/// A DPoP key made from the system's randomness (`None` when it gives none: Bearer tokens
+/// then). 32 bytes that are no P-256 scalar are drawn again (a chance of about 2^-32).
+fn new_dpop_key() -> Option<DpopKey> {
+    for _ in 0..4 {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).ok()?;
+        if let Ok(key) = DpopKey::from_random(&bytes) {
+            return Some(key);
+        }
+    }
+    None
 }
 
 /// The flow's randomness, from the operating system.

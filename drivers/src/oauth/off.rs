@@ -10,6 +10,14 @@ use std::sync::Mutex;
 pub(crate) enum OAuth {}
 
 impl OAuth {
+    pub(crate) fn sign(&self, _request: &mut mcp_proto::http::HttpRequest) {
+        match *self {}
+    }
+
+    pub(crate) fn on_head(&self, _nonce: Option<&str>) {
+        match *self {}
+    }
+
     pub(crate) fn ready(&self, _rules: &Mutex<HttpRules>) -> Option<u64> {
         match *self {}
     }
