@@ -691,3 +691,94 @@ fn one_registration_serves_two_resources_of_one_authorization_server() {
     second_rs.stop();
     peers.stop();
 }
+
+/// DPoP end to end (RFC 9449): oidc-provider binds the token to the client's key when the token
+/// request carries a proof, and requires its nonce in every proof; the resource server (the
+/// SDK's, behind `--dpop --dpop-nonce`) takes only `Authorization: DPoP` with a valid proof
+/// bound to that token, carrying its own nonce. The client was told nothing but the key: the
+/// resource's `DPoP` challenge is what turns DPoP on. Both nonces are met once, then every
+/// request (and the refresh after the short-lived token expires) goes through signed.
+#[test]
+fn dpop_bound_tokens_end_to_end_with_both_servers_nonces() {
+    use mcp_connect::proto::oauth::dpop::DpopKey;
+    let Some(peers) = Peers::start(
+        &["--dpop-nonce", "--access-token-ttl", "3"],
+        &["--dpop", "--dpop-nonce", "--log-level", "INFO"],
+    ) else {
+        return;
+    };
+    let key = DpopKey::from_random(&[42; 32]).unwrap();
+    let jkt = key.thumbprint();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let store = Arc::new(Recording::default());
+    let mut oauth = OAuthConfig::new(headless(calls.clone(), Arc::default(), |u| u));
+    oauth.store = store.clone();
+    oauth.options.dpop_key = Some(Arc::new(key));
+    within(Duration::from_secs(60), async {
+        let client = connect(&peers, oauth).await.unwrap_or_else(|e| {
+            panic!(
+                "connect: {e}\nAS:\n{}\nRS:\n{}",
+                peers.auth.output(),
+                peers.rs.output()
+            )
+        });
+        echo(&client, "signed").await;
+        let me = whoami(&client).await;
+        assert_eq!(me["dpop_jkt"], jkt.as_str(), "{me}");
+        assert_eq!(me["subject"], "test-user", "{me}");
+        let first = store.saves.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(first.tokens.dpop_jkt.as_deref(), Some(jkt.as_str()));
+        assert_eq!(
+            jwt_claims(first.tokens.access_token.expose())["cnf"]["jkt"],
+            jkt.as_str()
+        );
+        // Past the token's life (the RS checks exp with no leeway): refreshed, with a proof by
+        // the same key, bound again.
+        let expires = first.tokens.expires_at.unwrap();
+        while std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            <= expires
+        {
+            smol::Timer::after(Duration::from_millis(200)).await;
+        }
+        echo(&client, "after the refresh").await;
+        let last = store.saves.lock().unwrap().last().cloned().unwrap();
+        assert_ne!(last.tokens.access_token, first.tokens.access_token);
+        assert_eq!(last.tokens.dpop_jkt.as_deref(), Some(jkt.as_str()));
+        assert_eq!(whoami(&client).await["dpop_jkt"], jkt.as_str());
+        client.close().await.unwrap();
+    });
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "one person, once");
+    // Each flow's token request (the code's, the refresh's) twice: first refused for the AS's
+    // nonce (a flow starts without one), then answered; never refused twice in a row.
+    assert!(peers.as_requests_settled("POST /token", 4) >= 4);
+    let auth = peers.auth.output();
+    let token: Vec<&str> = auth
+        .lines()
+        .filter(|l| l.starts_with("[oauth-as] POST /token -> "))
+        .collect();
+    assert_eq!(
+        token,
+        [
+            "[oauth-as] POST /token -> 400",
+            "[oauth-as] POST /token -> 200",
+            "[oauth-as] POST /token -> 400",
+            "[oauth-as] POST /token -> 200"
+        ],
+        "{auth}"
+    );
+    // The RS: one request without a token, one proof without its nonce, and no proof refused
+    // for anything else.
+    let rs = peers.rs.output();
+    assert_eq!(rs.matches("refused: no nonce").count(), 1, "{rs}");
+    let bad: Vec<&str> = rs
+        .lines()
+        .filter(|l| {
+            l.contains("refused: ") && !l.contains("no nonce") && !l.contains("no DPoP token")
+        })
+        .collect();
+    assert!(bad.is_empty(), "{bad:?}");
+    peers.stop();
+}

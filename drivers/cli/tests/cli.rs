@@ -494,9 +494,22 @@ struct Scenario {
 
 impl Scenario {
     fn start(name: &str) -> Option<Scenario> {
-        let bin = peer_bin("conformance")?;
+        Scenario::start_with("conformance", name, &[])
+    }
+
+    /// An extension scenario of the 2026-07-28 suite (`conformance-next`, `--force`).
+    fn start_extension(name: &str) -> Option<Scenario> {
+        Scenario::start_with(
+            "conformance-next",
+            name,
+            &["--spec-version", "2026-07-28", "--force"],
+        )
+    }
+
+    fn start_with(runner: &str, name: &str, extra: &[&str]) -> Option<Scenario> {
+        let bin = peer_bin(runner)?;
         let mut command = Command::new(bin);
-        command.args(["client", "--scenario", name]);
+        command.args(["client", "--scenario", name]).args(extra);
         // The runner's preload binds 127.0.0.1 (HttpPeer insists on that); its documents say
         // `localhost`, and the resource check compares origins as sent, so the CLI is given that.
         let peer = HttpPeer::start(command, |line| {
@@ -641,6 +654,50 @@ fn url_authorizes_in_the_browser_once_and_keeps_the_credentials_for_the_user_alo
     assert!(out.status.success(), "{out:?}");
     assert_eq!(out.stdout, "test-tool\t\n");
     assert_eq!(person.opened(), 1, "the browser was opened again: {out:?}");
+}
+
+/// DPoP through the CLI (the suite's `auth/dpop-nonce`: its resource challenges with the `DPoP`
+/// scheme, both servers want their nonce): the browser flow gets a DPoP-bound token, kept with
+/// the thumbprint of the key, never the key. A run's own key dies with it, so the next run
+/// authorizes again; with `--dpop-key` the stored token is the same key's, and is used.
+#[test]
+fn dpop_bound_tokens_through_the_cli_with_a_run_key_or_the_users() {
+    let Some(scenario) = Scenario::start_extension("auth/dpop-nonce") else {
+        return;
+    };
+    let person = Person::new();
+    let store = person
+        .config_home()
+        .join("mcp-client")
+        .join("credentials.json");
+    let call = ["--url", scenario.url.as_str(), "--call", "test-tool"];
+    let out = person.cli(&call, &[]);
+    assert!(out.status.success(), "{out:?}\n{}", scenario.peer.output());
+    assert_eq!(out.stdout, "test\n");
+    assert_eq!(person.opened(), 1);
+    let kept = std::fs::read_to_string(&store).unwrap();
+    assert!(kept.contains("\"dpop_jkt\""), "{kept}");
+    assert!(
+        !kept.contains("PRIVATE") && !kept.contains("\"d\""),
+        "{kept}"
+    );
+    // Another run, another key: the stored token is not its to use.
+    let out = person.cli(&call, &[]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(person.opened(), 2, "{out:?}");
+    // The user's key: authorized once, then the stored token serves the next run.
+    let key = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/keys/p256.pkcs8.pem"
+    );
+    let keyed = [call.as_slice(), &["--dpop-key", key]].concat();
+    let out = person.cli(&keyed, &[]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(person.opened(), 3, "{out:?}");
+    let out = person.cli(&keyed, &[]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, "test\n");
+    assert_eq!(person.opened(), 3, "the stored token was not used: {out:?}");
 }
 
 #[test]
@@ -1111,6 +1168,22 @@ fn auth_options_that_do_not_go_together_are_refused() {
             "--no-auth starts no authorization: --assertion-file has no use with it",
         ),
         (
+            vec!["--url", url, "--no-dpop", "--dpop"],
+            "--no-dpop and --dpop do not go together",
+        ),
+        (
+            vec!["--url", url, "--dpop-key", "/nonexistent/key.pem"],
+            "--dpop-key /nonexistent/key.pem:",
+        ),
+        (
+            vec!["--url", url, "--dpop-key", concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/keys/rsa2048.pkcs8.pem")],
+            "the DPoP key is an RSA key",
+        ),
+        (
+            vec!["--url", url, "--no-auth", "--dpop"],
+            "--no-auth starts no authorization: --dpop has no use with it",
+        ),
+        (
             vec![
                 "--url",
                 url,
@@ -1141,6 +1214,9 @@ fn auth_options_that_do_not_go_together_are_refused() {
         "--id-token-file",
         "--auth-store",
         "--auth-timeout",
+        "--dpop",
+        "--no-dpop",
+        "--dpop-key",
     ] {
         assert!(help.stdout.contains(flag), "{flag}: {}", help.stdout);
     }

@@ -4,7 +4,7 @@
 // configured for the MCP authorization spec (2025-11-25) and for headless tests. See README.md here.
 //
 //   node22 authorization-server.cjs [--port N] [--access-token-ttl SECONDS] [--refresh-token-ttl SECONDS]
-//                                   [--interactive] [--openid-only] [--log]
+//                                   [--interactive] [--openid-only] [--dpop-nonce] [--log]
 //   (or .peers/bin/oauth-as ...; env OAUTH_AS_PORT / OAUTH_AS_ACCESS_TOKEN_TTL / OAUTH_AS_REFRESH_TOKEN_TTL)
 //
 // Listens on 127.0.0.1 only (port 0 = the OS picks one, the default) and, once it accepts
@@ -30,6 +30,9 @@
 // - refresh tokens for every client allowed the refresh_token grant (whether or not offline_access
 //   or prompt=consent was sent); public clients get a new refresh token on each use (rotation).
 // - RFC 9207: authorization_response_iss_parameter_supported: true, `iss` in every redirect.
+// - DPoP (RFC 9449, ES256 among dpop_signing_alg_values_supported): a token request with a proof
+//   gets a token bound to its key (`token_type: DPoP`, `cnf.jkt` in the JWT); --dpop-nonce requires
+//   the server's nonce in every proof.
 // - introspection (/token/introspection) and revocation (/token/revocation) for the client's own
 //   tokens (client authentication as registered).
 // - No login or consent form. Default ("direct"): every authorization request runs as the logged-in
@@ -61,6 +64,7 @@ function parseArgs(argv) {
     accessTokenTtl: Number(process.env.OAUTH_AS_ACCESS_TOKEN_TTL || 3600),
     refreshTokenTtl: Number(process.env.OAUTH_AS_REFRESH_TOKEN_TTL || 86400),
     interactive: false,
+    dpopNonce: false,
     openidOnly: false,
     log: !!process.env.OAUTH_AS_LOG,
   };
@@ -75,6 +79,7 @@ function parseArgs(argv) {
     else if (a === '--access-token-ttl') o.accessTokenTtl = Number(val());
     else if (a === '--refresh-token-ttl') o.refreshTokenTtl = Number(val());
     else if (a === '--interactive') o.interactive = true;
+    else if (a === '--dpop-nonce') o.dpopNonce = true;
     else if (a === '--openid-only') o.openidOnly = true;
     else if (a === '--log') o.log = true;
     else if (a === '-h' || a === '--help') {
@@ -180,6 +185,14 @@ async function main() {
       devInteractions: { enabled: false },
       registration: { enabled: true, initialAccessToken: false },
       introspection: { enabled: true },
+      // DPoP (RFC 9449): a token request with a valid proof gets a DPoP-bound token (its JWT
+      // carries cnf.jkt); without a proof, a Bearer one. --dpop-nonce: every proof must carry
+      // this server's nonce (a 400 use_dpop_nonce with a DPoP-Nonce header first).
+      dPoP: {
+        enabled: true,
+        nonceSecret: crypto.randomBytes(32),
+        requireNonce: () => opt.dpopNonce,
+      },
       revocation: { enabled: true },
       userinfo: { enabled: true },
       resourceIndicators: {
