@@ -250,21 +250,15 @@ fn dpop_is_used_when_the_metadata_requires_it_or_the_application_asks_and_not_wh
             Some(json!(["RS256"])),
             json!({}),
             DpopUse::Always,
-            dpop_challenge(),
+            None,
             false,
         ),
-        (
-            Some(json!([])),
-            json!({}),
-            DpopUse::WhenAsked,
-            dpop_challenge(),
-            false,
-        ),
+        (Some(json!([])), json!({}), DpopUse::Always, None, false),
         (
             Some(json!(["ES256"])),
             json!({}),
             DpopUse::Never,
-            dpop_challenge(),
+            None,
             false,
         ),
     ];
@@ -287,7 +281,7 @@ fn dpop_is_used_when_the_metadata_requires_it_or_the_application_asks_and_not_wh
         // A Bearer answer to a proof is a Bearer token.
         assert_eq!(run.ok().tokens.dpop_jkt, None);
     }
-    // Without a key, nothing is signed, whatever is asked.
+    // Without a key, nothing is signed.
     let mut world = World::new(Some(json!(["ES256"])), json!({}));
     world.put(
         AS_TOKEN,
@@ -296,12 +290,153 @@ fn dpop_is_used_when_the_metadata_requires_it_or_the_application_asks_and_not_wh
         json!({"access_token": "AT", "token_type": "Bearer"}),
     );
     let run = drive(
-        unauthorized(dpop_challenge()),
+        unauthorized(None),
         options(DpopUse::Always, None),
         &mut world,
         None,
     );
     assert!(proof_of(run.to_token()[0]).is_none());
+}
+
+#[test]
+fn a_resource_that_takes_dpop_tokens_only_is_told_apart_before_any_token_request() {
+    let k = key(7);
+    let cases = [
+        // (algs, PRM extra, use, key, challenge, the reason told)
+        (
+            json!(["RS256"]),
+            json!({}),
+            DpopUse::WhenAsked,
+            Some(k.clone()),
+            dpop_challenge(),
+            "takes no ES256 DPoP proofs",
+        ),
+        (
+            json!([]),
+            json!({}),
+            DpopUse::Always,
+            Some(k.clone()),
+            dpop_challenge(),
+            "takes no ES256 DPoP proofs",
+        ),
+        (
+            json!(["ES256"]),
+            json!({}),
+            DpopUse::Never,
+            Some(k.clone()),
+            dpop_challenge(),
+            "DPoP is turned off",
+        ),
+        (
+            json!(["ES256"]),
+            json!({}),
+            DpopUse::WhenAsked,
+            None,
+            dpop_challenge(),
+            "there is no DPoP key",
+        ),
+        (
+            json!(["RS256"]),
+            json!({"dpop_bound_access_tokens_required": true}),
+            DpopUse::WhenAsked,
+            Some(k.clone()),
+            None,
+            "takes no ES256 DPoP proofs",
+        ),
+    ];
+    for (algs, prm, dpop, key, challenge, why) in cases {
+        let mut world = World::new(Some(algs), prm);
+        world.put(
+            AS_TOKEN,
+            200,
+            &[],
+            json!({"access_token": "AT", "token_type": "Bearer"}),
+        );
+        let run = drive(
+            unauthorized(challenge),
+            options(dpop, key),
+            &mut world,
+            None,
+        );
+        let e = run
+            .result
+            .as_ref()
+            .expect_err("refused up front")
+            .to_string();
+        assert!(
+            e.contains("takes DPoP-bound tokens only") && e.contains(why),
+            "{e}"
+        );
+        assert!(run.to_token().is_empty(), "{e}");
+    }
+    // A resource that takes both (a Bearer challenge beside the DPoP one) takes a Bearer token.
+    let both = BearerChallenge::from_header(&format!(
+        r#"Bearer resource_metadata="{PRM}", DPoP algs="ES256""#
+    ));
+    let mut world = World::new(Some(json!(["RS256"])), json!({}));
+    world.put(
+        AS_TOKEN,
+        200,
+        &[],
+        json!({"access_token": "AT", "token_type": "Bearer"}),
+    );
+    let run = drive(
+        unauthorized(both),
+        options(DpopUse::WhenAsked, Some(k)),
+        &mut world,
+        None,
+    );
+    assert_eq!(run.ok().tokens.dpop_jkt, None);
+}
+
+fn expired_start(jkt: Option<String>) -> FlowStart {
+    FlowStart {
+        resource_url: MCP.into(),
+        challenge: None,
+        reason: Reason::Expired,
+        previous: Some(credentials(jkt, NOW - 10)),
+    }
+}
+
+#[test]
+fn a_nonce_kept_from_an_earlier_flow_signs_the_first_token_request() {
+    let k = key(7);
+    let mut world = World::new(Some(json!(["ES256"])), json!({}));
+    world.put(AS_TOKEN, 200, &[("DPoP-Nonce", "next")], dpop_token("AT"));
+    let random = Randomness {
+        verifier: [1; 32],
+        state: [2; 16],
+    };
+    // A refresh (made by `new`) is signed again with the kept nonce.
+    let mut flow = Flow::new(
+        expired_start(Some(k.thumbprint())),
+        options(DpopUse::WhenAsked, Some(k.clone())),
+        random,
+        now(),
+    )
+    .with_dpop_nonce(Some("kept"));
+    let Step::Send(refresh) = flow.step().clone() else {
+        panic!("a refresh first")
+    };
+    assert_eq!(proof_of(&refresh).unwrap().1["nonce"], "kept");
+    let (status, headers, body) = world.answer(AS_TOKEN);
+    flow.on_response(status, &headers, &body, now());
+    assert!(matches!(flow.step(), Step::Done(_)));
+    // The answer's nonce is the one to keep next.
+    assert_eq!(flow.dpop_nonce(), Some("next"));
+    // A kept value that is no nonce is dropped.
+    let flow = Flow::new(
+        expired_start(Some(k.thumbprint())),
+        options(DpopUse::WhenAsked, Some(k)),
+        random,
+        now(),
+    )
+    .with_dpop_nonce(Some("bad nonce"));
+    let Step::Send(refresh) = flow.step().clone() else {
+        panic!("a refresh first")
+    };
+    assert!(proof_of(&refresh).unwrap().1.get("nonce").is_none());
+    assert_eq!(flow.dpop_nonce(), None);
 }
 
 #[test]

@@ -281,6 +281,32 @@ impl Flow {
         flow
     }
 
+    /// Starts the flow with an authorization server's `DPoP-Nonce` kept from an earlier flow
+    /// ([`dpop_nonce`](Self::dpop_nonce)), so that its token requests need not be refused for
+    /// it first (RFC 9449 § 8.2: the client uses the latest nonce it was given). One the server
+    /// no longer takes costs the one retry its `use_dpop_nonce` answer allows.
+    pub fn with_dpop_nonce(mut self, nonce: Option<&str>) -> Flow {
+        self.as_nonce = nonce.and_then(accept_nonce).map(str::to_owned);
+        // A refresh is out already (made by `new`): signed again, with the nonce.
+        if let Step::Send(mut request) = self.step.clone() {
+            if request
+                .headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("dpop"))
+            {
+                self.sign_token_request(&mut request);
+                self.step = Step::Send(request);
+            }
+        }
+        self
+    }
+
+    /// The latest `DPoP-Nonce` an authorization server gave this flow, to start the next flow
+    /// with ([`with_dpop_nonce`](Self::with_dpop_nonce)).
+    pub fn dpop_nonce(&self) -> Option<&str> {
+        self.as_nonce.as_deref()
+    }
+
     /// What the flow wants now.
     pub fn step(&self) -> &Step {
         &self.step
@@ -848,8 +874,8 @@ impl Flow {
         // DPoP-bound tokens: when the application asks, or the resource does (its challenge's
         // scheme, its metadata, or the tokens it refused were bound), and the authorization
         // server does not refuse ES256 proofs.
-        let asked = self.start.challenge.as_ref().is_some_and(|c| c.dpop)
-            || self.dpop_required
+        let required = self.start.challenge.as_ref().is_some_and(|c| c.dpop) || self.dpop_required;
+        let asked = required
             || self
                 .start
                 .previous
@@ -866,6 +892,23 @@ impl Flow {
             .clone()
             .filter(|_| wanted)
             .filter(|_| server_takes_es256(md.dpop_signing_alg_values_supported.as_deref()));
+        // A resource that takes DPoP-bound tokens only would refuse the Bearer token this
+        // flow would get: said now, with the reason, rather than after a person authorized
+        // (and another authorization server of the resource may do).
+        if required && self.dpop.is_none() {
+            let why = match (self.options.dpop, &self.options.dpop_key) {
+                (DpopUse::Never, _) => "DPoP is turned off".to_owned(),
+                (_, None) => "there is no DPoP key".to_owned(),
+                _ => format!(
+                    "its authorization server {} takes no ES256 DPoP proofs",
+                    found.issuer
+                ),
+            };
+            return self.unusable(AuthError::Unsupported(format!(
+                "{} takes DPoP-bound tokens only (RFC 9449), and {why}",
+                redact_url(&self.start.resource_url)
+            )));
+        }
         let load = Step::Load {
             issuer: found.issuer.clone(),
             resource: self.resource.clone(),

@@ -378,6 +378,8 @@ pub(crate) struct OAuth {
     authorizer: Mutex<Authorizer>,
     flow: smol::lock::Mutex<()>,
     client: HttpClient,
+    /// The authorization server's latest `DPoP-Nonce`, from one flow to the next.
+    as_nonce: Mutex<Option<String>>,
 }
 
 impl OAuth {
@@ -400,6 +402,7 @@ impl OAuth {
             flow: smol::lock::Mutex::new(()),
             config,
             client,
+            as_nonce: Mutex::new(None),
         }
     }
 
@@ -540,7 +543,23 @@ impl OAuth {
             }
             _ => None,
         };
-        let mut flow = Flow::new(start, options, randomness()?, SystemTime::now());
+        let nonce = lock(&self.as_nonce).clone();
+        let mut flow = Flow::new(start, options, randomness()?, SystemTime::now())
+            .with_dpop_nonce(nonce.as_deref());
+        let outcome = self.steps(&mut flow, listener, &resource_url).await;
+        if let Some(nonce) = flow.dpop_nonce() {
+            *lock(&self.as_nonce) = Some(nonce.to_owned());
+        }
+        outcome
+    }
+
+    /// Carries out `flow`'s steps to its end.
+    async fn steps(
+        &self,
+        flow: &mut Flow,
+        listener: Option<smol::net::TcpListener>,
+        resource_url: &str,
+    ) -> Result<Credentials, AuthError> {
         loop {
             match flow.step().clone() {
                 Step::Send(request) => match self.send(request).await {
@@ -555,13 +574,13 @@ impl OAuth {
                     flow.on_loaded_with(stored, registration, SystemTime::now());
                 }
                 Step::Authorize(request) => {
-                    let redirect = self.authorize(&request, listener.as_ref(), &flow).await;
+                    let redirect = self.authorize(&request, listener.as_ref(), flow).await;
                     match redirect {
                         Ok(url) => flow.on_redirect(&url),
                         Err(reason) => {
                             return Err(AuthError::NotAuthorized {
                                 issuer: request.issuer,
-                                resource: redact_url(&resource_url),
+                                resource: redact_url(resource_url),
                                 reason,
                             })
                         }
