@@ -977,7 +977,7 @@ async fn post_message(
                         ))
                     })
                     .await?;
-                    let head = head(&sent);
+                    let head = rules_head(&sent);
                     lock(&shared.rules).on_head(&mut exchange, sent.status().as_u16(), &head);
                     response = Some(sent);
                 }
@@ -1117,7 +1117,7 @@ async fn run_exchange(shared: &Shared, id: RequestId, transmit: &Transmit) -> Re
                         failed(error)
                     }
                 })?;
-                let head = head(&sent);
+                let head = rules_head(&sent);
                 lock(&shared.rules).on_head(&mut exchange, sent.status().as_u16(), &head);
                 response = Some(sent);
             }
@@ -1284,7 +1284,7 @@ async fn listen_loop(shared: &Shared, mut listening: Listening, opened: Sender<(
                 let Ok(sent) = shared.send(request).await else {
                     return;
                 };
-                let head = head(&sent);
+                let head = rules_head(&sent);
                 lock(&shared.rules).listen_head(&mut listening, sent.status().as_u16(), &head);
                 response = Some(sent);
                 drop(opened.take());
@@ -1538,6 +1538,19 @@ pub(crate) fn isahc_request(
 }
 
 /// The response's headers as pairs (values that are not visible ASCII are skipped).
+/// The response headers the rules read ([`RESPONSE_HEADERS_READ`](mcp_proto::http::RESPONSE_HEADERS_READ)):
+/// the others (a date, the transfer encoding, a server's own) are not copied for each response.
+fn rules_head(response: &Response<AsyncBody>) -> Vec<(String, String)> {
+    response
+        .headers()
+        .iter()
+        .filter(|(k, _)| mcp_proto::http::rules_read_header(k.as_str()))
+        .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+        .collect()
+}
+
+/// Every response header with a visible-ASCII value, as pairs (the OAuth flow's requests).
+#[cfg(feature = "oauth")]
 pub(crate) fn head(response: &Response<AsyncBody>) -> Vec<(String, String)> {
     response
         .headers()

@@ -86,8 +86,9 @@ pub use redirect::{redirect_target, RedirectRefused, MAX_REDIRECTS};
 pub use step::Step;
 pub(crate) use wire::is_tchar;
 pub use wire::{
-    header, is_header_name, is_header_value, redact_url, HttpRequest, Method, METHOD_HEADER,
-    NAME_HEADER, PARAM_HEADER_PREFIX, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER,
+    header, is_header_name, is_header_value, redact_url, rules_read_header, HttpRequest, Method,
+    METHOD_HEADER, NAME_HEADER, PARAM_HEADER_PREFIX, PROTOCOL_VERSION_HEADER,
+    RESPONSE_HEADERS_READ, SESSION_ID_HEADER,
 };
 
 use crate::jsonrpc::RequestId;

@@ -42,6 +42,23 @@ pub fn is_header_value(value: &str) -> bool {
         .all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
 }
 
+/// Every response header the rules read ([`HttpRules::on_head`](super::HttpRules::on_head),
+/// [`HttpRules::listen_head`](super::HttpRules::listen_head)), in lower case: a driver may hand
+/// them only these (each response's other headers would be copied for nothing).
+pub const RESPONSE_HEADERS_READ: [&str; 4] = [
+    "content-type",
+    "mcp-session-id",
+    "location",
+    "www-authenticate",
+];
+
+/// Whether the rules read the response header `name` (see [`RESPONSE_HEADERS_READ`]).
+pub fn rules_read_header(name: &str) -> bool {
+    RESPONSE_HEADERS_READ
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(name))
+}
+
 /// A header's value, by case-insensitive name.
 pub fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
     headers
@@ -143,6 +160,15 @@ impl fmt::Debug for HttpRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_headers_read_are_the_ones_named_here() {
+        assert!(RESPONSE_HEADERS_READ
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(SESSION_ID_HEADER)));
+        assert!(rules_read_header("Content-Type") && rules_read_header("WWW-Authenticate"));
+        assert!(!rules_read_header("date") && !rules_read_header("transfer-encoding"));
+    }
 
     #[test]
     fn urls_in_messages_lose_credentials_and_query() {
