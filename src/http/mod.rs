@@ -115,8 +115,9 @@ pub struct HttpRules {
     renewing: bool,
     /// The last `initialize` answered declared a client capability.
     answering: bool,
-    /// The OAuth access token's header value (`Bearer …`), sent on every request to the
-    /// endpoint (and to nowhere else: a redirect is followed only within its origin).
+    /// The OAuth access token's header value (`Bearer …`, or `DPoP …` for a DPoP-bound token),
+    /// sent on every request to the endpoint (and to nowhere else: a redirect is followed only
+    /// within its origin).
     authorization: Option<crate::secret::Secret>,
     /// The server requests read on a request's response (their ids as JSON text), with that
     /// request: the newest [`MAX_ASKED`], so that an answer that cannot be delivered fails the
@@ -175,8 +176,8 @@ impl HttpRules {
     }
 
     /// Sets (or, with `None`, removes) the `Authorization` header value the OAuth flow got
-    /// (`Bearer …`); every request built afterwards carries it. A configured `Authorization`
-    /// header ([`HttpConfig::headers`]) wins: then this one is not sent.
+    /// (`Bearer …` or `DPoP …`); every request built afterwards carries it. A configured
+    /// `Authorization` header ([`HttpConfig::headers`]) wins: then this one is not sent.
     ///
     /// > "authorization **MUST** be included in every HTTP request from client to server, even
     /// > if they are part of the same logical session." — MCP 2025-11-25, Authorization § Access

@@ -390,9 +390,13 @@ impl OAuth {
         if config.options.dpop != DpopUse::Never && config.options.dpop_key.is_none() {
             config.options.dpop_key = new_dpop_key().map(Arc::new);
         }
+        // The proofs' jti seed: without the system's randomness, no DPoP at all (the flows
+        // must not get tokens the requests could not be signed for).
         let mut seed = [0u8; 16];
-        let seeded = getrandom::fill(&mut seed).is_ok();
-        let key = config.options.dpop_key.clone().filter(|_| seeded);
+        if getrandom::fill(&mut seed).is_err() {
+            config.options.dpop_key = None;
+        }
+        let key = config.options.dpop_key.clone();
         OAuth {
             authorizer: Mutex::new(
                 Authorizer::new(url)
