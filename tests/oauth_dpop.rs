@@ -4,14 +4,16 @@
 //! key (used and refreshed only with it), and the resource server's side: the `DPoP` scheme, a
 //! fresh proof per request, its nonce retried once.
 
+mod oauth_common;
+
 use base64::Engine;
 use mcp_proto::http::HttpRequest;
 use mcp_proto::oauth::dpop::{DpopKey, DpopUse, MAX_DPOP_NONCE};
 use mcp_proto::oauth::{
-    Attempt, AuthError, AuthMethod, AuthOptions, Authorizer, BearerChallenge, Client, ClientKind,
-    Credentials, Flow, FlowStart, Grant, PreRegistered, Randomness, Reason, Secret, Step, Tokens,
-    Verdict,
+    Attempt, AuthMethod, AuthOptions, Authorizer, BearerChallenge, Client, ClientKind, Credentials,
+    Flow, FlowStart, Grant, PreRegistered, Randomness, Reason, Secret, Step, Tokens, Verdict,
 };
+use oauth_common::{form, Run};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -102,20 +104,6 @@ fn dpop_challenge() -> Option<BearerChallenge> {
     BearerChallenge::from_header(&format!(r#"DPoP resource_metadata="{PRM}""#))
 }
 
-struct Run {
-    result: Result<Credentials, AuthError>,
-    requests: Vec<HttpRequest>,
-}
-
-impl Run {
-    fn to_token(&self) -> Vec<&HttpRequest> {
-        self.requests.iter().filter(|r| r.url == AS_TOKEN).collect()
-    }
-    fn ok(&self) -> &Credentials {
-        self.result.as_ref().expect("the flow should succeed")
-    }
-}
-
 fn drive(
     start: FlowStart,
     options: AuthOptions,
@@ -126,33 +114,8 @@ fn drive(
         verifier: [1; 32],
         state: [2; 16],
     };
-    let mut flow = Flow::new(start, options, random, now());
-    let mut requests = Vec::new();
-    for _ in 0..32 {
-        match flow.step().clone() {
-            Step::Send(r) => {
-                assert!(r.check().is_ok(), "{r:?}");
-                let (status, headers, body) = world.answer(&r.url);
-                requests.push(r);
-                flow.on_response(status, &headers, &body, now());
-            }
-            Step::Load { .. } => flow.on_loaded(stored.clone(), now()),
-            Step::Authorize(_) => panic!("no person here"),
-            Step::Done(c) => {
-                return Run {
-                    result: Ok(c),
-                    requests,
-                }
-            }
-            Step::Failed(e) => {
-                return Run {
-                    result: Err(e),
-                    requests,
-                }
-            }
-        }
-    }
-    panic!("the flow did not end");
+    let flow = Flow::new(start, options, random, now());
+    oauth_common::drive(flow, |r| world.answer(&r.url), stored, now())
 }
 
 fn unauthorized(challenge: Option<BearerChallenge>) -> FlowStart {
@@ -195,7 +158,7 @@ fn a_dpop_challenge_makes_the_token_request_carry_a_proof_and_binds_the_token_to
     );
     let c = run.ok();
     assert_eq!(c.tokens.dpop_jkt.as_deref(), Some(k.thumbprint().as_str()));
-    let token = run.to_token();
+    let token = run.to(AS_TOKEN);
     assert_eq!(token.len(), 1);
     let (header, claims) = proof_of(token[0]).expect("a proof at the token endpoint");
     assert_eq!(header["typ"], "dpop+jwt");
@@ -276,7 +239,7 @@ fn dpop_is_used_when_the_metadata_requires_it_or_the_application_asks_and_not_wh
             &mut world,
             None,
         );
-        let signed = proof_of(run.to_token()[0]).is_some();
+        let signed = proof_of(run.to(AS_TOKEN)[0]).is_some();
         assert_eq!(signed, expected, "{algs:?} {prm} {dpop:?} {challenge:?}");
         // A Bearer answer to a proof is a Bearer token.
         assert_eq!(run.ok().tokens.dpop_jkt, None);
@@ -295,7 +258,7 @@ fn dpop_is_used_when_the_metadata_requires_it_or_the_application_asks_and_not_wh
         &mut world,
         None,
     );
-    assert!(proof_of(run.to_token()[0]).is_none());
+    assert!(proof_of(run.to(AS_TOKEN)[0]).is_none());
 }
 
 #[test]
@@ -367,7 +330,7 @@ fn a_resource_that_takes_dpop_tokens_only_is_told_apart_before_any_token_request
             e.contains("takes DPoP-bound tokens only") && e.contains(why),
             "{e}"
         );
-        assert!(run.to_token().is_empty(), "{e}");
+        assert!(run.to(AS_TOKEN).is_empty(), "{e}");
     }
     // A resource that takes both (a Bearer challenge beside the DPoP one) takes a Bearer token.
     let both = BearerChallenge::from_header(&format!(
@@ -472,7 +435,7 @@ fn the_authorization_servers_nonce_is_used_once_and_never_looped() {
         None,
     );
     run.ok();
-    let token = run.to_token();
+    let token = run.to(AS_TOKEN);
     assert_eq!(token.len(), 2);
     let (_, first) = proof_of(token[0]).unwrap();
     let (_, second) = proof_of(token[1]).unwrap();
@@ -489,7 +452,7 @@ fn the_authorization_servers_nonce_is_used_once_and_never_looped() {
         &mut world,
         None,
     );
-    assert_eq!(run.to_token().len(), 2);
+    assert_eq!(run.to(AS_TOKEN).len(), 2);
     let e = run.result.expect_err("refused twice").to_string();
     assert!(e.contains("use_dpop_nonce"), "{e}");
     // A nonce too long, or of characters the RFC does not allow, is no nonce: no retry.
@@ -511,7 +474,7 @@ fn the_authorization_servers_nonce_is_used_once_and_never_looped() {
             &mut world,
             None,
         );
-        assert_eq!(run.to_token().len(), 1, "{}", bad.len());
+        assert_eq!(run.to(AS_TOKEN).len(), 1, "{}", bad.len());
         assert!(run.result.is_err());
     }
     // Without a proof sent, a use_dpop_nonce answer is an ordinary refusal.
@@ -523,13 +486,7 @@ fn the_authorization_servers_nonce_is_used_once_and_never_looped() {
         &mut world,
         None,
     );
-    assert_eq!(run.to_token().len(), 1);
-}
-
-fn form(r: &HttpRequest) -> HashMap<String, String> {
-    url::form_urlencoded::parse(r.body.as_deref().unwrap_or_default())
-        .into_owned()
-        .collect()
+    assert_eq!(run.to(AS_TOKEN).len(), 1);
 }
 
 fn credentials(jkt: Option<String>, expires_at: u64) -> Credentials {
@@ -571,7 +528,7 @@ fn stored_tokens_bound_to_another_key_are_neither_used_nor_refreshed() {
         Some(stored),
     );
     assert_eq!(run.ok().tokens.access_token.expose(), "NEW");
-    let token = run.to_token();
+    let token = run.to(AS_TOKEN);
     assert_eq!(token.len(), 1);
     assert_eq!(form(token[0])["grant_type"], "client_credentials");
     // The same stored token bound to this key is used as it is.
@@ -583,7 +540,7 @@ fn stored_tokens_bound_to_another_key_are_neither_used_nor_refreshed() {
         Some(stored),
     );
     assert_eq!(run.ok().tokens.access_token.expose(), "OLD");
-    assert!(run.to_token().is_empty());
+    assert!(run.to(AS_TOKEN).is_empty());
 }
 
 #[test]
@@ -609,7 +566,7 @@ fn an_expired_dpop_token_is_refreshed_with_a_proof_by_its_key_only() {
         c.tokens.dpop_jkt.as_deref(),
         Some(mine.thumbprint().as_str())
     );
-    let token = run.to_token();
+    let token = run.to(AS_TOKEN);
     assert_eq!(form(token[0])["grant_type"], "refresh_token");
     let (_, claims) = proof_of(token[0]).expect("the refresh carries a proof");
     assert_eq!(claims["htu"], AS_TOKEN);
@@ -623,7 +580,7 @@ fn an_expired_dpop_token_is_refreshed_with_a_proof_by_its_key_only() {
     );
     run.ok();
     assert!(run
-        .to_token()
+        .to(AS_TOKEN)
         .iter()
         .all(|r| form(r)["grant_type"] != "refresh_token"));
 }

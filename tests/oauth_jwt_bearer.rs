@@ -5,12 +5,14 @@
 //! JWT-bearer grant). What is checked before sending, what goes where, and that no credential
 //! ends up in an error.
 
+mod oauth_common;
+
 use mcp_proto::http::HttpRequest;
 use mcp_proto::oauth::{
-    AuthError, AuthMethod, AuthOptions, Credentials, Flow, FlowStart, Grant, IdentityProvider,
-    PreRegistered, Randomness, Reason, Secret, Step, ID_JAG_TOKEN_TYPE, JWT_BEARER_GRANT,
-    TOKEN_EXCHANGE_GRANT,
+    AuthMethod, AuthOptions, Flow, FlowStart, Grant, IdentityProvider, PreRegistered, Randomness,
+    Reason, Secret, ID_JAG_TOKEN_TYPE, JWT_BEARER_GRANT, TOKEN_EXCHANGE_GRANT,
 };
+use oauth_common::{form, Run};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -88,20 +90,6 @@ impl World {
     }
 }
 
-struct Run {
-    result: Result<Credentials, AuthError>,
-    requests: Vec<HttpRequest>,
-}
-
-impl Run {
-    fn to(&self, url: &str) -> Vec<&HttpRequest> {
-        self.requests.iter().filter(|r| r.url == url).collect()
-    }
-    fn err(&self) -> String {
-        self.result.as_ref().expect_err("should fail").to_string()
-    }
-}
-
 fn drive(options: AuthOptions, world: &World) -> Run {
     let start = FlowStart {
         resource_url: MCP.into(),
@@ -113,44 +101,13 @@ fn drive(options: AuthOptions, world: &World) -> Run {
         verifier: [1; 32],
         state: [2; 16],
     };
-    let mut flow = Flow::new(start, options, random, now());
-    let mut requests = Vec::new();
-    for _ in 0..32 {
-        match flow.step().clone() {
-            Step::Send(r) => {
-                assert!(r.check().is_ok(), "{r:?}");
-                let url = r.url.split('?').next().unwrap().to_owned();
-                let (status, body) = world
-                    .0
-                    .get(&url)
-                    .cloned()
-                    .unwrap_or((404, b"nope".to_vec()));
-                requests.push(r);
-                flow.on_response(status, &[], &body, now());
-            }
-            Step::Load { .. } => flow.on_loaded(None, now()),
-            Step::Authorize(_) => panic!("no person in a JWT-bearer grant"),
-            Step::Done(c) => {
-                return Run {
-                    result: Ok(c),
-                    requests,
-                }
-            }
-            Step::Failed(e) => {
-                return Run {
-                    result: Err(e),
-                    requests,
-                }
-            }
-        }
-    }
-    panic!("the flow did not end");
-}
-
-fn form(r: &HttpRequest) -> HashMap<String, String> {
-    url::form_urlencoded::parse(r.body.as_deref().unwrap_or_default())
-        .into_owned()
-        .collect()
+    let flow = Flow::new(start, options, random, now());
+    let answer = |r: &HttpRequest| {
+        let url = r.url.split('?').next().unwrap();
+        let (status, body) = world.0.get(url).cloned().unwrap_or((404, b"nope".to_vec()));
+        (status, Vec::new(), body)
+    };
+    oauth_common::drive(flow, answer, None, now())
 }
 
 fn authorization(r: &HttpRequest) -> Option<&str> {
