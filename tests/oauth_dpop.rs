@@ -127,6 +127,14 @@ fn unauthorized(challenge: Option<BearerChallenge>) -> FlowStart {
     }
 }
 
+/// Part `i` of a JWT (0: its header, 1: its claims), as JSON.
+fn jwt_part(jwt: &str, i: usize) -> Value {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(jwt.split('.').nth(i).unwrap())
+        .unwrap();
+    serde_json::from_slice(&raw).unwrap()
+}
+
 fn proof_of(r: &HttpRequest) -> Option<(Value, Value)> {
     let proofs: Vec<&String> = r
         .headers
@@ -136,12 +144,7 @@ fn proof_of(r: &HttpRequest) -> Option<(Value, Value)> {
         .collect();
     assert!(proofs.len() <= 1, "one DPoP header at most: {proofs:?}");
     let jwt = proofs.first()?;
-    let part = |i: usize| -> Value {
-        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(jwt.split('.').nth(i).unwrap())
-            .unwrap();
-        serde_json::from_slice(&raw).unwrap()
-    };
+    let part = |i: usize| jwt_part(jwt, i);
     Some((part(0), part(1)))
 }
 
@@ -608,12 +611,7 @@ fn the_resource_gets_the_dpop_scheme_and_a_fresh_proof_bound_to_the_token_each_t
     let two = a
         .dpop_proof("POST", "https://mcp.example.com/mcp", value.expose(), now())
         .unwrap();
-    let claims = |p: &str| -> Value {
-        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(p.split('.').nth(1).unwrap())
-            .unwrap();
-        serde_json::from_slice(&raw).unwrap()
-    };
+    let claims = |p: &str| jwt_part(p, 1);
     let (c1, c2) = (claims(&one), claims(&two));
     assert_ne!(c1["jti"], c2["jti"]);
     assert_eq!(c1["htu"], MCP, "no query in htu");
@@ -649,10 +647,7 @@ fn the_resource_servers_nonce_is_retried_once_then_the_401_is_an_authorization_m
         Verdict::Retry
     );
     let proof = a.dpop_proof("POST", MCP, "DPoP OLD", now()).unwrap();
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(proof.split('.').nth(1).unwrap())
-        .unwrap();
-    let claims: Value = serde_json::from_slice(&raw).unwrap();
+    let claims = jwt_part(&proof, 1);
     assert_eq!(claims["nonce"], "rs-nonce");
     // Asked again for the same request: no second retry.
     assert!(matches!(
@@ -663,9 +658,6 @@ fn the_resource_servers_nonce_is_retried_once_then_the_401_is_an_authorization_m
     a.on_dpop_nonce(&"x".repeat(MAX_DPOP_NONCE + 1));
     a.on_dpop_nonce("bad\u{7f}nonce");
     let proof = a.dpop_proof("POST", MCP, "DPoP OLD", now()).unwrap();
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(proof.split('.').nth(1).unwrap())
-        .unwrap();
-    let claims: Value = serde_json::from_slice(&raw).unwrap();
+    let claims = jwt_part(&proof, 1);
     assert_eq!(claims["nonce"], "rs-nonce");
 }

@@ -191,6 +191,17 @@ async fn connect(peers: &Peers, oauth: OAuthConfig) -> Result<Client, Error> {
     .await
 }
 
+/// [`connect`], which must succeed: a failure shows both servers' logs.
+async fn connected(peers: &Peers, oauth: OAuthConfig) -> Client {
+    connect(peers, oauth).await.unwrap_or_else(|e| {
+        panic!(
+            "connect: {e}\nAS:\n{}\nRS:\n{}",
+            peers.auth.output(),
+            peers.rs.output()
+        )
+    })
+}
+
 /// `whoami`'s answer, as JSON.
 async fn whoami(client: &Client) -> Value {
     let r = client.call_tool("whoami", json!({})).await.unwrap();
@@ -219,13 +230,7 @@ fn the_full_flow_through_a_headless_callback() {
     oauth.store = store.clone();
     let started = Instant::now();
     within(Duration::from_secs(60), async {
-        let client = connect(&peers, oauth).await.unwrap_or_else(|e| {
-            panic!(
-                "connect: {e}\nAS:\n{}\nRS:\n{}",
-                peers.auth.output(),
-                peers.rs.output()
-            )
-        });
+        let client = connected(&peers, oauth).await;
         let tools = client.list_tools().await.unwrap();
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         assert!(
@@ -715,13 +720,7 @@ fn dpop_bound_tokens_end_to_end_with_both_servers_nonces() {
     oauth.store = store.clone();
     oauth.options.dpop_key = Some(Arc::new(key));
     within(Duration::from_secs(60), async {
-        let client = connect(&peers, oauth).await.unwrap_or_else(|e| {
-            panic!(
-                "connect: {e}\nAS:\n{}\nRS:\n{}",
-                peers.auth.output(),
-                peers.rs.output()
-            )
-        });
+        let client = connected(&peers, oauth).await;
         echo(&client, "signed").await;
         let me = whoami(&client).await;
         assert_eq!(me["dpop_jkt"], jkt.as_str(), "{me}");

@@ -182,6 +182,21 @@ pub(super) fn form(pairs: &[(&str, &str)]) -> Vec<u8> {
     s.finish().into_bytes()
 }
 
+/// A JWT's `jti`: 32 hex digits of the SHA-256 of `parts` (a seed of the caller's randomness,
+/// then whatever makes this one unique: a count, the time). The one recipe for every assertion
+/// and DPoP proof this client signs.
+pub(super) fn jti(parts: &[&[u8]]) -> String {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for part in parts {
+        h.update(part);
+    }
+    h.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,10 @@
 //! One connection's credentials, and what to do when the server refuses them.
 
+use super::assertion::jti;
 use super::dpop::{accept_nonce, DpopKey, USE_DPOP_NONCE};
 use super::{AuthError, Credentials, FlowStart, Reason};
 use super::{BearerChallenge, Secret};
-use crate::http::redact_url;
+use crate::http::{header, redact_url, HttpRequest};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -158,16 +159,7 @@ impl Authorizer {
             .or_else(|| authorization.strip_prefix("dpop "))?;
         let key = self.dpop_key.as_ref()?;
         self.proofs += 1;
-        let jti = {
-            use sha2::Digest;
-            let mut h = sha2::Sha256::new();
-            h.update(self.dpop_seed);
-            h.update(self.proofs.to_be_bytes());
-            h.finalize()[..16]
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        };
+        let jti = jti(&[&self.dpop_seed, &self.proofs.to_be_bytes()]);
         let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         Some(key.proof(
             method,
@@ -177,6 +169,28 @@ impl Authorizer {
             Some(token),
             self.dpop_nonce.as_deref(),
         ))
+    }
+
+    /// Signs `request` (to the resource, at `now`) when it carries a DPoP-bound token: its
+    /// `DPoP` header becomes a fresh [`dpop_proof`](Self::dpop_proof) for its method, URL and
+    /// token. A request with a Bearer token, or none, is left as it is. A driver calls this on
+    /// every request it sends, resends and reconnections included.
+    pub fn sign(&mut self, request: &mut HttpRequest, now: SystemTime) {
+        if self.dpop_key.is_none() {
+            return;
+        }
+        let Some(authorization) = header(&request.headers, "authorization") else {
+            return;
+        };
+        let Some(proof) =
+            self.dpop_proof(request.method.as_str(), &request.url, authorization, now)
+        else {
+            return;
+        };
+        request
+            .headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case("dpop"));
+        request.headers.push(("DPoP".to_owned(), proof));
     }
 
     /// A response's `DPoP-Nonce` header: the resource server's nonce for the next proofs (one

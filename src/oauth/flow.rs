@@ -6,7 +6,7 @@
 //! [options](super::AuthOptions), [credentials](super::Credentials), [errors](super::AuthError)
 //! and the token endpoint's client authentication (`assertion.rs`).
 
-use super::assertion::{client_assertion, token_request};
+use super::assertion::{client_assertion, jti, token_request};
 use super::dpop::{accept_nonce, server_takes_es256, DpopKey, DpopUse, USE_DPOP_NONCE};
 use super::grants::{check_assertion, exchanged_grant, JWT_BEARER_GRANT};
 use super::metadata::{
@@ -402,16 +402,12 @@ impl Flow {
 
     /// A fresh `jti` (an assertion's, a proof's): the flow's randomness, the time, a count.
     fn jti(&mut self) -> String {
-        use sha2::Digest;
         self.assertions += 1;
-        let mut h = sha2::Sha256::new();
-        h.update(self.random.state);
-        h.update(self.now.to_be_bytes());
-        h.update(self.assertions.to_be_bytes());
-        h.finalize()[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        jti(&[
+            &self.random.state,
+            &self.now.to_be_bytes(),
+            &self.assertions.to_be_bytes(),
+        ])
     }
 
     /// The key `tokens` are bound to, when they are DPoP-bound and it is this flow's key: such

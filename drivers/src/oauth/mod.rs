@@ -413,27 +413,7 @@ impl OAuth {
     /// Adds a DPoP proof to a request that carries a DPoP-bound token (RFC 9449 § 7.1): fresh
     /// for every request sent, resends included. Nothing for a Bearer token.
     pub(crate) fn sign(&self, request: &mut HttpRequest) {
-        let Some(value) = request
-            .headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
-            .map(|(_, v)| v)
-            .filter(|v| v.len() > 5 && v[..5].eq_ignore_ascii_case("dpop "))
-        else {
-            return;
-        };
-        let proof = lock(&self.authorizer).dpop_proof(
-            request.method.as_str(),
-            &request.url,
-            value,
-            SystemTime::now(),
-        );
-        if let Some(proof) = proof {
-            request
-                .headers
-                .retain(|(k, _)| !k.eq_ignore_ascii_case("dpop"));
-            request.headers.push(("DPoP".to_owned(), proof));
-        }
+        lock(&self.authorizer).sign(request, SystemTime::now());
     }
 
     /// A response's `DPoP-Nonce` header, for the next proofs (RFC 9449 § 9).
