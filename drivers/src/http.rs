@@ -710,7 +710,9 @@ impl Shared {
         match self.client.send_async(http_request).await {
             Ok(response) => {
                 if let Some(oauth) = &self.oauth {
-                    let nonce = response.headers().get("dpop-nonce");
+                    let nonce = response
+                        .headers()
+                        .get(mcp_proto::oauth::dpop::DPOP_NONCE_HEADER);
                     oauth.on_head(nonce.and_then(|v| v.to_str().ok()));
                 }
                 Ok(response)
@@ -1537,7 +1539,6 @@ pub(crate) fn isahc_request(
     Ok(built)
 }
 
-/// The response's headers as pairs (values that are not visible ASCII are skipped).
 /// The response headers the rules read ([`RESPONSE_HEADERS_READ`](mcp_proto::http::RESPONSE_HEADERS_READ)):
 /// the others (a date, the transfer encoding, a server's own) are not copied for each response.
 fn rules_head(response: &Response<AsyncBody>) -> Vec<(String, String)> {
@@ -1549,7 +1550,8 @@ fn rules_head(response: &Response<AsyncBody>) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Every response header with a visible-ASCII value, as pairs (the OAuth flow's requests).
+/// The response's headers as pairs, every one (the OAuth flow's requests; values that are not
+/// visible ASCII are skipped).
 #[cfg(feature = "oauth")]
 pub(crate) fn head(response: &Response<AsyncBody>) -> Vec<(String, String)> {
     response

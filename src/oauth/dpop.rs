@@ -27,6 +27,9 @@ pub const DPOP_ALG: &str = "ES256";
 /// > — RFC 9449 § 9
 pub const USE_DPOP_NONCE: &str = "use_dpop_nonce";
 
+/// The response header carrying a server's nonce (header names compare case-insensitively).
+pub const DPOP_NONCE_HEADER: &str = "DPoP-Nonce";
+
 /// The longest `DPoP-Nonce` value this client keeps and sends back, in bytes (a longer one is
 /// refused: a server's nonce is an opaque short string, and each proof repeats it).
 pub const MAX_DPOP_NONCE: usize = 1024;

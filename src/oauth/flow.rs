@@ -7,7 +7,9 @@
 //! and the token endpoint's client authentication (`assertion.rs`).
 
 use super::assertion::{client_assertion, jti, token_request};
-use super::dpop::{accept_nonce, server_takes_es256, DpopKey, DpopUse, USE_DPOP_NONCE};
+use super::dpop::{
+    accept_nonce, server_takes_es256, DpopKey, DpopUse, DPOP_NONCE_HEADER, USE_DPOP_NONCE,
+};
 use super::grants::{check_assertion, exchanged_grant, JWT_BEARER_GRANT};
 use super::metadata::{
     error_answer, RegistrationResponse, ResourceMetadata, ServerMetadata, TokenResponse,
@@ -381,7 +383,7 @@ impl Flow {
         if self.dpop.is_none() {
             return false;
         }
-        let fresh = header(headers, "dpop-nonce").and_then(accept_nonce);
+        let fresh = header(headers, DPOP_NONCE_HEADER).and_then(accept_nonce);
         if let Some(nonce) = fresh {
             self.as_nonce = Some(nonce.to_owned());
         }

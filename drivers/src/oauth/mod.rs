@@ -344,9 +344,7 @@ impl OAuthConfig {
         config.options.identity_provider = Some(idp);
         config
     }
-}
 
-impl OAuthConfig {
     /// DPoP-bound tokens at every authorization server that takes ES256 proofs, signed with
     /// `key` (the application's: kept from run to run, it keeps stored DPoP-bound tokens
     /// usable), or with a key made for each connection when `None`.
