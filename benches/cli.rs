@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The syscalls counted per call.
-const SYSCALLS: [&str; 7] = [
+const SYSCALLS: [&str; 9] = [
     "futex",
     "epoll_pwait",
     "timerfd_settime",
@@ -44,6 +44,8 @@ const SYSCALLS: [&str; 7] = [
     "read",
     "write",
     "writev",
+    "sched_yield",
+    "recvfrom",
 ];
 
 struct Params {

@@ -681,6 +681,11 @@ impl Transport for StdioTransport {
         })
     }
 
+    /// A look is one `read` of the child's stdout, which fills whatever this process does.
+    fn busy_poll(&self) -> bool {
+        true
+    }
+
     fn set_frame_limit(&self, limit: usize) {
         lock(&self.read).hold = limit;
     }

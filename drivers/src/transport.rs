@@ -203,6 +203,17 @@ pub trait Transport: Send + Sync + 'static {
     /// Ends the connection properly (for a child process: close its stdin, wait, signal, reap).
     /// Messages already queued are sent first.
     fn close(&self) -> BoxFuture<'_, Result<(), Error>>;
+    /// Whether a waiting caller may call [`try_recv`](Self::try_recv) again and again for a
+    /// moment before it waits on [`ready`](Self::ready) ([`ClientConfig::busy_poll`]): true
+    /// where each such look is one non-blocking read of what another process writes, which
+    /// that process's answer reaches without this one's help (stdio's pipe). Not where the
+    /// answer needs work from a thread this one's looks would hold up, or a look costs more
+    /// than a system call. By default false.
+    ///
+    /// [`ClientConfig::busy_poll`]: crate::ClientConfig::busy_poll
+    fn busy_poll(&self) -> bool {
+        false
+    }
     /// What carries the messages: a byte stream (the default) or HTTP, whose modern-era requests
     /// mirror fields into headers ([`mcp_proto::Config::transport`]).
     fn kind(&self) -> mcp_proto::TransportKind {
@@ -271,6 +282,9 @@ macro_rules! forward_transport {
             }
             fn kind(&self) -> mcp_proto::TransportKind {
                 (**self).kind()
+            }
+            fn busy_poll(&self) -> bool {
+                (**self).busy_poll()
             }
             fn pid(&self) -> Option<u32> {
                 (**self).pid()

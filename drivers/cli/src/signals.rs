@@ -170,19 +170,27 @@ async fn next(signals: &mut Option<Signals>) -> Signal {
 pub(crate) async fn or_signal(
     command: impl Future<Output = ExitCode>,
     started: &Started,
-    mut signals: Option<Signals>,
+    signals: Option<Signals>,
 ) -> ExitCode {
     enum First {
         Done(ExitCode),
-        Caught(Signal),
+        Caught((Signal, Option<Signals>)),
     }
+    // The signals are awaited in a task of their own: polled only when one comes, not each time
+    // the command's future is (a look at their pipe is a system call, and a call through a
+    // server wakes the command at least once).
+    let mut caught = smol::spawn(async move {
+        let mut signals = signals;
+        let signal = next(&mut signals).await;
+        (signal, signals)
+    });
     let first = smol::future::or(async { First::Done(command.await) }, async {
-        First::Caught(next(&mut signals).await)
+        First::Caught((&mut caught).await)
     })
     .await;
-    let signal = match first {
+    let (signal, mut signals) = match first {
         First::Done(code) => return code,
-        First::Caught(signal) => signal,
+        First::Caught(caught) => caught,
     };
     let (what, number) = name(signal);
     // A second signal kills server processes: said only when there is one.

@@ -53,6 +53,12 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+/// How long a lone waiting caller looks for its answer before it sleeps, by default
+/// ([`ClientConfig::busy_poll`]): the 50 µs Linux suggests for its own busy polling of sockets
+/// (`net.core.busy_poll`), longer than a server on another CPU takes to answer a quick request
+/// on most machines, short enough to be spent on one poll of a future.
+pub const BUSY_POLL: Duration = Duration::from_micros(50);
+
 /// How often the idle reader looks at the connection while callers wait (or waited recently): it
 /// then takes what arrived and fires overdue timeouts, so that a caller whose future is kept but not
 /// polled delays nobody by more than this.
@@ -202,6 +208,15 @@ pub struct ClientConfig {
     /// server sends between calls is handled at the next call, and each waiting caller arms a
     /// timer of its own (a call whose future is not polled then times out when it is polled).
     pub idle_reader: bool,
+    /// How long a caller that waits alone may look for its answer again and again before it
+    /// sleeps in the reactor (default [`BUSY_POLL`]; zero: never), when the transport says such
+    /// looks are cheap ([`Transport::busy_poll`]: stdio) and this process may run on more than
+    /// one CPU. A server on another CPU that answers within it saves the caller a sleep and a
+    /// wake-up from another CPU, which cost more than the looks (on a virtual machine, many
+    /// times more). Answers that keep not coming within it make the client look less often
+    /// (after n misses in a row, only every 2^n-th wait looks, up to every 64th): a slow server
+    /// costs at most this much CPU every 64 calls.
+    pub busy_poll: Duration,
     /// Told of every warning as it happens (besides [`Client::recent_warnings`]).
     pub on_warning: Option<WarningCallback>,
     /// What the application answers for the server: elicitation, sampling, roots. The client
@@ -250,6 +265,7 @@ impl Default for ClientConfig {
             max_tool_pages: 1000,
             max_tool_bytes: 64 * 1024 * 1024,
             idle_reader: true,
+            busy_poll: BUSY_POLL,
             on_warning: None,
             handlers: Handlers::default(),
             on_log: None,
@@ -313,6 +329,8 @@ struct Connection<T: ?Sized = dyn Transport> {
     idle_reader: bool,
     /// The client was dropped: the idle reader ends.
     dropped: AtomicBool,
+    /// Whether, and how long, a lone waiting caller looks for its answer before it sleeps.
+    busy: drive::BusyPoll,
     /// Itself, for the handler tasks, which answer through it when they finish.
     me: Weak<Connection>,
     /// The [`Client`]s over it: the last one dropped ends the idle reader.
@@ -400,6 +418,7 @@ impl Client {
         config.session.capabilities = config.handlers.capabilities();
         let idle_wake = Arc::new(event_listener::Event::new());
         let has_list_callback = config.on_list_changed.is_some();
+        let transport_busy_poll = transport.busy_poll();
         let shared: Arc<Connection<T>> = Arc::new_cyclic(|me: &Weak<Connection<T>>| Connection {
             me: me.clone(),
             handles: AtomicUsize::new(1),
@@ -448,6 +467,11 @@ impl Client {
             idle_wake,
             idle_reader: config.idle_reader,
             dropped: AtomicBool::new(false),
+            busy: drive::BusyPoll::new(if transport_busy_poll {
+                config.busy_poll
+            } else {
+                Duration::ZERO
+            }),
         });
         let shared: Arc<Connection> = shared;
         if config.idle_reader {
