@@ -10,6 +10,9 @@
 //! take turns on it, as on a busy or small machine) and two cores (not pinned); each in the legacy
 //! era (`mcp-testkit-serve`) and the 2026-07-28 era (`mcp-testkit-serve --era modern`; the floor
 //! speaks the legacy era only, so the modern row is held against the same floor), side by side.
+//! On two cores over stdio a fourth row, `busy`, is the floor busy-polling (`mcp-testkit-floor
+//! --busy-poll 50`: non-blocking reads for up to 50 µs before it blocks, as our client waits on
+//! more than one CPU): the floor of that way of waiting, which the blocking floor is not.
 //! Each row gives, as medians of the rounds:
 //! - calls/s, and the ratio to the floor's calls/s measured in the same rounds;
 //! - the client's CPU time per call (its threads' `schedstat`, printed by both binaries), and the
@@ -153,15 +156,19 @@ fn main() {
                 .clone(),
             ),
         };
-        // (name, client, what it talks to)
-        let mut kinds: Vec<(&str, PathBuf, Target)> = vec![
-            ("floor", floor.clone(), target(false)),
-            ("legacy", cli.clone(), target(false)),
-            ("modern", cli.clone(), target(true)),
+        // (name, client, what it talks to, the client's own arguments)
+        let mut kinds: Vec<(&str, PathBuf, Target, &[&str])> = vec![
+            ("floor", floor.clone(), target(false), &[]),
+            ("legacy", cli.clone(), target(false), &[]),
+            ("modern", cli.clone(), target(true), &[]),
         ];
+        if !http && cores == Cores::Two {
+            // The floor of the way our client waits on more than one CPU: it busy-polls.
+            kinds.push(("busy", floor.clone(), target(false), &["--busy-poll", "50"]));
+        }
         if let Some(vs) = &vs {
             // Legacy only: an older build may not speak the modern era.
-            kinds.push(("vs", vs.clone(), target(false)));
+            kinds.push(("vs", vs.clone(), target(false), &[]));
         }
         let mut rows: Vec<(&str, Vec<Run>)> = kinds.iter().map(|k| (k.0, vec![])).collect();
         for round in 0..p.rounds {
@@ -169,15 +176,15 @@ fn main() {
             let mut order: Vec<usize> = (0..kinds.len()).collect();
             order.rotate_left(round % kinds.len());
             for i in order {
-                let (_, bin, target) = &kinds[i];
-                rows[i].1.push(run(cores, bin, target, calls));
+                let (_, bin, target, extra) = &kinds[i];
+                rows[i].1.push(run(cores, bin, target, extra, calls));
             }
         }
         // One run per row under `perf stat`: syscalls per call, and CPU as perf counts it.
         let counted: Vec<Result<Counted, String>> = kinds
             .iter()
-            .map(|(_, bin, target)| match &perf {
-                Ok(()) => syscalls(cores, bin, target, calls),
+            .map(|(_, bin, target, extra)| match &perf {
+                Ok(()) => syscalls(cores, bin, target, extra, calls),
                 Err(_) => Err("no perf".into()),
             })
             .collect();
@@ -209,9 +216,10 @@ fn main() {
             } else {
                 String::new()
             };
-            let bin = match i {
-                0 => "mcp-testkit-floor",
-                1 | 2 => "mcp-client",
+            let bin = match *name {
+                "floor" => "mcp-testkit-floor",
+                "busy" => "…-floor --busy-poll",
+                "legacy" | "modern" => "mcp-client",
                 _ => "MCP_CLI_BENCH_VS",
             };
             println!(
@@ -223,6 +231,18 @@ fn main() {
                 Err(e) if perf.is_ok() => println!("          syscalls/call: not counted ({e})"),
                 Err(_) => {}
             }
+        }
+        if let Some((_, busy)) = rows.iter().find(|(name, _)| *name == "busy") {
+            let (rate, cpu) = (
+                med(busy.iter().map(|r| r.per_s)),
+                med(busy.iter().map(|r| r.cpu_us)),
+            );
+            let legacy_cpu = med(rows[1].1.iter().map(|r| r.cpu_us));
+            println!(
+                "  legacy against the busy-polling floor: {:.2}x its calls/s, {:.2}x its CPU per call",
+                legacy_rate / rate,
+                legacy_cpu / cpu
+            );
         }
     }
 }
@@ -284,7 +304,7 @@ fn http_server(cores: Cores, serve: &Path, modern: bool) -> Listening {
 
 /// `CLIENT --call echo --args {"text":"hi"} --repeat N TAIL…`, pinned to CPU 0 for one core; what
 /// its last line says.
-fn command(cores: Cores, client: &Path, tail: &[String], calls: u64) -> Command {
+fn command(cores: Cores, client: &Path, extra: &[&str], tail: &[String], calls: u64) -> Command {
     let mut cmd = match cores {
         Cores::One => {
             let mut c = Command::new("taskset");
@@ -295,12 +315,13 @@ fn command(cores: Cores, client: &Path, tail: &[String], calls: u64) -> Command 
     };
     cmd.args(["--call", "echo", "--args", r#"{"text":"hi"}"#, "--repeat"])
         .arg(calls.to_string())
+        .args(extra)
         .args(tail);
     cmd
 }
 
-fn run(cores: Cores, client: &Path, target: &Target, calls: u64) -> Run {
-    let out = command(cores, client, &target.tail(&[]), calls)
+fn run(cores: Cores, client: &Path, target: &Target, extra: &[&str], calls: u64) -> Run {
+    let out = command(cores, client, extra, &target.tail(&[]), calls)
         .output()
         .expect("run the client");
     assert!(
@@ -365,7 +386,13 @@ fn perf_counts_syscalls() -> Result<(), String> {
 /// The client's syscalls per call, by kind: one run under `perf stat` (the whole tree), a stdio
 /// server wrapped in a `perf stat` of its own whose counts are taken off (an HTTP server runs
 /// apart: nothing to take off).
-fn syscalls(cores: Cores, client: &Path, target: &Target, calls: u64) -> Result<Counted, String> {
+fn syscalls(
+    cores: Cores,
+    client: &Path,
+    target: &Target,
+    extra: &[&str],
+    calls: u64,
+) -> Result<Counted, String> {
     let dir = TempDir::new("cli-bench");
     let (outer, inner) = (dir.path().join("outer"), dir.path().join("inner"));
     let wrap: Vec<String> = ["perf", "stat", "-x,", "-o"]
@@ -379,7 +406,7 @@ fn syscalls(cores: Cores, client: &Path, target: &Target, calls: u64) -> Result<
         ])
         .collect();
     let tail = target.tail(&wrap);
-    let inner_cmd = command(cores, client, &tail, calls);
+    let inner_cmd = command(cores, client, extra, &tail, calls);
     let mut cmd = Command::new("perf");
     cmd.args(["stat", "-x,", "-o"])
         .arg(&outer)

@@ -2,18 +2,21 @@
 //! over stdio (legacy era), with no library — `std::process` pipes, one `write_all` + flush per
 //! request, `BufRead::read_line` per answer, each answer parsed as a `serde_json::Value`. What a
 //! careful hand-written loop costs. The binary `mcp-testkit-floor` ([`crate::floor_bin`]) runs it
-//! as the CLI runs ours; `benches/stdio.rs` runs it in-process.
+//! as the CLI runs ours; `benches/stdio.rs` runs it in-process. [`Floor::busy_poll`] makes it
+//! look for each answer with non-blocking reads for a moment before it blocks, as our client
+//! does on more than one CPU: the floor of that way of waiting.
 
 use serde_json::{json, Value};
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// A server and the blocking client's pipes to it.
 pub struct Floor {
     child: Child,
     stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    stdout: BufReader<Stdout>,
     line: String,
     next_id: u64,
 }
@@ -30,7 +33,11 @@ impl Floor {
             .spawn()
             .expect("start the server");
         let stdin = child.stdin.take();
-        let stdout = BufReader::with_capacity(64 * 1024, child.stdout.take().expect("stdout"));
+        let stdout = Stdout {
+            pipe: child.stdout.take().expect("stdout"),
+            busy: None,
+        };
+        let stdout = BufReader::with_capacity(64 * 1024, stdout);
         let mut floor = Floor {
             child,
             stdin,
@@ -49,6 +56,16 @@ impl Floor {
         assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
         floor.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         floor
+    }
+
+    /// From now on, each read of the server's stdout first reads without blocking, again and
+    /// again (a spin-loop hint between reads), for up to `limit`, and only then blocks (in
+    /// `poll`) until the pipe is readable.
+    pub fn busy_poll(&mut self, limit: Duration) {
+        let pipe = &self.stdout.get_ref().pipe;
+        let flags = rustix::fs::fcntl_getfl(pipe).expect("F_GETFL");
+        rustix::fs::fcntl_setfl(pipe, flags | rustix::fs::OFlags::NONBLOCK).expect("F_SETFL");
+        self.stdout.get_mut().busy = Some(limit);
     }
 
     /// Writes one message and its newline, and flushes.
@@ -85,5 +102,37 @@ impl Floor {
     pub fn close(mut self) {
         drop(self.stdin.take());
         self.child.wait().expect("wait");
+    }
+}
+
+/// The server's stdout, read blocking, or busy-polling first ([`Floor::busy_poll`]).
+struct Stdout {
+    pipe: ChildStdout,
+    /// How long a read looks without blocking before it blocks (`None`: it blocks at once).
+    busy: Option<Duration>,
+}
+
+impl Read for Stdout {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let Some(limit) = self.busy else {
+            return self.pipe.read(buf);
+        };
+        let start = Instant::now();
+        loop {
+            match self.pipe.read(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if start.elapsed() < limit {
+                        std::hint::spin_loop();
+                    } else {
+                        let mut fds = [rustix::event::PollFd::new(
+                            &self.pipe,
+                            rustix::event::PollFlags::IN,
+                        )];
+                        rustix::event::poll(&mut fds, None)?;
+                    }
+                }
+                other => return other,
+            }
+        }
     }
 }

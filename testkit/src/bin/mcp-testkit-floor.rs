@@ -1,21 +1,24 @@
-//! `mcp-testkit-floor --call NAME [--args JSON] [--repeat N] (-- COMMAND [ARG...] | --url URL)`:
+//! `mcp-testkit-floor --call NAME [--args JSON] [--repeat N] [--busy-poll MICROS] (-- COMMAND
+//! [ARG...] | --url URL)`:
 //! the floor the benchmarks hold the `mcp-client` CLI against — over stdio
 //! [`mcp_testkit::floor::Floor`], a minimal hand-written blocking MCP client with no library; over
 //! Streamable HTTP [`mcp_testkit::http_floor::HttpFloor`], the same exchanges through bare isahc's
-//! blocking API. Each answer's first text is checked to be there. It prints what the CLI prints with `--repeat`: the last result's text,
+//! blocking API. `--busy-poll MICROS` (stdio): each read looks without blocking for up to that
+//! long before it blocks ([`Floor::busy_poll`]). Each answer's first text is checked to be there. It prints what the CLI prints with `--repeat`: the last result's text,
 //! then `calls/s: R (client CPU C µs/call)` on stderr ([`mcp_testkit::cpu`]).
 
 use mcp_testkit::floor::Floor;
 use mcp_testkit::http_floor::HttpFloor;
 use serde_json::{json, Value};
 use std::process::{ExitCode, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let (mut name, mut arguments, mut repeat) = (None, json!({}), 1u64);
     let mut command = Vec::new();
     let mut url = None;
+    let mut busy = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--call" => name = args.next(),
@@ -30,6 +33,13 @@ fn main() -> ExitCode {
                     .expect("--repeat N")
             }
             "--url" => url = args.next(),
+            "--busy-poll" => {
+                busy = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .map(Duration::from_micros);
+                assert!(busy.is_some(), "--busy-poll MICROS");
+            }
             "--" => {
                 command.extend(args.by_ref());
             }
@@ -41,7 +51,11 @@ fn main() -> ExitCode {
         Some(url) => Peer::Http(HttpFloor::start(&url)),
         None => {
             assert!(!command.is_empty(), "-- COMMAND [ARG...] or --url URL");
-            Peer::Stdio(Floor::start(&command[0], &command[1..], Stdio::inherit()))
+            let mut floor = Floor::start(&command[0], &command[1..], Stdio::inherit());
+            if let Some(limit) = busy {
+                floor.busy_poll(limit);
+            }
+            Peer::Stdio(floor)
         }
     };
     let mut calls = |n: u64| -> Value {
