@@ -59,8 +59,10 @@
 //!
 //! # Who drives the connection
 //!
-//! Nobody holds a role: every caller waiting for an answer first takes what already arrived,
-//! then waits on its answer and the transport's readiness, and whoever wakes reads for everyone;
+//! Nobody holds a role: every caller waiting for an answer first takes what already arrived (a
+//! caller waiting alone on stdio, on more than one CPU, looks again for up to
+//! [`ClientConfig::busy_poll`] before it sleeps), then waits on its answer and the transport's
+//! readiness, and whoever wakes reads for everyone;
 //! between calls the idle reader ([`ClientConfig::idle_reader`]) answers the server and keeps the
 //! session's timers as one timer. So a future polled once and then kept holds nobody up, and a call
 //! answered back to back costs no hand-off between threads. The design, with its diagram, is in
@@ -85,6 +87,7 @@
 //! | skills a [`LoadSkillTool`] holds loaded | 16 ([`MAX_LOADED_SKILLS`](skills::MAX_LOADED_SKILLS)) | all forgotten; the model loads again |
 //! | stdio bytes the server has not read | 64 MiB ([`StdioConfig::max_backlog`]); a request cancelled or timed out before any of it was written leaves the queue | the connection fails: every call ends at once with "the server stopped reading its input" (also when the server closes its stdin) |
 //! | server request ids answered | 256 bytes of JSON ([`MAX_ECHOED_ID`](mcp_proto::session::MAX_ECHOED_ID)); method names quoted in -32601 up to 128 bytes | the request is left unanswered (a warning) |
+//! | a lone caller's busy polling (stdio, more than one CPU) | 50 µs ([`client::BUSY_POLL`], [`ClientConfig::busy_poll`]; zero: off) | it sleeps in the reactor until the answer comes; misses in a row make the next waits skip the looks (at most 63 waits in 64) |
 //! | a call future kept but not polled | the idle reader looks every 100 ms ([`client::WATCHDOG_PERIOD`]) and keeps the timers | what arrived is handled, and due timeouts fire on time anyway |
 //! | SSE resumptions per response | 5, waiting the server's `retry` (default 1 s) | the request fails |
 //! | standalone GET stream (legacy HTTP; opened after the handshake when handlers are registered, [`HttpConfig::standalone_stream`](mcp_proto::http::HttpConfig::standalone_stream)) | reconnected after `retry` (with `Last-Event-ID`); 5 streams in a row without a message | no longer listened to; a 405 or any other answer: not listened to |
