@@ -14,7 +14,8 @@
 //! --busy-poll 50`: non-blocking reads for up to 50 µs before it blocks, as our client waits on
 //! more than one CPU): the floor of that way of waiting, which the blocking floor is not.
 //! Each row gives, as medians of the rounds:
-//! - calls/s, and the ratio to the floor's calls/s measured in the same rounds;
+//! - calls/s, and the ratio to the floor's calls/s: the median of the rounds' own ratios (each
+//!   round's runs meet the same load; the modern row's ratio to the legacy row's likewise);
 //! - the client's CPU time per call (its threads' `schedstat`, printed by both binaries), and the
 //!   ratio to the floor's;
 //! - syscalls per call of the client alone, by kind (`perf stat` tracepoints, one extra run per
@@ -188,9 +189,7 @@ fn main() {
                 Err(_) => Err("no perf".into()),
             })
             .collect();
-        let floor_rate = med(rows[0].1.iter().map(|r| r.per_s));
         let floor_cpu = med(rows[0].1.iter().map(|r| r.cpu_us));
-        let legacy_rate = med(rows[1].1.iter().map(|r| r.per_s));
         // What perf's count adds to the floor's own (start-up, the server's perf wrapper): taken
         // off a build that prints no CPU figure of its own.
         let perf_extra = counted[0]
@@ -209,10 +208,10 @@ fn main() {
             let vs = if i == 0 {
                 "           ".to_owned()
             } else {
-                format!("{:.2}x floor", rate / floor_rate)
+                format!("{:.2}x floor", paired(runs, &rows[0].1))
             };
             let era = if i == 2 {
-                format!(", {:.2}x legacy", rate / legacy_rate)
+                format!(", {:.2}x legacy", paired(runs, &rows[1].1))
             } else {
                 String::new()
             };
@@ -233,14 +232,11 @@ fn main() {
             }
         }
         if let Some((_, busy)) = rows.iter().find(|(name, _)| *name == "busy") {
-            let (rate, cpu) = (
-                med(busy.iter().map(|r| r.per_s)),
-                med(busy.iter().map(|r| r.cpu_us)),
-            );
+            let cpu = med(busy.iter().map(|r| r.cpu_us));
             let legacy_cpu = med(rows[1].1.iter().map(|r| r.cpu_us));
             println!(
                 "  legacy against the busy-polling floor: {:.2}x its calls/s, {:.2}x its CPU per call",
-                legacy_rate / rate,
+                paired(&rows[1].1, busy),
                 legacy_cpu / cpu
             );
         }
@@ -253,6 +249,12 @@ struct Counted {
     per_call: String,
     /// CPU µs per call as perf counts it (task-clock; start-up included).
     cpu_us: f64,
+}
+
+/// The median of the rounds' own ratios of calls/s, `a` to `b`: each round's two runs met the
+/// same load, so their ratio holds where the machine drifted between rounds.
+fn paired(a: &[Run], b: &[Run]) -> f64 {
+    med(a.iter().zip(b).map(|(a, b)| a.per_s / b.per_s))
 }
 
 fn med(v: impl Iterator<Item = f64>) -> f64 {
