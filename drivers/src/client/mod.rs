@@ -214,7 +214,7 @@ pub struct ClientConfig {
     /// one CPU. A server on another CPU that answers within it saves the caller a sleep and a
     /// wake-up from another CPU, which cost more than the looks (on a virtual machine, many
     /// times more). Answers that keep not coming within it make the client look less often
-    /// (after n misses in a row, only every 2^n-th wait looks, up to every 64th): a slow server
+    /// (after n misses in a row, only every 2^(n-1)-th wait looks, up to every 64th): a slow server
     /// costs at most this much CPU every 64 calls.
     pub busy_poll: Duration,
     /// Told of every warning as it happens (besides [`Client::recent_warnings`]).

@@ -422,6 +422,10 @@ impl<T: Transport> Transport for Recording<T> {
     fn kind(&self) -> mcp_proto::TransportKind {
         self.inner.kind()
     }
+    /// A look that finds nothing records nothing: as cheap as the inner transport's.
+    fn busy_poll(&self) -> bool {
+        self.inner.busy_poll()
+    }
     fn set_frame_limit(&self, limit: usize) {
         self.recorder.lock().limit = limit;
         self.inner.set_frame_limit(limit)
