@@ -75,6 +75,40 @@ fn a_short_timeout_fires_on_time_while_a_longer_call_waits() {
 }
 
 #[test]
+fn busy_polling_never_holds_a_caller_past_its_deadline_or_a_millisecond() {
+    // A caller alone busy-polls (on more than one CPU) for the time asked, taken as at most
+    // 1 ms and never past the deadline: a server that never answers still times out on time,
+    // and the client keeps working after a run of misses.
+    smol::block_on(async {
+        let settings = mcp_connect::ClientConfig {
+            busy_poll: Duration::from_secs(60),
+            session: mcp_connect::proto::Config {
+                era: mcp_connect::proto::EraChoice::Legacy,
+                ..mcp_connect::ClientConfig::default().session
+            },
+            ..mcp_connect::ClientConfig::default()
+        };
+        let transport = StdioTransport::spawn(serve(&["hang"])).expect("spawn");
+        let client = Client::with_config(transport, settings);
+        client.initialize().await.expect("initialize");
+        for _ in 0..3 {
+            let started = Instant::now();
+            let r = client.request(hang(Some(Duration::from_millis(50)))).await;
+            let took = started.elapsed();
+            assert!(
+                matches!(r, Err(Error::Timeout(d)) if d == Duration::from_millis(50)),
+                "{r:?}"
+            );
+            // Generous against a busy machine, far from the minute asked for.
+            assert!(took < Duration::from_secs(4), "timed out after {took:?}");
+        }
+        let pong = client.request(Request::new("ping", None)).await;
+        assert!(pong.is_ok(), "{pong:?}");
+        close_and_check(client).await;
+    });
+}
+
+#[test]
 fn a_short_timeout_fires_on_time_on_another_thread() {
     let client = Arc::new(smol::block_on(connect(serve(&["hang"]))));
     let other = client.clone();

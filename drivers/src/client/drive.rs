@@ -293,7 +293,8 @@ impl Connection {
     /// Looks for the answer again and again for up to [`BusyPoll::limit`] (the first time
     /// right after yielding the CPU, then after 1, 2, 4, 8, 8... µs), taking what arrives as
     /// [`wait`](Self::wait) does; returns what ends the wait, `None` when the time is up (a
-    /// miss). `next` follows the session's next timer.
+    /// miss) or the caller's next timer (`next`, which it follows) has come: that timer is
+    /// fired by the wait, on time.
     fn busy_look<B: Mailbox, R>(
         &self,
         mailbox: &mut B,
@@ -322,7 +323,7 @@ impl Connection {
                     return Some(result);
                 }
             }
-            if now >= until {
+            if now >= until || next.is_some_and(|at| now >= at) {
                 self.busy.missed();
                 return None;
             }
@@ -551,7 +552,11 @@ impl BusyPoll {
     pub(super) fn new(limit: Duration) -> BusyPoll {
         BusyPoll {
             // On one CPU the server cannot answer while this process looks.
-            limit: if one_cpu() { Duration::ZERO } else { limit },
+            limit: if one_cpu() {
+                Duration::ZERO
+            } else {
+                limit.min(MAX_BUSY_POLL)
+            },
             misses: AtomicU32::new(0),
             skip: AtomicU32::new(0),
         }

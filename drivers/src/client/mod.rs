@@ -59,6 +59,9 @@ use std::time::{Duration, Instant};
 /// on most machines, short enough to be spent on one poll of a future.
 pub const BUSY_POLL: Duration = Duration::from_micros(50);
 
+/// The longest [`ClientConfig::busy_poll`] taken: 1 ms.
+pub const MAX_BUSY_POLL: Duration = Duration::from_millis(1);
+
 /// How often the idle reader looks at the connection while callers wait (or waited recently): it
 /// then takes what arrived and fires overdue timeouts, so that a caller whose future is kept but not
 /// polled delays nobody by more than this.
@@ -215,7 +218,8 @@ pub struct ClientConfig {
     /// wake-up from another CPU, which cost more than the looks (on a virtual machine, many
     /// times more). Answers that keep not coming within it make the client look less often
     /// (after n misses in a row, only every 2^(n-1)-th wait looks, up to every 64th): a slow server
-    /// costs at most this much CPU every 64 calls.
+    /// costs at most this much CPU every 64 calls. Taken as at most [`MAX_BUSY_POLL`] (a poll of
+    /// a future should not hold its thread longer), and never past the request's deadline.
     pub busy_poll: Duration,
     /// Told of every warning as it happens (besides [`Client::recent_warnings`]).
     pub on_warning: Option<WarningCallback>,
