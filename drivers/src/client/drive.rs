@@ -213,6 +213,7 @@ impl Connection {
         let mut looked = false;
         let mut yielded = false;
         let mut spun = false;
+        let mut deferred = false;
         loop {
             while let Poll::Ready(item) = mailbox.poll_take(&self.state, None) {
                 let Some(item) = item else {
@@ -241,12 +242,23 @@ impl Connection {
                 next = self.pump(timers, None);
                 continue;
             }
-            if !spun && self.callers.load(Ordering::Relaxed) == 1 && self.busy.looks() {
+            if !spun && self.busy.on() && self.callers.load(Ordering::Relaxed) == 1 {
+                if !deferred {
+                    // The tasks of this executor that are ready to run go first: other callers
+                    // about to send (32 tasks making calls, say) would wait behind the looks,
+                    // and then this caller is not alone any more.
+                    deferred = true;
+                    smol::future::yield_now().await;
+                    continue;
+                }
                 // Alone, on a transport whose looks are cheap, with a server that has answered
                 // quickly of late: look again and again for a moment rather than sleep.
                 spun = true;
-                if let Some(result) = self.busy_look(&mut mailbox, timers, &mut take, &mut next) {
-                    return result;
+                if self.busy.looks() {
+                    if let Some(result) = self.busy_look(&mut mailbox, timers, &mut take, &mut next)
+                    {
+                        return result;
+                    }
                 }
                 continue;
             }
@@ -563,9 +575,14 @@ impl BusyPoll {
         }
     }
 
+    /// Whether busy polling is on for this connection at all.
+    fn on(&self) -> bool {
+        !self.limit.is_zero()
+    }
+
     /// Whether this wait looks (counting off a skipped wait when it does not).
     fn looks(&self) -> bool {
-        if self.limit.is_zero() {
+        if !self.on() {
             return false;
         }
         self.skip
