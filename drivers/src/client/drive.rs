@@ -6,7 +6,7 @@
 //! [`LazyTimer`]).
 
 use super::*;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 /// Counts a caller in [`Connection::wait`] for as long as it waits.
 pub(super) struct CallerPresent<'a>(&'a Connection);
@@ -193,8 +193,11 @@ impl Connection {
         held: bool,
         mut take: impl FnMut(B::Item) -> Option<Result<R, Error>>,
     ) -> Result<R, Error> {
-        self.callers.fetch_add(1, Ordering::SeqCst);
-        self.waits_begun.fetch_add(1, Ordering::Relaxed);
+        let company = self.callers.fetch_add(1, Ordering::SeqCst) > 0;
+        let begun = self.waits_begun.fetch_add(1, Ordering::Relaxed);
+        if company {
+            self.busy.crowded(begun);
+        }
         let _present = CallerPresent(self);
         // What this caller's send kept back for a batch: written by whoever sends next, else by
         // this caller after one turn of its executor, or when it stops waiting.
@@ -213,7 +216,6 @@ impl Connection {
         let mut looked = false;
         let mut yielded = false;
         let mut spun = false;
-        let mut deferred = false;
         loop {
             while let Poll::Ready(item) = mailbox.poll_take(&self.state, None) {
                 let Some(item) = item else {
@@ -242,23 +244,13 @@ impl Connection {
                 next = self.pump(timers, None);
                 continue;
             }
-            if !spun && self.busy.on() && self.callers.load(Ordering::Relaxed) == 1 {
-                if !deferred {
-                    // The tasks of this executor that are ready to run go first: other callers
-                    // about to send (32 tasks making calls, say) would wait behind the looks,
-                    // and then this caller is not alone any more.
-                    deferred = true;
-                    smol::future::yield_now().await;
-                    continue;
-                }
-                // Alone, on a transport whose looks are cheap, with a server that has answered
-                // quickly of late: look again and again for a moment rather than sleep.
+            if !spun && self.callers.load(Ordering::Relaxed) == 1 && self.busy.looks(begun) {
+                // Alone, and the connection's calls of late came one at a time, on a transport
+                // whose looks are cheap, with a server that has answered quickly of late: look
+                // again and again for a moment rather than sleep.
                 spun = true;
-                if self.busy.looks() {
-                    if let Some(result) = self.busy_look(&mut mailbox, timers, &mut take, &mut next)
-                    {
-                        return result;
-                    }
+                if let Some(result) = self.busy_look(&mut mailbox, timers, &mut take, &mut next) {
+                    return result;
                 }
                 continue;
             }
@@ -543,6 +535,12 @@ const BUSY_FIRST_LOOK: Duration = Duration::from_micros(1);
 /// at 2 µs (as many as a hand-written client reading in a tight loop), at ~10 looks a call.
 const BUSY_LOOK_EVERY: Duration = Duration::from_micros(2);
 
+/// How many waits after one that began while other callers waited do not busy-poll. A caller
+/// that finds itself alone among callers that come and go (32 tasks making calls on one
+/// thread) would hold up, while it looks, the others that are ready to send their next
+/// request: they run on its thread. Calls that come one at a time look.
+const BUSY_CROWD_MEMORY: u64 = 64;
+
 /// The most waits a run of misses makes skip busy polling before one looks again (2^6 - 1).
 const BUSY_MAX_BACKOFF: u32 = 6;
 
@@ -559,30 +557,43 @@ pub(super) struct BusyPoll {
     misses: AtomicU32,
     /// Waits left to skip.
     skip: AtomicU32,
+    /// The first wait (by [`Connection::waits_begun`]) that may look: one that began with
+    /// company pushes it [`BUSY_CROWD_MEMORY`] waits on.
+    quiet_from: AtomicU64,
 }
 
 impl BusyPoll {
+    /// Busy polling for up to `limit` (at most [`MAX_BUSY_POLL`]), unless this process may run
+    /// on one CPU only: then the server cannot answer while it looks.
     pub(super) fn new(limit: Duration) -> BusyPoll {
+        BusyPoll::with_limit(if one_cpu() {
+            Duration::ZERO
+        } else {
+            limit.min(MAX_BUSY_POLL)
+        })
+    }
+
+    fn with_limit(limit: Duration) -> BusyPoll {
         BusyPoll {
-            // On one CPU the server cannot answer while this process looks.
-            limit: if one_cpu() {
-                Duration::ZERO
-            } else {
-                limit.min(MAX_BUSY_POLL)
-            },
+            limit,
             misses: AtomicU32::new(0),
             skip: AtomicU32::new(0),
+            quiet_from: AtomicU64::new(0),
         }
     }
 
-    /// Whether busy polling is on for this connection at all.
-    fn on(&self) -> bool {
-        !self.limit.is_zero()
+    /// Wait number `begun` began while other callers waited: the next [`BUSY_CROWD_MEMORY`]
+    /// waits do not look.
+    fn crowded(&self, begun: u64) {
+        if !self.limit.is_zero() {
+            self.quiet_from
+                .fetch_max(begun + BUSY_CROWD_MEMORY, Ordering::Relaxed);
+        }
     }
 
-    /// Whether this wait looks (counting off a skipped wait when it does not).
-    fn looks(&self) -> bool {
-        if !self.on() {
+    /// Whether wait number `begun` looks (counting off a skipped wait when it does not).
+    fn looks(&self, begun: u64) -> bool {
+        if self.limit.is_zero() || begun < self.quiet_from.load(Ordering::Relaxed) {
             return false;
         }
         self.skip
@@ -607,17 +618,13 @@ mod tests {
 
     /// How many of the next `n` waits look.
     fn looking(busy: &BusyPoll, n: usize) -> Vec<bool> {
-        (0..n).map(|_| busy.looks()).collect()
+        (0..n).map(|_| busy.looks(1000)).collect()
     }
 
     #[test]
     fn misses_in_a_row_back_off_doubling_and_a_hit_ends_it() {
-        let busy = BusyPoll {
-            limit: Duration::from_micros(50),
-            misses: AtomicU32::new(0),
-            skip: AtomicU32::new(0),
-        };
-        assert!(busy.looks());
+        let busy = BusyPoll::with_limit(Duration::from_micros(50));
+        assert!(busy.looks(1000));
         // The first miss skips nothing: one late answer is not a slow server.
         busy.missed();
         assert_eq!(looking(&busy, 1), [true]);
@@ -636,12 +643,26 @@ mod tests {
         // A hit: the next miss skips nothing again.
         busy.hit();
         busy.missed();
-        assert!(busy.looks());
+        assert!(busy.looks(1000));
+    }
+
+    #[test]
+    fn a_wait_with_company_keeps_the_next_64_from_looking() {
+        let busy = BusyPoll::with_limit(Duration::from_micros(50));
+        assert!(busy.looks(10));
+        busy.crowded(10);
+        assert!(!busy.looks(11) && !busy.looks(73));
+        assert!(busy.looks(74));
+        busy.crowded(20);
+        assert!(!busy.looks(83) && busy.looks(84));
+        // A wait with company that began earlier (told late) keeps the later bound.
+        busy.crowded(15);
+        assert!(busy.looks(84));
     }
 
     #[test]
     fn a_zero_limit_never_looks() {
-        let busy = BusyPoll::new(Duration::ZERO);
+        let busy = BusyPoll::with_limit(Duration::ZERO);
         assert!(looking(&busy, 100).iter().all(|&l| !l));
     }
 }

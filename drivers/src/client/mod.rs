@@ -211,8 +211,9 @@ pub struct ClientConfig {
     /// server sends between calls is handled at the next call, and each waiting caller arms a
     /// timer of its own (a call whose future is not polled then times out when it is polled).
     pub idle_reader: bool,
-    /// How long a caller that waits alone (after letting its executor's other ready tasks run
-    /// once) may look for its answer again and again before it
+    /// How long a caller that waits alone (and whose connection's calls of late came one at a
+    /// time: no wait among the last 64 began with company) may look for its answer again and
+    /// again before it
     /// sleeps in the reactor (default [`BUSY_POLL`]; zero: never), when the transport says such
     /// looks are cheap ([`Transport::busy_poll`]: stdio) and this process may run on more than
     /// one CPU. A server on another CPU that answers within it saves the caller a sleep and a
