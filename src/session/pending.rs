@@ -8,9 +8,9 @@
 //! so that the next timer, and whose it is, is found at once.
 
 use super::request::{Decoder, Params};
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{IdHash, RequestId};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 /// One request awaiting its answer.
@@ -158,36 +158,14 @@ pub enum TimerFor {
     NotAnswering(RequestId),
 }
 
-/// Hashes the table's wire ids: the keys are this client's own ids (a counter), never the
-/// peer's, so SipHash's defence against chosen keys buys nothing here, and it cost a call ~400
-/// instructions (an insert, a lookup, a removal). A multiply spreads the counter's values.
-#[derive(Debug, Default, Clone, Copy)]
-struct WireIdHasher(u64);
-
-impl std::hash::Hasher for WireIdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u64` is used (the keys are `u64`); any other input is still hashed.
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-type WireIdHash = std::hash::BuildHasherDefault<WireIdHasher>;
-
 /// The table. See the [module docs](self).
 #[derive(Debug, Default)]
 pub(super) struct PendingTable {
-    by_handle: BTreeMap<RequestId, Pending>,
-    by_wire: HashMap<u64, RequestId, WireIdHash>,
+    /// Hashed, not a B-tree: with many requests out, a B-tree moved a node's other entries (a
+    /// `Pending` is some 300 bytes) on every insert and removal — the largest cost of 32
+    /// concurrent callers in `perf`. What needs the handles' order sorts them.
+    by_handle: HashMap<RequestId, Pending, IdHash>,
+    by_wire: HashMap<u64, RequestId, IdHash>,
     deadlines: BTreeSet<(Instant, RequestId)>,
     wakes: BTreeSet<(Instant, RequestId, Wake)>,
 }
@@ -340,12 +318,16 @@ impl PendingTable {
         self.by_handle.len()
     }
 
+    /// The handles, in no particular order.
     pub(super) fn keys(&self) -> impl Iterator<Item = &RequestId> {
         self.by_handle.keys()
     }
 
+    /// Every request, in handle order (the order they were made).
     pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = (&RequestId, &mut Pending)> {
-        self.by_handle.iter_mut()
+        let mut all: Vec<_> = self.by_handle.iter_mut().collect();
+        all.sort_unstable_by_key(|(id, _)| **id);
+        all.into_iter()
     }
 
     /// The one request a copy of which is out at the server (sent, and not waiting to be sent
@@ -410,6 +392,8 @@ impl PendingTable {
         self.by_wire.clear();
         self.deadlines.clear();
         self.wakes.clear();
-        std::mem::take(&mut self.by_handle).into_iter().collect()
+        let mut all: Vec<_> = std::mem::take(&mut self.by_handle).into_iter().collect();
+        all.sort_unstable_by_key(|(id, _)| *id);
+        all
     }
 }

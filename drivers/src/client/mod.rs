@@ -47,7 +47,7 @@ use mcp_proto::{
 };
 use serde_json::Value;
 use smol::channel::{self, Receiver, Sender};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll};
@@ -346,7 +346,9 @@ struct Connection<T: ?Sized = dyn Transport> {
 
 struct ConnState {
     session: Session,
-    waiters: BTreeMap<RequestId, Waiter>,
+    /// Hashed, not a B-tree: with many callers waiting, a B-tree moved a node's other waiters
+    /// on every insert and removal.
+    waiters: HashMap<RequestId, Waiter, mcp_proto::jsonrpc::IdHash>,
     /// The `initialize` request, while the first handshake is under way.
     init_id: Option<RequestId>,
     /// Everyone waiting for the server's first `roots/list` to be answered
@@ -431,7 +433,7 @@ impl Client {
             transport,
             state: Mutex::new(ConnState {
                 session: Session::new(config.session),
-                waiters: BTreeMap::new(),
+                waiters: HashMap::default(),
                 init_id: None,
                 roots_waiters: Vec::new(),
                 init_waiters: Vec::new(),
