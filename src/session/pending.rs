@@ -397,3 +397,40 @@ impl PendingTable {
         all
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending(wire: u64) -> Pending {
+        Pending::new(
+            Cow::Borrowed("tools/list"),
+            Params::Json(None),
+            Decoder::handshake(),
+            None,
+            wire,
+            None,
+        )
+    }
+
+    /// The table is hashed; what resends held requests (after a session renewal) and what
+    /// fails every request at the end take them in the order they were made.
+    #[test]
+    fn requests_come_back_in_handle_order_whatever_the_hash() {
+        let mut table = PendingTable::default();
+        // 0..200 inserted in a scrambled order (7919 is prime: a permutation).
+        for id in (0..200u64).map(|i| (i * 7919) % 200) {
+            table.insert(RequestId(id), pending(id + 1000));
+        }
+        let order: Vec<u64> = table.iter_mut().map(|(id, _)| id.0).collect();
+        assert_eq!(order, (0..200).collect::<Vec<_>>());
+
+        assert!(table.remove(&RequestId(50)).is_some());
+        assert_eq!(table.by_wire(1050), None);
+        assert_eq!(table.by_wire(1051), Some(RequestId(51)));
+        let taken: Vec<u64> = table.take_all().into_iter().map(|(id, _)| id.0).collect();
+        assert_eq!(taken, (0..200).filter(|&i| i != 50).collect::<Vec<_>>());
+        assert_eq!(table.len(), 0);
+        assert_eq!(table.by_wire(1051), None);
+    }
+}
