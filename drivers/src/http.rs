@@ -435,7 +435,7 @@ impl Drop for Waiting<'_> {
 #[derive(Default)]
 struct Exchanges {
     next: u64,
-    running: HashMap<RequestId, (u64, Arc<Slot>)>,
+    running: HashMap<RequestId, (u64, Arc<Slot>), mcp_proto::jsonrpc::IdHash>,
     /// The standalone stream's listener, when one runs: dropping it ends the listener (a new
     /// handshake's listener replaces the old one).
     listening: Option<Sender<()>>,
