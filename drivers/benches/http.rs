@@ -717,7 +717,7 @@ impl RawIsahc {
                 .headers()
                 .get("mcp-session-id")
                 .map(|v| v.to_str().unwrap().to_owned());
-            (resp.text().unwrap(), s)
+            (String::from_utf8(resp.bytes().unwrap()).unwrap(), s)
         } else {
             block_on(self.futex, async {
                 use isahc::AsyncReadResponseExt;
@@ -726,7 +726,7 @@ impl RawIsahc {
                     .headers()
                     .get("mcp-session-id")
                     .map(|v| v.to_str().unwrap().to_owned());
-                (resp.text().await.unwrap(), s)
+                (String::from_utf8(resp.bytes().await.unwrap()).unwrap(), s)
             })
         }
     }

@@ -76,6 +76,6 @@ impl HttpFloor {
         if let Some(session) = response.headers().get("mcp-session-id") {
             self.session = session.to_str().ok().map(str::to_owned);
         }
-        response.text().expect("the body")
+        String::from_utf8(response.bytes().expect("the body")).expect("UTF-8")
     }
 }
