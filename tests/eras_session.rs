@@ -1045,7 +1045,7 @@ fn header<'t>(t: &'t Transmit, name: &str) -> Option<&'t str> {
     t.headers
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
+        .map(|(_, v)| v.as_ref())
 }
 
 #[test]

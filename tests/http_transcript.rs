@@ -537,7 +537,7 @@ fn matches(want: &Want, got: &Out) -> Result<(), String> {
                     .headers
                     .iter()
                     .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                    .map(|(_, v)| v.as_str());
+                    .map(|(_, v)| v.as_ref());
                 if sent != value.as_deref() {
                     return Err(format!("header {name}: {sent:?}"));
                 }

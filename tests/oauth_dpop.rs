@@ -136,11 +136,11 @@ fn jwt_part(jwt: &str, i: usize) -> Value {
 }
 
 fn proof_of(r: &HttpRequest) -> Option<(Value, Value)> {
-    let proofs: Vec<&String> = r
+    let proofs: Vec<&str> = r
         .headers
         .iter()
         .filter(|(k, _)| k.eq_ignore_ascii_case("dpop"))
-        .map(|(_, v)| v)
+        .map(|(_, v)| v.as_ref())
         .collect();
     assert!(proofs.len() <= 1, "one DPoP header at most: {proofs:?}");
     let jwt = proofs.first()?;

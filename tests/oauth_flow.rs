@@ -148,7 +148,7 @@ fn header<'a>(request: &'a HttpRequest, name: &str) -> Option<&'a str> {
         .headers
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
+        .map(|(_, v)| v.as_ref())
 }
 
 /// A person who approves: back to the redirect URI with a code, the request's state and the

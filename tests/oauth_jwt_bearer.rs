@@ -114,7 +114,7 @@ fn authorization(r: &HttpRequest) -> Option<&str> {
     r.headers
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
-        .map(|(_, v)| v.as_str())
+        .map(|(_, v)| v.as_ref())
 }
 
 fn workload(assertion: Option<String>) -> AuthOptions {

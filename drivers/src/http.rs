@@ -184,6 +184,9 @@ pub struct HttpTransport {
 
 struct Shared {
     client: HttpClient,
+    /// `client` is the transport's own (built with [`RedirectPolicy::None`]), not the
+    /// application's ([`HttpTransportConfig::client`]).
+    own_client: bool,
     rules: Mutex<HttpRules>,
     inbound: Sender<Inbound>,
     /// Notified each time a message leaves the count of queued ones (its POST ended, or its
@@ -480,6 +483,7 @@ impl HttpTransport {
     /// in the URL are refused (pass an `Authorization` header instead).
     pub fn new(config: HttpTransportConfig) -> Result<Self, Error> {
         config.rules.validate()?;
+        let own_client = config.client.is_none();
         let client = match config.client {
             Some(c) => c,
             None => HttpClient::builder()
@@ -504,6 +508,7 @@ impl HttpTransport {
         let shared = Arc::new(Shared {
             oauth,
             client,
+            own_client,
             rules: Mutex::new(rules),
             inbound: in_tx,
             left: event_listener::Event::new(),
@@ -701,7 +706,7 @@ impl Shared {
         let method = request.method;
         // The URL for an error message, redacted only then: most requests never need it.
         let url = request.url.clone();
-        let http_request = isahc_request(request).map_err(|e| {
+        let http_request = isahc_request(request, !self.own_client).map_err(|e| {
             Error::io(
                 format!("building a request to {}", redact_url(&url)),
                 std::io::Error::other(e),
@@ -1515,28 +1520,66 @@ async fn connect_error(host: &str, port: u16) -> Option<std::io::ErrorKind> {
 /// panics on a header value that is not visible ASCII).
 ///
 /// Redirects are the rules' to follow ([`Step::Send`] again), never the HTTP library's, even
-/// with a client of the application's that would follow them: the request's own policy wins
-/// over the client's. The OAuth flow follows none at all.
+/// with a client of the application's that would follow them: `own_policy` puts
+/// [`RedirectPolicy::None`] on the request itself, whose policy wins over the client's. The
+/// transport's own client follows none already, and a request without a policy of its own
+/// costs isahc no per-request configuration. The OAuth flow always sets it.
 pub(crate) fn isahc_request(
     request: HttpRequest,
+    own_policy: bool,
 ) -> Result<isahc::Request<AsyncBody>, isahc::http::Error> {
     use isahc::http::header::{HeaderName, HeaderValue};
-    let mut built = isahc::Request::builder()
+    use std::borrow::Cow;
+    let mut builder = isahc::Request::builder()
         .method(request.method.as_str())
-        .uri(request.url.as_str())
-        .redirect_policy(RedirectPolicy::None)
-        .body(AsyncBody::from(request.body.unwrap_or_default()))?;
+        .uri(request.url);
+    if own_policy {
+        builder = builder.redirect_policy(RedirectPolicy::None);
+    }
+    let mut built = builder.body(AsyncBody::from(request.body.unwrap_or_default()))?;
     // Into the built request's map, not through the builder: each `Builder::header` moves the
     // whole builder (a third of the request's cost in callgrind).
     let headers = built.headers_mut();
     headers.reserve(request.headers.len());
-    for (name, value) in &request.headers {
-        headers.append(
-            HeaderName::from_bytes(name.as_bytes())?,
-            HeaderValue::from_str(value)?,
-        );
+    for (name, value) in request.headers {
+        let name = match known_header(&name) {
+            Some(known) => known,
+            None => HeaderName::from_bytes(name.as_bytes())?,
+        };
+        // The protocol's constants are taken as they are, the others without a copy; both
+        // were checked (`HttpRequest::check`).
+        let value = match value {
+            Cow::Borrowed(v) => HeaderValue::from_static(v),
+            Cow::Owned(v) => HeaderValue::try_from(v)?,
+        };
+        headers.append(name, value);
     }
     Ok(built)
+}
+
+/// The header names the rules write, made once: the http crate copies (and lower-cases) any
+/// other name it is given, for each request.
+fn known_header(name: &str) -> Option<isahc::http::header::HeaderName> {
+    use isahc::http::header::{self, HeaderName};
+    use mcp_proto::http::{METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
+    static KNOWN: [(&str, HeaderName); 9] = [
+        ("Content-Type", header::CONTENT_TYPE),
+        ("Accept", header::ACCEPT),
+        (SESSION_ID_HEADER, HeaderName::from_static("mcp-session-id")),
+        (
+            PROTOCOL_VERSION_HEADER,
+            HeaderName::from_static("mcp-protocol-version"),
+        ),
+        (METHOD_HEADER, HeaderName::from_static("mcp-method")),
+        (NAME_HEADER, HeaderName::from_static("mcp-name")),
+        ("Authorization", header::AUTHORIZATION),
+        ("Last-Event-ID", HeaderName::from_static("last-event-id")),
+        ("DPoP", HeaderName::from_static("dpop")),
+    ];
+    KNOWN
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|(_, header)| header.clone())
 }
 
 /// The response headers the rules read ([`RESPONSE_HEADERS_READ`](mcp_proto::http::RESPONSE_HEADERS_READ)):

@@ -70,7 +70,11 @@ impl Transport for HttpMemory {
             kind: message.kind.clone(),
             method: body["method"].as_str().map(str::to_owned),
             params: body["params"].clone(),
-            headers: message.headers.clone(),
+            headers: message
+                .headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         let n = {
             let mut all = self.seen.lock().unwrap();

@@ -447,7 +447,12 @@ fn the_browser_flow_receives_the_redirect_on_its_loopback_listener() {
                         .map_err(|e| e.to_string())?;
                     let mut response = isahc::send(http).map_err(|e| e.to_string())?;
                     let status = response.status().as_u16();
-                    Ok((stray, status, String::from_utf8_lossy(&response.bytes().map_err(|e| e.to_string())?).into_owned()))
+                    Ok((
+                        stray,
+                        status,
+                        String::from_utf8_lossy(&response.bytes().map_err(|e| e.to_string())?)
+                            .into_owned(),
+                    ))
                 })();
                 landed.lock().unwrap().push(outcome);
             });

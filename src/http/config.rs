@@ -246,7 +246,7 @@ mod tests {
         let bad = HttpRequest {
             method: Method::Get,
             url: "http://u:p@h/mcp?k=SECRET".into(),
-            headers: h(&[("Last-Event-ID", "caf\u{e9}")]),
+            headers: vec![("Last-Event-ID".into(), "caf\u{e9}".into())],
             body: None,
         };
         assert_eq!(

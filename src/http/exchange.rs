@@ -440,10 +440,12 @@ impl HttpRules {
             // Only a revision this client speaks goes into a header: the session refuses any
             // other (and disconnects), and a server's arbitrary string must not reach an HTTP
             // library unchecked.
-            self.protocol_version = head
-                .result
-                .and_then(|r| r.protocol_version)
-                .filter(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(&v.as_str()));
+            self.protocol_version = head.result.and_then(|r| r.protocol_version).and_then(|v| {
+                SUPPORTED_PROTOCOL_VERSIONS
+                    .iter()
+                    .copied()
+                    .find(|known| *known == v)
+            });
         }
         answers
     }
@@ -799,7 +801,7 @@ mod tests {
         assert_eq!(request.method, Method::Get);
         assert_eq!(
             request.headers,
-            h(&[
+            hr(&[
                 ("Accept", "text/event-stream"),
                 ("Authorization", "Bearer t"),
                 ("Last-Event-ID", "event-1")

@@ -389,7 +389,7 @@ mod tests {
         assert_eq!(get.body, None);
         assert_eq!(
             get.headers,
-            h(&[
+            hr(&[
                 ("Accept", "text/event-stream"),
                 ("Mcp-Session-Id", "s1"),
                 ("MCP-Protocol-Version", "2025-11-25"),

@@ -86,8 +86,8 @@ pub use redirect::{redirect_target, RedirectRefused, MAX_REDIRECTS};
 pub use step::Step;
 pub(crate) use wire::is_tchar;
 pub use wire::{
-    header, is_header_name, is_header_value, redact_url, rules_read_header, HttpRequest, Method,
-    METHOD_HEADER, NAME_HEADER, PARAM_HEADER_PREFIX, PROTOCOL_VERSION_HEADER,
+    header, is_header_name, is_header_value, redact_url, rules_read_header, HeaderText,
+    HttpRequest, Method, METHOD_HEADER, NAME_HEADER, PARAM_HEADER_PREFIX, PROTOCOL_VERSION_HEADER,
     RESPONSE_HEADERS_READ, SESSION_ID_HEADER,
 };
 
@@ -106,7 +106,8 @@ pub struct HttpRules {
     /// The URL for error messages.
     redacted_url: String,
     session_id: Option<String>,
-    protocol_version: Option<String>,
+    /// One of [`SUPPORTED_PROTOCOL_VERSIONS`]: a server's string never reaches a header.
+    protocol_version: Option<&'static str>,
     /// Requests already resent once in a new session after a 404.
     renewed: HashSet<RequestId>,
     /// Requests already resent once after a late 404 from a replaced session.
@@ -209,10 +210,10 @@ impl HttpRules {
         self.push_authorization(&mut request.headers);
     }
 
-    fn push_authorization(&self, headers: &mut Vec<(String, String)>) {
+    fn push_authorization(&self, headers: &mut Vec<(HeaderText, HeaderText)>) {
         if let Some(value) = &self.authorization {
             if !self.has_configured_authorization() {
-                headers.push(("Authorization".to_owned(), value.expose().to_owned()));
+                headers.push(("Authorization".into(), value.expose().to_owned().into()));
             }
         }
     }
@@ -240,25 +241,42 @@ impl HttpRules {
 
     /// The negotiated protocol revision, once the `initialize` answer was seen.
     pub fn protocol_version(&self) -> Option<&str> {
-        self.protocol_version.as_deref()
+        self.protocol_version
     }
 
-    fn headers(&self, accept: &str) -> Vec<(String, String)> {
-        let mut headers = vec![("Accept".to_owned(), accept.to_owned())];
+    fn headers(&self, accept: &'static str) -> Vec<(HeaderText, HeaderText)> {
+        let mut headers = Vec::with_capacity(5 + self.config.headers.len());
+        self.push_headers(&mut headers, accept);
+        headers
+    }
+
+    /// The headers every request of the session carries, after `headers`' own (see
+    /// [`headers`](Self::headers)).
+    fn push_headers(&self, headers: &mut Vec<(HeaderText, HeaderText)>, accept: &'static str) {
+        headers.push(("Accept".into(), accept.into()));
         if let Some(id) = &self.session_id {
             // > "the client MUST include it in the Mcp-Session-Id header on all of its subsequent
             // > HTTP requests" — MCP 2025-11-25, Transports § Streamable HTTP § Session Management
-            headers.push((SESSION_ID_HEADER.to_owned(), id.clone()));
+            headers.push((SESSION_ID_HEADER.into(), id.clone().into()));
         }
-        if let Some(v) = &self.protocol_version {
+        if let Some(v) = self.protocol_version {
             // > "the client MUST include the MCP-Protocol-Version: <protocol-version> HTTP header
             // > on all subsequent requests" — MCP 2025-06-18 and later, Transports § Streamable HTTP §
             // > Protocol Version Header
-            headers.push((PROTOCOL_VERSION_HEADER.to_owned(), v.clone()));
+            headers.push((PROTOCOL_VERSION_HEADER.into(), v.into()));
         }
-        headers.extend(self.config.headers.iter().cloned());
-        self.push_authorization(&mut headers);
-        headers
+        self.push_configured(headers);
+    }
+
+    /// The configured headers ([`HttpConfig::headers`]) and the OAuth `Authorization`.
+    fn push_configured(&self, headers: &mut Vec<(HeaderText, HeaderText)>) {
+        headers.extend(
+            self.config
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone().into(), v.clone().into())),
+        );
+        self.push_authorization(headers);
     }
 
     /// The POST that carries one outbound message.
@@ -274,19 +292,16 @@ impl HttpRules {
     /// > 2026-07-28, Streamable HTTP § Sending Messages
     fn post(&self, transmit: &Transmit) -> HttpRequest {
         let accept = "application/json, text/event-stream";
-        let mut headers = if transmit.modern {
-            let mut h = vec![("Accept".to_owned(), accept.to_owned())];
-            h.extend(transmit.headers.iter().cloned());
-            h.extend(self.config.headers.iter().cloned());
-            self.push_authorization(&mut h);
-            h
+        let mut headers =
+            Vec::with_capacity(6 + transmit.headers.len() + self.config.headers.len());
+        headers.push(("Content-Type".into(), "application/json".into()));
+        if transmit.modern {
+            headers.push(("Accept".into(), accept.into()));
+            headers.extend(transmit.headers.iter().cloned());
+            self.push_configured(&mut headers);
         } else {
-            self.headers(accept)
-        };
-        headers.insert(
-            0,
-            ("Content-Type".to_owned(), "application/json".to_owned()),
-        );
+            self.push_headers(&mut headers, accept);
+        }
         HttpRequest {
             method: Method::Post,
             url: self.url.clone(),
@@ -350,7 +365,7 @@ impl HttpRules {
     fn event_stream_get(&self, last_event_id: Option<&str>) -> HttpRequest {
         let mut headers = self.headers("text/event-stream");
         if let Some(id) = last_event_id {
-            headers.push(("Last-Event-ID".to_owned(), id.to_owned()));
+            headers.push(("Last-Event-ID".into(), id.to_owned().into()));
         }
         HttpRequest {
             method: Method::Get,
@@ -388,6 +403,14 @@ mod fixtures {
             wire: RequestId(id),
             method: method.into(),
         }
+    }
+
+    /// A request's headers, as the rules write them.
+    pub(super) fn hr(pairs: &[(&'static str, &'static str)]) -> Vec<(HeaderText, HeaderText)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect()
     }
 
     pub(super) fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -443,7 +466,7 @@ mod tests {
         assert_eq!(first.method, Method::Post);
         assert_eq!(
             first.headers,
-            h(&[
+            hr(&[
                 ("Content-Type", "application/json"),
                 ("Accept", "application/json, text/event-stream"),
                 ("Authorization", "Bearer t")
@@ -468,7 +491,7 @@ mod tests {
         let next = r.post(&transmit(request(1, "tools/list")));
         assert_eq!(
             next.headers,
-            h(&[
+            hr(&[
                 ("Content-Type", "application/json"),
                 ("Accept", "application/json, text/event-stream"),
                 ("Mcp-Session-Id", "abc"),
@@ -486,7 +509,7 @@ mod tests {
             req.headers
                 .iter()
                 .filter(|(k, _)| k.eq_ignore_ascii_case("authorization"))
-                .map(|(_, v)| v.clone())
+                .map(|(_, v)| v.to_string())
                 .collect()
         };
         let post = r.post(&transmit(request(1, "initialize")));

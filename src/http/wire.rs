@@ -4,6 +4,7 @@
 //! [`http`](super) but the error a request check returns.
 
 use super::error::HttpError;
+use std::borrow::Cow;
 use std::fmt;
 
 /// The header carrying the session id (header names compare case-insensitively).
@@ -24,8 +25,37 @@ pub const PARAM_HEADER_PREFIX: &str = "Mcp-Param-";
 /// > `tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|"
 /// > / "~" / DIGIT / ALPHA` — RFC 9110 § 5.6.2
 pub(crate) fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+    TCHAR[usize::from(b)]
 }
+
+/// [`is_tchar`] for each byte: one load a byte, where every request's header names are checked.
+static TCHAR: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        b += 1;
+    }
+    table
+};
 
 /// Whether `name` can be sent as a header name: a token.
 ///
@@ -37,9 +67,11 @@ pub fn is_header_name(name: &str) -> bool {
 /// Whether `value` can be sent as a header value: visible ASCII, spaces and tabs only. (HTTP
 /// libraries refuse control characters, and some panic on bytes above 0x7e.)
 pub fn is_header_value(value: &str) -> bool {
-    value
-        .bytes()
-        .all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
+    // Every byte looked at, without an early exit: the compiler checks many a cycle (header
+    // values are short, and almost all pass).
+    value.bytes().fold(true, |ok, b| {
+        ok & (b == b'\t' || (0x20..=0x7e).contains(&b))
+    })
 }
 
 /// Every response header the rules read ([`HttpRules::on_head`](super::HttpRules::on_head),
@@ -59,12 +91,15 @@ pub fn rules_read_header(name: &str) -> bool {
         .any(|h| h.eq_ignore_ascii_case(name))
 }
 
-/// A header's value, by case-insensitive name.
-pub fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
+/// A header's value, by case-insensitive name (a response's headers, or a request's).
+pub fn header<'h, K: AsRef<str>, V: AsRef<str>>(
+    headers: &'h [(K, V)],
+    name: &str,
+) -> Option<&'h str> {
     headers
         .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
+        .find(|(k, _)| k.as_ref().eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_ref())
 }
 
 /// `url` as it may appear in an error message or a log: `scheme://host:port/path`, without user
@@ -83,12 +118,12 @@ pub fn redact_url(url: &str) -> String {
 }
 
 /// Header pairs for `Debug`: names shown, values hidden.
-pub(super) struct RedactedHeaders<'a>(pub(super) &'a [(String, String)]);
+pub(super) struct RedactedHeaders<'a, K, V>(pub(super) &'a [(K, V)]);
 
-impl fmt::Debug for RedactedHeaders<'_> {
+impl<K: AsRef<str>, V> fmt::Debug for RedactedHeaders<'_, K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
-            .entries(self.0.iter().map(|(name, _)| (name, "<redacted>")))
+            .entries(self.0.iter().map(|(name, _)| (name.as_ref(), "<redacted>")))
             .finish()
     }
 }
@@ -115,6 +150,11 @@ impl Method {
     }
 }
 
+/// A header name or value of an [`HttpRequest`]. Most are the protocol's own constants
+/// (`Accept`, `Content-Type`, the revision, the header names), borrowed, so that a request
+/// copies nothing for them; a session id, a token or a configured header is owned.
+pub type HeaderText = Cow<'static, str>;
+
 /// One HTTP request to make. `Debug` hides header values and the URL's credentials and query.
 #[derive(Clone, PartialEq, Eq)]
 pub struct HttpRequest {
@@ -123,7 +163,7 @@ pub struct HttpRequest {
     /// The URL.
     pub url: String,
     /// Headers, in order.
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(HeaderText, HeaderText)>,
     /// The body, for a POST.
     pub body: Option<Vec<u8>>,
 }
@@ -138,7 +178,7 @@ impl HttpRequest {
             .find(|(name, value)| !is_header_name(name) || !is_header_value(value))
         {
             Some((name, _)) => Err(HttpError::InvalidHeader {
-                name: name.clone(),
+                name: name.to_string(),
                 url: redact_url(&self.url),
             }),
             None => Ok(()),
@@ -168,6 +208,22 @@ mod tests {
             .any(|h| h.eq_ignore_ascii_case(SESSION_ID_HEADER)));
         assert!(rules_read_header("Content-Type") && rules_read_header("WWW-Authenticate"));
         assert!(!rules_read_header("date") && !rules_read_header("transfer-encoding"));
+    }
+
+    #[test]
+    fn the_byte_rules_are_rfc_9110s_for_every_byte() {
+        for b in 0..=255u8 {
+            let tchar = b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+            assert_eq!(is_tchar(b), tchar, "byte {b:#x}");
+            let visible = b == b'\t' || (0x20..=0x7e).contains(&b);
+            let value = [b'a', b, b'z'];
+            let value = std::str::from_utf8(&value);
+            if let Ok(value) = value {
+                assert_eq!(is_header_value(value), visible, "byte {b:#x}");
+            }
+        }
+        assert!(!is_header_value("caf\u{e9}") && !is_header_value("a\r\nb: c"));
+        assert!(is_header_name("Mcp-Session-Id") && !is_header_name("a b") && !is_header_name(""));
     }
 
     #[test]

@@ -20,12 +20,12 @@ pub(super) fn token_request(
 ) -> HttpRequest {
     use base64::Engine;
     let mut pairs: Vec<(&str, &str)> = params.to_vec();
-    let mut headers = vec![
+    let mut headers: Vec<(crate::http::HeaderText, crate::http::HeaderText)> = vec![
         (
-            "Content-Type".to_owned(),
-            "application/x-www-form-urlencoded".to_owned(),
+            "Content-Type".into(),
+            "application/x-www-form-urlencoded".into(),
         ),
-        ("Accept".to_owned(), "application/json".to_owned()),
+        ("Accept".into(), "application/json".into()),
     ];
     match (client.auth_method, secret.map(Secret::expose)) {
         (AuthMethod::ClientSecretBasic, Some(secret)) => {
@@ -33,7 +33,7 @@ pub(super) fn token_request(
                 |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
             let user_pass = format!("{}:{}", enc(&client.client_id), enc(secret));
             let basic = base64::engine::general_purpose::STANDARD.encode(user_pass);
-            headers.push(("Authorization".to_owned(), format!("Basic {basic}")));
+            headers.push(("Authorization".into(), format!("Basic {basic}").into()));
         }
         (AuthMethod::ClientSecretPost, Some(secret)) => {
             pairs.push(("client_id", &client.client_id));

@@ -190,7 +190,7 @@ impl Authorizer {
         request
             .headers
             .retain(|(k, _)| !k.eq_ignore_ascii_case("dpop"));
-        request.headers.push(("DPoP".to_owned(), proof));
+        request.headers.push(("DPoP".into(), proof.into()));
     }
 
     /// A response's `DPoP-Nonce` header: the resource server's nonce for the next proofs (one

@@ -369,7 +369,7 @@ impl Flow {
             None,
             self.as_nonce.as_deref(),
         );
-        request.headers.push(("DPoP".to_owned(), proof));
+        request.headers.push(("DPoP".into(), proof.into()));
     }
 
     /// A token endpoint's answer that asks for a proof with its nonce: the request goes out

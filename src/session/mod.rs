@@ -1030,7 +1030,10 @@ impl Core {
         method: &str,
         params: &Params,
         modern: bool,
-    ) -> (Vec<u8>, Vec<(String, String)>) {
+    ) -> (
+        Vec<u8>,
+        Vec<(crate::http::HeaderText, crate::http::HeaderText)>,
+    ) {
         if modern {
             self.modern
                 .encode(id.0, method, params, self.config.transport)

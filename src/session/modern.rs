@@ -11,6 +11,7 @@ use super::request::Params;
 use super::{Core, Era, Event, Reply, Request, Transmit, TransmitKind, TransportKind};
 use crate::error::{RequestError, SessionError, Warning};
 use crate::http::metadata::{self, ParamHeaders};
+use crate::http::HeaderText;
 use crate::jsonrpc::{RequestId, RpcError};
 use crate::types::{
     DiscoverResult, Implementation, InputRequiredResult, ResultType, MODERN_PROTOCOL_VERSIONS,
@@ -184,7 +185,7 @@ impl Modern {
         method: &str,
         params: &Params,
         transport: TransportKind,
-    ) -> (Vec<u8>, Vec<(String, String)>) {
+    ) -> (Vec<u8>, Vec<(HeaderText, HeaderText)>) {
         // Room for the envelope, the `_meta` and small params at once.
         let mut payload = Vec::with_capacity(128 + method.len() + self.meta.get().len());
         crate::jsonrpc::request_head(&mut payload, wire, method);
@@ -245,11 +246,12 @@ impl Modern {
     /// > "Every POST request to the MCP endpoint **MUST** include an `MCP-Protocol-Version`
     /// > header." / "The header value **MUST** match the `io.modelcontextprotocol/protocolVersion`
     /// > field carried in the request body's `_meta`." — MCP 2026-07-28, Streamable HTTP
-    fn headers(&self, method: &str, params: &Params) -> Vec<(String, String)> {
-        let mut out = vec![(
-            crate::http::PROTOCOL_VERSION_HEADER.to_owned(),
-            self.version.to_owned(),
-        )];
+    fn headers(&self, method: &str, params: &Params) -> Vec<(HeaderText, HeaderText)> {
+        let mut out = Vec::with_capacity(3);
+        out.push((
+            crate::http::PROTOCOL_VERSION_HEADER.into(),
+            self.version.into(),
+        ));
         // A call's name and arguments are read where they are: making its params one JSON
         // value (a copy of the arguments) cost more than the rest of the headers.
         let standard = match params {
@@ -257,13 +259,13 @@ impl Modern {
             Params::Json(json) => metadata::standard_headers(method, json.as_ref()),
         };
         if let Ok(standard) = standard {
-            out.extend(standard.into_iter().map(|(k, v)| (k.to_owned(), v)));
+            out.extend(standard.into_iter().map(|(k, v)| (k.into(), v.into())));
         }
         if method == "tools/call" {
             let (tool, arguments) = call_parts(params);
             if let Some(spec) = tool.and_then(|t| self.tool_headers.get(t)) {
                 if let Ok(mirrored) = spec.headers_for(arguments) {
-                    out.extend(mirrored);
+                    out.extend(mirrored.into_iter().map(|(k, v)| (k.into(), v.into())));
                 }
             }
         }

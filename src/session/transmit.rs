@@ -51,7 +51,7 @@ pub struct Transmit {
     pub kind: TransmitKind,
     /// HTTP headers that mirror the message (modern era over HTTP: `MCP-Protocol-Version`,
     /// `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`); empty otherwise.
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(crate::http::HeaderText, crate::http::HeaderText)>,
     /// Whether it is a modern-era message (2026-07-28): over HTTP its response stream cannot
     /// be resumed, and no session id goes with it.
     pub modern: bool,
