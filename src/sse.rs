@@ -27,8 +27,9 @@ const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
     /// Event type: the last `event:` field of the event, or `"message"` when
-    /// there was none or it was empty (WHATWG's default type).
-    pub event: String,
+    /// there was none or it was empty (WHATWG's default type). `"message"`, what
+    /// MCP's events are, is borrowed: an event copies no type.
+    pub event: std::borrow::Cow<'static, str>,
     /// The `data:` lines joined with `"\n"`. May be empty: `data:` followed by
     /// a blank line dispatches an event with empty data (MCP priming events).
     pub data: String,
@@ -208,7 +209,7 @@ impl SseDecoder {
             self.skip_lf = false;
             rest = rest.strip_prefix(b"\n").unwrap_or(rest);
         }
-        while let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(pos) = memchr::memchr2(b'\n', b'\r', rest) {
             #[cfg(test)]
             {
                 self.scanned += pos + 1;
@@ -321,6 +322,8 @@ impl SseDecoder {
             b"data" => {
                 let value = utf8_lossy(value);
                 if self.fits(value.len() + 1) {
+                    // Room for the line feed too: one allocation for a one-line event.
+                    self.data.reserve(value.len() + 1);
                     self.data.push_str(&value);
                     self.data.push('\n');
                 } else {
@@ -376,10 +379,11 @@ impl SseDecoder {
         // type of the newly created event to equal the value of the event type
         // buffer. 7. Set the data buffer and the event type buffer to the empty
         // string."
-        let event = match mem::take(&mut self.event_type) {
-            t if t.is_empty() => "message".to_owned(),
-            t => t,
+        let event = match self.event_type.as_str() {
+            "" | "message" => std::borrow::Cow::Borrowed("message"),
+            t => std::borrow::Cow::Owned(t.to_owned()),
         };
+        self.event_type.clear();
         self.queue.push_back(SseItem::Event(SseEvent {
             event,
             data: mem::take(&mut self.data),
@@ -394,7 +398,7 @@ mod tests {
 
     fn ev(event: &str, data: &str, id: Option<&str>) -> SseItem {
         SseItem::Event(SseEvent {
-            event: event.into(),
+            event: event.to_owned().into(),
             data: data.into(),
             id: id.map(Into::into),
         })
