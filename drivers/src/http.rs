@@ -228,7 +228,16 @@ struct Runner {
     /// Set while the watchdog sleeps until an exchange starts (`started`).
     asleep: AtomicBool,
     started: event_listener::Event,
+    /// The responses of exchanges that ended, not dropped yet: dropping one (its body's pipe,
+    /// its headers, isahc's handle of it) is a few thousand instructions, which would otherwise
+    /// stand between the answer and the caller who waits for it. They are dropped when a waiter
+    /// is about to sleep (the next call's request is already out by then), by the watchdog,
+    /// or once [`MAX_SPENT`] wait.
+    spent: Mutex<Vec<Response<AsyncBody>>>,
 }
+
+/// The most ended exchanges' responses [`Runner::spent`] holds before it drops them at once.
+const MAX_SPENT: usize = 16;
 
 /// One exchange's future, polled by one thread at a time; `None` once it ended or was dropped
 /// (the request was cancelled, the transport closed).
@@ -280,7 +289,25 @@ impl Runner {
             begun: AtomicU64::new(0),
             asleep: AtomicBool::new(false),
             started: event_listener::Event::new(),
+            spent: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Keeps an ended exchange's response, to drop later ([`Runner::spent`]).
+    fn set_aside(&self, response: Response<AsyncBody>) {
+        let mut spent = lock(&self.spent);
+        spent.push(response);
+        if spent.len() >= MAX_SPENT {
+            let all = std::mem::take(&mut *spent);
+            drop(spent);
+            drop(all);
+        }
+    }
+
+    /// Drops the responses set aside.
+    fn drop_spent(&self) {
+        let all = std::mem::take(&mut *lock(&self.spent));
+        drop(all);
     }
 
     /// Polls every woken exchange, on this thread, until none is woken.
@@ -559,6 +586,7 @@ impl Drop for HttpTransport {
         // loop still posts what is queued (cancellations), then ends.
         self.shared.closed.store(true, Ordering::SeqCst);
         Exchanges::abort_all(&self.exchanges);
+        self.shared.runner.drop_spent();
         self.outbound.close();
         // The watchdog ends once no exchange runs.
         self.shared.runner.started.notify(usize::MAX);
@@ -634,6 +662,9 @@ impl Transport for HttpTransport {
                 if received() {
                     return Poll::Ready(());
                 }
+                // About to sleep: what ended exchanges left is dropped now, while the server
+                // works (the next call's request, if any, went out in `drive`).
+                runner.drop_spent();
                 Poll::Pending
             })
             .await
@@ -647,6 +678,7 @@ impl Transport for HttpTransport {
             }
             self.outbound.close();
             Exchanges::abort_all(&self.exchanges);
+            self.shared.runner.drop_spent();
             // What was queued before (a cancellation, an answer) reaches the server before the
             // `DELETE` ends its session: each such POST ends within `post_timeout`, and so does
             // this wait.
@@ -908,6 +940,7 @@ async fn watchdog(shared: Weak<Shared>) {
         };
         let runner = &strong.runner;
         runner.drive();
+        runner.drop_spent();
         let begun = runner.begun.load(Ordering::SeqCst);
         if runner.live.load(Ordering::SeqCst) == 0 && begun == seen {
             if strong.closed.load(Ordering::SeqCst) {
@@ -1183,7 +1216,13 @@ async fn run_exchange(shared: &Shared, id: RequestId, transmit: &Transmit) -> Re
             Step::Wait(after) => {
                 smol::Timer::after(after).await;
             }
-            Step::Done => return Ok(()),
+            Step::Done => {
+                // Dropped later, not between the answer and its caller.
+                if let Some(response) = response.take() {
+                    shared.runner.set_aside(response);
+                }
+                return Ok(());
+            }
             Step::Failed(HttpError::SessionExpired { url }) => {
                 return Err(Inbound::SessionExpired {
                     id: Some(id),

@@ -1118,6 +1118,36 @@ fn dropping_the_client_without_close_closes_its_streams() {
     );
 }
 
+/// A server that keeps a response stream open after its answer is not waited for: the call
+/// returns with the answer, and the stream is closed soon after (its response is dropped when
+/// the caller next waits, or by the transport's watchdog when nobody does), not held while
+/// the client idles, nor piled up over many calls.
+#[test]
+fn a_stream_kept_open_after_its_answer_is_closed_soon_after_the_call() {
+    let srv = start(Behaviour {
+        linger_after_answer: true,
+        ..Behaviour::default()
+    });
+    smol::block_on(async {
+        let c = client_with(
+            HttpTransportConfig::new(srv.url.as_str()),
+            Duration::from_secs(30),
+        );
+        c.initialize().await.unwrap();
+        let r = c.call_tool("echo", json!({"text": "one"})).await.unwrap();
+        assert_eq!(r.text(), "one");
+        // The client idles, alive: the stream is closed anyway.
+        until(|| srv.streams_closed() == 1).await;
+        for i in 0..40 {
+            let text = format!("call {i}");
+            let r = c.call_tool("echo", json!({ "text": text })).await.unwrap();
+            assert_eq!(r.text(), text);
+        }
+        until(|| srv.streams_closed() == 41).await;
+        c.close().await.unwrap();
+    });
+}
+
 // ---- one rule for oversized messages -------------------------------------------------------------
 
 #[test]

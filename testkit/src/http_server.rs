@@ -58,6 +58,10 @@ pub struct Behaviour {
     /// `tools/call` opens an event stream and keeps it open for 30 s with a comment every 100 ms,
     /// never answering; the server counts the streams it saw closed ([`Server::streams_closed`]).
     pub keep_stream_open: bool,
+    /// A `tools/call` stream carries its answer, then stays open (a comment every 100 ms, for
+    /// 30 s) until the client closes it; counted with `keep_stream_open`'s
+    /// ([`Server::streams_closed`]).
+    pub linger_after_answer: bool,
     /// Every `initialize` but the first is answered only after this delay.
     pub renewal_delay: Option<Duration>,
     /// The server speaks only the modern era (2026-07-28): no sessions; `server/discover`
@@ -142,7 +146,7 @@ struct State {
     answers: HashMap<String, Value>,
     /// Results held back for a resumed stream, by the last event id the client will send.
     held: HashMap<String, Value>,
-    /// `keep_stream_open` streams whose writes started failing.
+    /// `keep_stream_open` and `linger_after_answer` streams whose writes started failing.
     streams_closed: usize,
     initializes: usize,
 }
@@ -160,7 +164,7 @@ impl Server {
         self.shared.0.lock().unwrap().log.clone()
     }
 
-    /// How many `keep_stream_open` streams the client closed.
+    /// How many `keep_stream_open` and `linger_after_answer` streams the client closed.
     pub fn streams_closed(&self) -> usize {
         self.shared.0.lock().unwrap().streams_closed
     }
@@ -564,6 +568,19 @@ fn handle_post(
                     .insert(event_id.clone(), answer);
                 let mut sse = Sse::open(out, b, None)?;
                 sse.raw(&format!("id: {event_id}\nretry: 300\ndata: \n\n"))?;
+                return sse.end();
+            }
+            if b.linger_after_answer {
+                let answer = json!({"jsonrpc": "2.0", "id": id, "result": tools::call(&msg["params"], "").unwrap_or_else(|e| json!({"error": e}))});
+                let mut sse = Sse::open(out, b, None)?;
+                sse.message(&answer, None)?;
+                for _ in 0..300 {
+                    if sse.raw(": still here\n\n").is_err() {
+                        shared.0.lock().unwrap().streams_closed += 1;
+                        return Ok(());
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
                 return sse.end();
             }
             if b.keep_stream_open {
