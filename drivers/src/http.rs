@@ -187,6 +187,8 @@ struct Shared {
     /// `client` is the transport's own (built with [`RedirectPolicy::None`]), not the
     /// application's ([`HttpTransportConfig::client`]).
     own_client: bool,
+    /// The endpoint's URL, parsed once ([`UriCache`]).
+    uris: UriCache,
     rules: Mutex<HttpRules>,
     inbound: Sender<Inbound>,
     /// Notified each time a message leaves the count of queued ones (its POST ended, or its
@@ -536,6 +538,7 @@ impl HttpTransport {
             oauth,
             client,
             own_client,
+            uris: UriCache::default(),
             rules: Mutex::new(rules),
             inbound: in_tx,
             left: event_listener::Event::new(),
@@ -738,12 +741,13 @@ impl Shared {
         let method = request.method;
         // The URL for an error message, redacted only then: most requests never need it.
         let url = request.url.clone();
-        let http_request = isahc_request(request, !self.own_client).map_err(|e| {
-            Error::io(
-                format!("building a request to {}", redact_url(&url)),
-                std::io::Error::other(e),
-            )
-        })?;
+        let http_request =
+            isahc_request(request, !self.own_client, Some(&self.uris)).map_err(|e| {
+                Error::io(
+                    format!("building a request to {}", redact_url(&url)),
+                    std::io::Error::other(e),
+                )
+            })?;
         match self.client.send_async(http_request).await {
             Ok(response) => {
                 if let Some(oauth) = &self.oauth {
@@ -1566,12 +1570,17 @@ async fn connect_error(host: &str, port: u16) -> Option<std::io::ErrorKind> {
 pub(crate) fn isahc_request(
     request: HttpRequest,
     own_policy: bool,
+    uris: Option<&UriCache>,
 ) -> Result<isahc::Request<AsyncBody>, isahc::http::Error> {
     use isahc::http::header::{HeaderName, HeaderValue};
     use std::borrow::Cow;
+    let uri = match uris {
+        Some(uris) => uris.uri(request.url)?,
+        None => isahc::http::Uri::try_from(request.url)?,
+    };
     let mut builder = isahc::Request::builder()
         .method(request.method.as_str())
-        .uri(request.url);
+        .uri(uri);
     if own_policy {
         builder = builder.redirect_policy(RedirectPolicy::None);
     }
@@ -1594,6 +1603,26 @@ pub(crate) fn isahc_request(
         headers.append(name, value);
     }
     Ok(built)
+}
+
+/// The last URL a request went to, parsed: a session's requests all go to one (~900
+/// instructions a request to parse it again; a clone of the parsed one shares its text).
+#[derive(Default)]
+pub(crate) struct UriCache(Mutex<Option<(String, isahc::http::Uri)>>);
+
+impl UriCache {
+    /// `url`, parsed (or the parsed copy of the last one, when it is the same).
+    fn uri(&self, url: String) -> Result<isahc::http::Uri, isahc::http::uri::InvalidUri> {
+        let mut last = lock(&self.0);
+        if let Some((text, uri)) = last.as_ref() {
+            if *text == url {
+                return Ok(uri.clone());
+            }
+        }
+        let uri = isahc::http::Uri::try_from(url.as_str())?;
+        *last = Some((url, uri.clone()));
+        Ok(uri)
+    }
 }
 
 /// The header names the rules write, made once: the http crate copies (and lower-cases) any

@@ -616,7 +616,7 @@ impl OAuth {
     ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
         request.check().map_err(|e| e.to_string())?;
         let url = request.url.clone();
-        let http = crate::http::isahc_request(request, true)
+        let http = crate::http::isahc_request(request, true, None)
             .map_err(|_| "not a valid request".to_owned())?;
         let exchange = async {
             let mut response = match self.client.send_async(http).await {
