@@ -394,7 +394,7 @@ impl Checker {
                     }
                     assert_eq!(v["id"], json!(wire.0));
                     assert_eq!(v["method"], json!(method));
-                    self.methods.insert(*id, method.clone());
+                    self.methods.insert(*id, method.to_string());
                 }
                 TransmitKind::Notification { method } => {
                     assert_eq!(v["method"], json!(method));

@@ -797,7 +797,7 @@ fn input_required_with_state_is_sent_again_with_a_new_id_and_the_exact_state() {
     let TransmitKind::Request { id, wire, method } = &again[0].kind else {
         panic!("{:?}", again[0].kind)
     };
-    assert_eq!((*id, method.as_str()), (h, "tools/call"));
+    assert_eq!((*id, method.as_ref()), (h, "tools/call"));
     assert_ne!(*wire, h, "a new wire id");
     let v: Value = serde_json::from_slice(&again[0].payload).unwrap();
     assert_eq!(v["id"], wire.0);

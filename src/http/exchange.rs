@@ -981,7 +981,7 @@ mod tests {
     #[test]
     fn only_the_initialized_notification_and_cancellations_hold_back_what_follows() {
         let note = |method: &str| TransmitKind::Notification {
-            method: method.into(),
+            method: method.to_owned().into(),
         };
         let wait = HttpRules::order_wait;
         assert_eq!(wait(&note("notifications/initialized")), Some(ORDER_WAIT));

@@ -401,7 +401,7 @@ mod fixtures {
         TransmitKind::Request {
             id: RequestId(id),
             wire: RequestId(id),
-            method: method.into(),
+            method: method.to_owned().into(),
         }
     }
 

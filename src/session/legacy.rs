@@ -44,7 +44,7 @@ impl Core {
                 kind: TransmitKind::Request {
                     id: *id,
                     wire,
-                    method: p.method.to_string(),
+                    method: p.method.clone(),
                 },
                 headers: Vec::new(),
                 modern: false,

@@ -998,7 +998,7 @@ impl Core {
                 kind: TransmitKind::Request {
                     id,
                     wire: id,
-                    method: request.method.to_string(),
+                    method: request.method.clone(),
                 },
                 headers,
                 modern,
@@ -1049,11 +1049,11 @@ impl Core {
         }
     }
 
-    fn notify(&mut self, method: &str, params: Option<Value>) {
+    fn notify(&mut self, method: &'static str, params: Option<Value>) {
         self.transmits.push_back(Transmit {
             payload: jsonrpc::encode_notification(method, params.as_ref()),
             kind: TransmitKind::Notification {
-                method: method.to_owned(),
+                method: method.into(),
             },
             headers: Vec::new(),
             modern: self.era() == Some(Era::Modern),

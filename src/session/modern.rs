@@ -631,7 +631,7 @@ impl Core {
             self.modern
                 .encode(wire, &p.method, &params, self.config.transport);
         p.unsent = false;
-        let method = p.method.to_string();
+        let method = p.method.clone();
         self.stats.input_rounds += u64::from(p.rounds > 0);
         self.pending.set_wire(id, Some(wire));
         self.transmits.push_back(Transmit {

@@ -15,13 +15,13 @@ pub enum TransmitKind {
         id: RequestId,
         /// The JSON-RPC id it carries on the wire this time (equal to `id` the first time).
         wire: RequestId,
-        /// Its method.
-        method: String,
+        /// Its method (borrowed for the typed requests: their names are constants).
+        method: std::borrow::Cow<'static, str>,
     },
     /// A notification.
     Notification {
         /// Its method.
-        method: String,
+        method: std::borrow::Cow<'static, str>,
     },
     /// `notifications/cancelled` for request `id`: a transport may also abort that request's
     /// exchange (over HTTP, its response stream).
