@@ -739,15 +739,16 @@ impl Shared {
         // isahc panics on a header value that is not visible ASCII; such a request is not made.
         request.check().map_err(http_error)?;
         let method = request.method;
-        // The URL for an error message, redacted only then: most requests never need it.
-        let url = request.url.clone();
         let http_request =
             isahc_request(request, !self.own_client, Some(&self.uris)).map_err(|e| {
                 Error::io(
-                    format!("building a request to {}", redact_url(&url)),
+                    format!("building a request to {}", lock(&self.rules).redacted_url()),
                     std::io::Error::other(e),
                 )
             })?;
+        // The URL for an error message, written out only then: most requests never need it (a
+        // clone of the parsed one shares its text).
+        let uri = http_request.uri().clone();
         match self.client.send_async(http_request).await {
             Ok(response) => {
                 if let Some(oauth) = &self.oauth {
@@ -758,10 +759,13 @@ impl Shared {
                 }
                 Ok(response)
             }
-            Err(e) => Err(Error::io(
-                format!("{} {}", method.as_str(), redact_url(&url)),
-                sending_failed(e, &url).await,
-            )),
+            Err(e) => {
+                let url = uri.to_string();
+                Err(Error::io(
+                    format!("{} {}", method.as_str(), redact_url(&url)),
+                    sending_failed(e, &url).await,
+                ))
+            }
         }
     }
 

@@ -21,7 +21,7 @@ pub const ORDER_WAIT: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub struct Exchange {
     pub(super) kind: TransmitKind,
-    carried: Option<String>,
+    carried: Option<std::sync::Arc<str>>,
     answered: bool,
     resumes: u32,
     /// A modern-era message: its stream cannot be resumed.
@@ -208,7 +208,7 @@ impl HttpRules {
             self.session_id = header(headers, SESSION_ID_HEADER)
                 .map(str::trim)
                 .filter(|v| !v.is_empty() && v.bytes().all(|b| (0x21..=0x7e).contains(&b)))
-                .map(str::to_owned);
+                .map(std::sync::Arc::from);
         }
         let content_type = header(headers, "content-type").unwrap_or("");
         let essence = content_type

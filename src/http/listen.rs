@@ -15,7 +15,7 @@ use std::time::Duration;
 /// streams in a row carried no message.
 #[derive(Debug)]
 pub struct Listening {
-    carried: Option<String>,
+    carried: Option<std::sync::Arc<str>>,
     last_event_id: Option<String>,
     retry: Option<Duration>,
     /// Messages on the current stream.

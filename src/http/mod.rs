@@ -105,7 +105,7 @@ pub struct HttpRules {
     url: String,
     /// The URL for error messages.
     redacted_url: String,
-    session_id: Option<String>,
+    session_id: Option<std::sync::Arc<str>>,
     /// One of [`SUPPORTED_PROTOCOL_VERSIONS`]: a server's string never reaches a header.
     protocol_version: Option<&'static str>,
     /// Requests already resent once in a new session after a 404.
@@ -257,7 +257,7 @@ impl HttpRules {
         if let Some(id) = &self.session_id {
             // > "the client MUST include it in the Mcp-Session-Id header on all of its subsequent
             // > HTTP requests" — MCP 2025-11-25, Transports § Streamable HTTP § Session Management
-            headers.push((SESSION_ID_HEADER.into(), id.clone().into()));
+            headers.push((SESSION_ID_HEADER.into(), id.to_string().into()));
         }
         if let Some(v) = self.protocol_version {
             // > "the client MUST include the MCP-Protocol-Version: <protocol-version> HTTP header
