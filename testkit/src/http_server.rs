@@ -570,21 +570,12 @@ fn handle_post(
                 sse.raw(&format!("id: {event_id}\nretry: 300\ndata: \n\n"))?;
                 return sse.end();
             }
-            if b.linger_after_answer {
-                let answer = json!({"jsonrpc": "2.0", "id": id, "result": tools::call(&msg["params"], "").unwrap_or_else(|e| json!({"error": e}))});
+            if b.linger_after_answer || b.keep_stream_open {
                 let mut sse = Sse::open(out, b, None)?;
-                sse.message(&answer, None)?;
-                for _ in 0..300 {
-                    if sse.raw(": still here\n\n").is_err() {
-                        shared.0.lock().unwrap().streams_closed += 1;
-                        return Ok(());
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
+                if b.linger_after_answer {
+                    let answer = json!({"jsonrpc": "2.0", "id": id, "result": tools::call(&msg["params"], "").unwrap_or_else(|e| json!({"error": e}))});
+                    sse.message(&answer, None)?;
                 }
-                return sse.end();
-            }
-            if b.keep_stream_open {
-                let mut sse = Sse::open(out, b, None)?;
                 for _ in 0..300 {
                     if sse.raw(": keep-alive\n\n").is_err() {
                         shared.0.lock().unwrap().streams_closed += 1;
