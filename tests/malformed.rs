@@ -589,6 +589,45 @@ fn over_http_the_exchange_tells_which_request_a_null_id_error_answers() {
 }
 
 #[test]
+fn over_http_a_message_that_opens_as_a_requests_result_but_is_none_fails_it_at_once() {
+    // The transport takes such a message for the answer and reads no further (see
+    // `jsonrpc::result_id`): the session fails the request rather than leave it to its deadline.
+    let (mut s, now) = ready_with(Config {
+        transport: mcp_proto::TransportKind::Http,
+        ..config(EraChoice::Legacy)
+    });
+    let cut = |id: u64| format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":["#);
+    let unbalanced = |id: u64| format!(r#"{{"result":{{"content":[}},"jsonrpc":"2.0","id":{id}}}"#);
+    let sorted = |id: u64| format!(r#"{{"id":{id},"jsonrpc":"2.0","result":{{"content":[1,]}}}}"#);
+    for junk in [cut, unbalanced, sorted] {
+        let a = s.call_tool("t", Value::Null, now).unwrap();
+        let b = s.call_tool("t", Value::Null, now).unwrap();
+        // On another request's exchange it fails nobody: it is only junk there.
+        s.handle_message_for(b, junk(a.0).as_bytes(), now);
+        assert!(s.is_pending(a) && s.is_pending(b));
+        s.handle_message_for(a, junk(a.0).as_bytes(), now);
+        let ev = events(&mut s);
+        assert!(
+            ev.iter().any(|e| matches!(e, Event::Response { id, result: Err(RequestError::InvalidResult { method, .. }) } if *id == a && method == "tools/call")),
+            "{ev:?}"
+        );
+        assert!(s.is_pending(b), "the other request waits on");
+        // Its answer, in either common form, is read as usual.
+        let tail = format!(
+            r#"{{"result":{{"content":[{{"type":"text","text":"tail"}}]}},"jsonrpc":"2.0","id":{}}}"#,
+            b.0
+        );
+        s.handle_message_for(b, tail.as_bytes(), now);
+        assert_eq!(model_reads(&events(&mut s), b), "tail");
+    }
+    // Over stdio nothing is taken for an answer unread: a line of junk is only that.
+    let (mut s, now) = ready_with(config(EraChoice::Legacy));
+    let a = s.call_tool("t", Value::Null, now).unwrap();
+    s.handle_bytes(format!("{}\n", cut(a.0)).as_bytes(), now);
+    assert!(s.is_pending(a));
+}
+
+#[test]
 fn a_legacy_servers_null_id_refusal_of_the_http_probe_still_means_legacy() {
     // What the TypeScript SDK's stateful server answers a POST without a session id.
     const REFUSAL: &[u8] = br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#;

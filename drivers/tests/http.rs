@@ -3,7 +3,7 @@
 //! well-behaved and hostile.
 
 use mcp_connect::proto::http::{HttpError, RedirectRefused};
-use mcp_connect::proto::Config;
+use mcp_connect::proto::{Config, RequestError};
 use mcp_connect::{Client, ClientConfig, Error, HttpTransport, HttpTransportConfig, Request};
 use mcp_testkit::http_server::{self as server, Behaviour};
 use serde_json::json;
@@ -1246,6 +1246,9 @@ mod tiny {
         pub status: u16,
         pub headers: Vec<(String, String)>,
         pub body: Vec<u8>,
+        /// The connection is held open after the body (which then has no length) until the
+        /// client closes it.
+        pub hold: bool,
     }
 
     impl Resp {
@@ -1258,7 +1261,13 @@ mod tiny {
                 status,
                 headers,
                 body: body.into(),
+                hold: false,
             }
+        }
+
+        /// This response, its connection held open after the body.
+        pub fn held(self) -> Resp {
+            Resp { hold: true, ..self }
         }
 
         pub fn json(body: impl Into<Vec<u8>>) -> Resp {
@@ -1278,6 +1287,7 @@ mod tiny {
                 status,
                 headers: vec![("Location".into(), location.into())],
                 body: Vec::new(),
+                hold: false,
             }
         }
     }
@@ -1366,15 +1376,17 @@ mod tiny {
         for (k, v) in &resp.headers {
             out.extend(format!("{k}: {v}\r\n").into_bytes());
         }
-        out.extend(
-            format!(
-                "Content-Length: {}\r\nConnection: close\r\n\r\n",
-                resp.body.len()
-            )
-            .into_bytes(),
-        );
+        if !resp.hold {
+            out.extend(format!("Content-Length: {}\r\n", resp.body.len()).into_bytes());
+        }
+        out.extend(b"Connection: close\r\n\r\n");
         out.extend(&resp.body);
         let _ = stream.write_all(&out);
+        if resp.hold {
+            // Until the client closes (a read of 0) or gives up; a minute at most.
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(60)));
+            let _ = reader.read(&mut [0; 1]);
+        }
         let _ = stream.shutdown(std::net::Shutdown::Both);
     }
 
@@ -1404,6 +1416,49 @@ mod tiny {
         m.extend_from_slice(br#""}]}}"#);
         m
     }
+}
+
+#[test]
+fn an_event_that_opens_as_the_result_but_is_none_fails_its_call_at_once_on_a_held_stream() {
+    // The client takes an event that says at its ends it is the call's result for the answer,
+    // and reads no further (the session reads it once): should it be no answer after all, the
+    // call fails at once, not at its deadline with the stream held open.
+    use tiny::Resp;
+    let srv = tiny::legacy(|r| {
+        let id = r.id();
+        let event =
+            |message: String| Resp::sse(format!("event: message\ndata: {message}\n\n")).held();
+        match r.json()["params"]["arguments"]["how"]
+            .as_str()
+            .unwrap_or("")
+        {
+            "cut" => event(format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":["#
+            )),
+            "unbalanced" => event(format!(
+                r#"{{"result":{{"content":[}},"jsonrpc":"2.0","id":{id}}}"#
+            )),
+            _ => event(format!(
+                r#"{{"result":{{"content":[{{"type":"text","text":"fine"}}]}},"jsonrpc":"2.0","id":{id}}}"#
+            )),
+        }
+    });
+    smol::block_on(async {
+        let c = legacy_client(HttpTransportConfig::new(srv.url("/mcp")));
+        c.initialize().await.unwrap();
+        for how in ["cut", "unbalanced"] {
+            let err = c.call_tool("t", json!({ "how": how })).await.unwrap_err();
+            assert!(
+                matches!(&err, Error::Request(RequestError::InvalidResult { method, .. }) if method == "tools/call"),
+                "{how}: {err:?}"
+            );
+        }
+        // A result in the TypeScript SDK's order, on a held stream, is the answer as ever.
+        let r = c.call_tool("t", json!({ "how": "fine" })).await.unwrap();
+        assert_eq!(r.text(), "fine");
+        assert_eq!(c.stats().messages_ignored, 2, "both were reported");
+        c.close().await.unwrap();
+    });
 }
 
 /// A client of `url` in the legacy era (these responders answer `initialize` only), whose

@@ -80,6 +80,22 @@ impl Core {
         // A BOM or surrounding whitespace around a whole message is tolerated.
         let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
         self.mending(message, exchange, now, Self::read_message);
+        // A message on a request's own response that says at its ends it is that request's result
+        // was taken for its answer by the transport, which reads no further
+        // ([`result_id`](crate::jsonrpc::result_id)): when it was not one after all (not JSON,
+        // not JSON-RPC), the request fails now rather than at its deadline.
+        let Some(wire) = exchange else { return };
+        if crate::jsonrpc::result_id(message) != Some(wire) {
+            return;
+        }
+        if let Some(id) = self.pending.by_wire(wire) {
+            let method = self.pending.get(&id).map(|p| p.method.to_string());
+            let failure = RequestError::InvalidResult {
+                method: method.unwrap_or_default(),
+                reason: "its answer could not be read as a JSON-RPC result".into(),
+            };
+            self.complete(id, Err(failure), now);
+        }
     }
 
     /// Reads `message` with `read`; when it is not JSON, mends its text (invalid UTF-8, lone

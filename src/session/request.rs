@@ -662,50 +662,13 @@ impl Request {
     }
 }
 
-/// The id of an answer written the way most servers write one: opening with
-/// `{"jsonrpc":"2.0","id":<digits>` or `{"id":<digits>`, or ending with `,"id":<digits>}`. Read
-/// in place, without the copy and the check as JSON that [`peek_id`] makes (~550 instructions a
-/// call). `None` for any other message, which [`peek_id`] then reads. Which id is found only
-/// chooses the pending request to try: the message is then parsed whole, and its `id` must be
-/// that one.
-///
-/// [`peek_id`]: crate::framing::peek_id
-fn plain_id(message: &[u8]) -> Option<u64> {
-    const HEADS: [&[u8]; 2] = [b"{\"jsonrpc\":\"2.0\",\"id\":", b"{\"id\":"];
-    for head in HEADS {
-        if let Some(rest) = message.strip_prefix(head) {
-            let n = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-            return match rest.get(n) {
-                Some(b',' | b'}') => number(&rest[..n]),
-                _ => None,
-            };
-        }
-    }
-    let body = message.strip_suffix(b"}")?;
-    let n = body.iter().rev().take_while(|b| b.is_ascii_digit()).count();
-    let (before, digits) = body.split_at(body.len() - n);
-    before
-        .ends_with(b",\"id\":")
-        .then(|| number(digits))
-        .flatten()
-}
-
-/// A JSON number made of `digits` (no leading zero) that fits a `u64`.
-fn number(digits: &[u8]) -> Option<u64> {
-    match digits {
-        [] => None,
-        [b'0', _, ..] => None,
-        _ => std::str::from_utf8(digits).ok()?.parse().ok(),
-    }
-}
-
 impl Core {
     /// The fast path for the common case: an answer to a pending request whose id shows at the
     /// message's start or end is parsed once, straight into its result type, instead of once as an
     /// envelope and again as a result. Anything else (and any doubt) takes the general path, which
     /// gives the same outcome for what the fast path accepts.
     pub(super) fn fast_response(&mut self, message: &[u8], now: Instant) -> bool {
-        let Some(wire) = plain_id(message)
+        let Some(wire) = crate::jsonrpc::plain_id(message)
             .or_else(|| crate::framing::peek_id(message).and_then(|id| id.parse::<u64>().ok()))
         else {
             return false;
@@ -818,7 +781,11 @@ mod tests {
             ("", None),
         ];
         for (message, want) in cases {
-            assert_eq!(plain_id(message.as_bytes()), *want, "{message}");
+            assert_eq!(
+                crate::jsonrpc::plain_id(message.as_bytes()),
+                *want,
+                "{message}"
+            );
         }
     }
 
