@@ -1080,6 +1080,17 @@ fn over_http_modern_requests_carry_their_headers() {
         "not plain ASCII: Base64"
     );
     assert_eq!(header(&out[1], "Mcp-Name"), Some("file:///a%20b"), "as is");
+    // A call made by `call_tool` and the same call made as JSON carry the same headers.
+    for name in ["echo", "héllo wörld", "=?base64?looks encoded?="] {
+        s.call_tool(name, json!({"a": 1}), now).unwrap();
+        let json = json!({"name": name, "arguments": {"a": 1}});
+        s.send(mcp_proto::Request::new("tools/call", Some(json)), now)
+            .unwrap();
+        let out = transmits(&mut s);
+        assert_eq!(out[0].headers, out[1].headers, "{name}");
+        assert_eq!(header(&out[0], "Mcp-Method"), Some("tools/call"));
+        assert!(header(&out[0], "Mcp-Name").is_some());
+    }
 }
 
 #[test]

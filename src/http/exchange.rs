@@ -28,8 +28,9 @@ pub struct Exchange {
     modern: bool,
     /// An `initialize` request declaring at least one client capability.
     declares: bool,
-    /// The URL its latest HTTP request went to.
-    pub(super) url: String,
+    /// The URL its latest HTTP request went to (shared with the rules' until a redirect or a
+    /// resumption moves it).
+    pub(super) url: std::sync::Arc<str>,
     /// The URLs its redirects were followed from (normalized), oldest first.
     pub(super) redirected_from: Vec<String>,
     /// Where the machine is ([`HttpRules::step`]).
@@ -258,7 +259,7 @@ impl HttpRules {
     /// `on_redirect` said to follow one): the same method, headers and body.
     pub(super) fn post_again(&self, exchange: &Exchange, transmit: &Transmit) -> HttpRequest {
         HttpRequest {
-            url: exchange.url.clone(),
+            url: String::from(&*exchange.url),
             ..self.post(transmit)
         }
     }
@@ -383,7 +384,7 @@ impl HttpRules {
         let plan = self.on_stream_end(&exchange.kind, exchange.answered, exchange.resumes, decoder);
         if let StreamEnd::Resume { request, .. } = &plan {
             exchange.resumes += 1;
-            exchange.url.clone_from(&request.url);
+            exchange.url = request.url.as_str().into();
         }
         plan
     }

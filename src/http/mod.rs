@@ -101,8 +101,9 @@ use std::fmt;
 #[derive(Clone)]
 pub struct HttpRules {
     config: HttpConfig,
-    /// The endpoint: the configured URL, or where a followed redirect moved it.
-    url: String,
+    /// The endpoint: the configured URL, or where a followed redirect moved it (shared by the
+    /// exchanges that go there).
+    url: std::sync::Arc<str>,
     /// The URL for error messages.
     redacted_url: String,
     session_id: Option<std::sync::Arc<str>>,
@@ -163,7 +164,7 @@ impl HttpRules {
     pub fn new(config: HttpConfig) -> Self {
         HttpRules {
             redacted_url: redact_url(&config.url),
-            url: config.url.clone(),
+            url: config.url.as_str().into(),
             config,
             session_id: None,
             protocol_version: None,
@@ -304,7 +305,7 @@ impl HttpRules {
         }
         HttpRequest {
             method: Method::Post,
-            url: self.url.clone(),
+            url: String::from(&*self.url),
             headers,
             body: Some(transmit.payload.clone()),
         }
@@ -369,7 +370,7 @@ impl HttpRules {
         }
         HttpRequest {
             method: Method::Get,
-            url: self.url.clone(),
+            url: String::from(&*self.url),
             headers,
             body: None,
         }
@@ -385,7 +386,7 @@ impl HttpRules {
         self.session_id.as_ref()?;
         Some(HttpRequest {
             method: Method::Delete,
-            url: self.url.clone(),
+            url: String::from(&*self.url),
             headers: self.headers("application/json, text/event-stream"),
             body: None,
         })

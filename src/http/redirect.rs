@@ -180,9 +180,9 @@ impl HttpRules {
             }));
         }
         exchange.redirected_from.push(from);
-        exchange.url.clone_from(&target);
+        exchange.url = target.as_str().into();
         self.redacted_url = redact_url(&target);
-        self.url.clone_from(&target);
+        self.url = exchange.url.clone();
         Ok(Some(target))
     }
 }

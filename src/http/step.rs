@@ -162,7 +162,7 @@ impl HttpRules {
                     // A resumption's redirect: the same GET again, at the new URL.
                     let last = exchange.decoder.as_ref().and_then(|d| d.last_event_id());
                     let request = HttpRequest {
-                        url: exchange.url.clone(),
+                        url: String::from(&*exchange.url),
                         ..self.event_stream_get(last)
                     };
                     exchange.phase = Phase::Head(method);

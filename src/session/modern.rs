@@ -7,7 +7,7 @@
 //! > server accepts or rejects each request independently" — MCP 2026-07-28, Versioning
 
 use super::pending::Wake;
-use super::request::Params;
+use super::request::{CallTool, Method, Params};
 use super::{Core, Era, Event, Reply, Request, Transmit, TransmitKind, TransportKind};
 use crate::error::{RequestError, SessionError, Warning};
 use crate::http::metadata::{self, ParamHeaders};
@@ -255,10 +255,18 @@ impl Modern {
         // A call's name and arguments are read where they are: making its params one JSON
         // value (a copy of the arguments) cost more than the rest of the headers.
         let standard = match params {
-            Params::Call { name, .. } => metadata::standard_headers_named(method, Some(name)),
-            Params::Json(json) => metadata::standard_headers(method, json.as_ref()),
+            // The common case written in place: the method is the protocol's constant, and only
+            // the tool's name is copied (one allocation, not a list and two strings).
+            Params::Call { name, .. } if method == CallTool::NAME => {
+                let value = metadata::encode_value(name).into_owned();
+                out.push((crate::http::METHOD_HEADER.into(), CallTool::NAME.into()));
+                out.push((crate::http::NAME_HEADER.into(), value.into()));
+                None
+            }
+            Params::Call { name, .. } => Some(metadata::standard_headers_named(method, Some(name))),
+            Params::Json(json) => Some(metadata::standard_headers(method, json.as_ref())),
         };
-        if let Ok(standard) = standard {
+        if let Some(Ok(standard)) = standard {
             out.extend(standard.into_iter().map(|(k, v)| (k.into(), v.into())));
         }
         if method == "tools/call" {
