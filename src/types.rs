@@ -856,6 +856,95 @@ impl<'de> Deserialize<'de> for BlockKey {
     }
 }
 
+/// A content block member's value, as [`Value`] reads it, except that the string `"text"` (a
+/// text block's type) is not copied.
+enum Member {
+    TextKind,
+    Value(Value),
+}
+
+impl Member {
+    fn is_string(&self) -> bool {
+        matches!(self, Member::TextKind | Member::Value(Value::String(_)))
+    }
+
+    fn into_value(self) -> Value {
+        match self {
+            Member::TextKind => Value::String("text".to_owned()),
+            Member::Value(value) => value,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Member {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(MemberVisitor)
+    }
+}
+
+/// Reads a [`Member`]: a string as itself, anything else as [`Value`] reads it.
+struct MemberVisitor;
+
+impl<'de> serde::de::Visitor<'de> for MemberVisitor {
+    type Value = Member;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Member, E> {
+        Ok(match v {
+            "text" => Member::TextKind,
+            _ => Member::Value(Value::String(v.to_owned())),
+        })
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Member, E> {
+        Ok(match v.as_str() {
+            "text" => Member::TextKind,
+            _ => Member::Value(Value::String(v)),
+        })
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Member, E> {
+        Ok(Member::Value(Value::Bool(v)))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Member, E> {
+        Ok(Member::Value(Value::from(v)))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Member, E> {
+        Ok(Member::Value(Value::from(v)))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Member, E> {
+        Ok(Member::Value(
+            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+        ))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Member, E> {
+        Ok(Member::Value(Value::Null))
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Member, E> {
+        Ok(Member::Value(Value::Null))
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Member, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Member, A::Error> {
+        Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq)).map(Member::Value)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Member, A::Error> {
+        Value::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Member::Value)
+    }
+}
+
 /// Reads a content block: a map member by member (a text block is made from its two members;
 /// any other map is rebuilt, in its order, and read by [`ContentBlock::from_value`]); anything
 /// else is [`ContentBlock::Unknown`], as [`Value`] reads it.
@@ -869,30 +958,53 @@ impl<'de> serde::de::Visitor<'de> for BlockVisitor {
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
-        let mut members: Vec<(BlockKey, Value)> = Vec::with_capacity(2);
+        // Most blocks are `{"type":"text","text":…}`: their two members are kept in place rather
+        // than in a list, and the type is not copied (two allocations fewer a block); a block
+        // with more members keeps the rest in a list, in order.
+        const HEAD: usize = 2;
+        let mut head: [Option<(BlockKey, Member)>; HEAD] = [None, None];
+        let mut rest: Vec<(BlockKey, Member)> = Vec::new();
+        // Where the last `type` and `text` are (a repeated member: the last one counts, as in a
+        // map).
+        let (mut kind, mut text, mut n) = (None, None, 0);
         while let Some(key) = map.next_key::<BlockKey>()? {
-            members.push((key, map.next_value()?));
+            match key {
+                BlockKey::Type => kind = Some(n),
+                BlockKey::Text => text = Some(n),
+                BlockKey::Other(_) => {}
+            }
+            let member = (key, map.next_value::<Member>()?);
+            match head.get_mut(n) {
+                Some(slot) => *slot = Some(member),
+                None => rest.push(member),
+            }
+            n += 1;
         }
-        // A repeated member: the last one counts, as in a map.
-        let last = |want: fn(&BlockKey) -> bool| members.iter().rposition(|(k, _)| want(k));
-        let kind = last(|k| matches!(k, BlockKey::Type));
-        let text = last(|k| matches!(k, BlockKey::Text));
+        let at = |i: usize| match head.get(i) {
+            Some(slot) => slot.as_ref().map(|(_, m)| m),
+            None => rest.get(i - HEAD).map(|(_, m)| m),
+        };
         if let (Some(kind), Some(text)) = (kind, text) {
-            if members[kind].1.as_str() == Some("text") && members[text].1.is_string() {
-                let Value::String(text) = members.swap_remove(text).1 else {
+            if matches!(at(kind), Some(Member::TextKind)) && at(text).is_some_and(Member::is_string)
+            {
+                let member = match head.get_mut(text) {
+                    Some(slot) => slot.take().map(|(_, m)| m),
+                    None => Some(rest.swap_remove(text - HEAD).1),
+                };
+                let Some(Value::String(text)) = member.map(Member::into_value) else {
                     unreachable!("checked to be a string just above")
                 };
                 return Ok(ContentBlock::Text { text });
             }
         }
         let mut m = Map::new();
-        for (key, value) in members {
+        for (key, value) in head.into_iter().flatten().chain(rest) {
             let key = match key {
                 BlockKey::Type => "type".to_owned(),
                 BlockKey::Text => "text".to_owned(),
                 BlockKey::Other(key) => key,
             };
-            m.insert(key, value);
+            m.insert(key, value.into_value());
         }
         Ok(ContentBlock::from_value(Value::Object(m)))
     }
@@ -1150,6 +1262,16 @@ mod tests {
             r#"{"type":"resource","resource":{"uri":"file:///a","text":"x"}}"#,
             r#"{"type":"resource","resource":{"uri":1}}"#,
             r#"{"z":1,"a":[1,{"b":null}],"type":"widget","text":"t"}"#,
+            r#"{"type":"text","text":"text"}"#,
+            r#"{"type":"te\u0078t","text":"escaped \"type\" and \u00e9"}"#,
+            r#"{"type":"text","text":"hi","a":1,"b":2}"#,
+            r#"{"a":1,"b":2,"type":"text","text":"x"}"#,
+            r#"{"a":{"type":"text"},"type":"text","text":"x","type":"image"}"#,
+            r#"{"type":{"x":[1,2.5,null,-4]},"text":"x"}"#,
+            r#"{"type":"text","text":["a"]}"#,
+            r#"{"type":true,"text":"x"}"#,
+            r#"{"type":"text","text":{"text":"text"}}"#,
+            r#"{"text":"text","type":"text","text":"last"}"#,
             r#"{}"#,
             r#"[1,"two",{"type":"text","text":"x"}]"#,
             r#""text""#,
