@@ -204,7 +204,33 @@ pub(crate) fn request_head(out: &mut Vec<u8>, id: u64, method: &str) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     write_json(out, &id);
     out.extend_from_slice(b",\"method\":");
-    write_json(out, method);
+    write_str(out, method);
+}
+
+/// Appends `text` as a JSON string, as serde_json writes it: a string with nothing to escape
+/// (no `"`, `\\` or control character: a method, most tool names) is copied between its quotes
+/// (~70 instructions fewer than serde_json's byte-by-byte escaping for a short one).
+pub(crate) fn write_str(out: &mut Vec<u8>, text: &str) {
+    // What serde_json escapes: control characters, `"` and `\\`.
+    const PLAIN: [bool; 256] = {
+        let mut plain = [true; 256];
+        let mut b = 0;
+        while b < 0x20 {
+            plain[b] = false;
+            b += 1;
+        }
+        plain[b'"' as usize] = false;
+        plain[b'\\' as usize] = false;
+        plain
+    };
+    if text.bytes().all(|b| PLAIN[usize::from(b)]) {
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    } else {
+        write_json(out, text);
+    }
 }
 
 /// Appends `value`, compactly.
@@ -262,6 +288,26 @@ fn to_vec(value: &impl Serialize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_str_writes_what_serde_json_writes() {
+        let every_byte: String = (0u8..=0x7f).map(char::from).collect();
+        for text in [
+            "",
+            "tools/call",
+            "echo",
+            "héllo wörld \u{1F600}",
+            "quote \" and backslash \\",
+            "tab\tnewline\n",
+            "\u{7f}\u{80}\u{2028}",
+            every_byte.as_str(),
+        ] {
+            let mut out = b"x".to_vec();
+            write_str(&mut out, text);
+            let want = [&b"x"[..], serde_json::to_string(text).unwrap().as_bytes()].concat();
+            assert_eq!(out, want, "{text:?}");
+        }
+    }
 
     #[test]
     fn result_id_reads_a_result_from_its_ends_in_the_two_common_forms() {

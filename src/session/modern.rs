@@ -202,7 +202,7 @@ impl Modern {
                 payload.extend_from_slice(b"{\"arguments\":");
                 crate::jsonrpc::write_json(&mut payload, arguments);
                 payload.extend_from_slice(b",\"name\":");
-                crate::jsonrpc::write_json(&mut payload, name);
+                crate::jsonrpc::write_str(&mut payload, name);
                 payload.extend_from_slice(b",\"_meta\":");
                 let meta = self.meta.get().as_bytes();
                 match trace {

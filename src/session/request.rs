@@ -323,7 +323,7 @@ impl Params {
                 out.extend_from_slice(b"\"arguments\":");
                 crate::jsonrpc::write_json(out, arguments);
                 out.extend_from_slice(b",\"name\":");
-                crate::jsonrpc::write_json(out, name);
+                crate::jsonrpc::write_str(out, name);
                 out.push(b'}');
             }
             Params::Json(v) => crate::jsonrpc::write_json(out, v),
