@@ -212,19 +212,17 @@ impl HttpRules {
                 .map(std::sync::Arc::from);
         }
         let content_type = header(headers, "content-type").unwrap_or("");
-        let essence = content_type
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        match essence.as_str() {
-            "application/json" => Ok(Body::Json),
-            "text/event-stream" => Ok(Body::EventStream),
-            _ => Err(HttpError::ContentType {
+        // The media type's essence, compared without regard to case (RFC 9110 § 8.3.1), in place.
+        let essence = content_type.split(';').next().unwrap_or("").trim();
+        if essence.eq_ignore_ascii_case("application/json") {
+            Ok(Body::Json)
+        } else if essence.eq_ignore_ascii_case("text/event-stream") {
+            Ok(Body::EventStream)
+        } else {
+            Err(HttpError::ContentType {
                 content_type: content_type.to_owned(),
                 url: url(),
-            }),
+            })
         }
     }
 
