@@ -1438,6 +1438,8 @@ fn an_event_that_opens_as_the_result_but_is_none_fails_its_call_at_once_on_a_hel
             "unbalanced" => event(format!(
                 r#"{{"result":{{"content":[}},"jsonrpc":"2.0","id":{id}}}"#
             )),
+            // A JSON body ends with the response: cut short, it fails the call the same way.
+            "json-cut" => Resp::json(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"#)),
             _ => event(format!(
                 r#"{{"result":{{"content":[{{"type":"text","text":"fine"}}]}},"jsonrpc":"2.0","id":{id}}}"#
             )),
@@ -1446,7 +1448,7 @@ fn an_event_that_opens_as_the_result_but_is_none_fails_its_call_at_once_on_a_hel
     smol::block_on(async {
         let c = legacy_client(HttpTransportConfig::new(srv.url("/mcp")));
         c.initialize().await.unwrap();
-        for how in ["cut", "unbalanced"] {
+        for how in ["cut", "unbalanced", "json-cut"] {
             let err = c.call_tool("t", json!({ "how": how })).await.unwrap_err();
             assert!(
                 matches!(&err, Error::Request(RequestError::InvalidResult { method, .. }) if method == "tools/call"),
@@ -1456,7 +1458,7 @@ fn an_event_that_opens_as_the_result_but_is_none_fails_its_call_at_once_on_a_hel
         // A result in the TypeScript SDK's order, on a held stream, is the answer as ever.
         let r = c.call_tool("t", json!({ "how": "fine" })).await.unwrap();
         assert_eq!(r.text(), "fine");
-        assert_eq!(c.stats().messages_ignored, 2, "both were reported");
+        assert_eq!(c.stats().messages_ignored, 3, "each was reported");
         c.close().await.unwrap();
     });
 }
