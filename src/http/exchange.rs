@@ -412,7 +412,7 @@ impl HttpRules {
         };
         // The common answer, a result that says so at its ends, is taken for the answer without
         // being read here: the session reads it (once), and fails the request should it not be
-        // one after all (~3,500 instructions a call, serde_json's reading of it twice). The
+        // one after all (~2,600 instructions a call: serde_json read it twice). The
         // `initialize` answer is read here whole, for its revision.
         if method != "initialize" && crate::jsonrpc::result_id(message) == Some(wire.0) {
             return true;
