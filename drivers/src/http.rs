@@ -1656,12 +1656,14 @@ fn known_header(name: &str) -> Option<isahc::http::header::HeaderName> {
 
 /// The response headers the rules read ([`RESPONSE_HEADERS_READ`](mcp_proto::http::RESPONSE_HEADERS_READ)):
 /// the others (a date, the transfer encoding, a server's own) are not copied for each response.
-fn rules_head(response: &Response<AsyncBody>) -> Vec<(String, String)> {
+fn rules_head(response: &Response<AsyncBody>) -> Vec<(&str, &str)> {
+    // Lent, not copied: the rules read them before the response moves on (two strings a header
+    // a response saved).
     response
         .headers()
         .iter()
         .filter(|(k, _)| mcp_proto::http::rules_read_header(k.as_str()))
-        .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+        .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?)))
         .collect()
 }
 

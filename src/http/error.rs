@@ -138,7 +138,11 @@ pub enum HttpError {
 
 /// The verdict on a status that is not 2xx: 401 and 403 carry their challenge (for the OAuth
 /// flow), any other is just its status.
-pub(super) fn status_error(status: u16, headers: &[(String, String)], url: String) -> HttpError {
+pub(super) fn status_error<K: AsRef<str>, V: AsRef<str>>(
+    status: u16,
+    headers: &[(K, V)],
+    url: String,
+) -> HttpError {
     const MAX_CHALLENGE: usize = 4096;
     let challenge = || {
         header(headers, "www-authenticate").map(|v| {

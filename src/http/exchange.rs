@@ -139,12 +139,12 @@ impl HttpRules {
     /// its second 404 is a plain status error). With renewal off the session id is kept, so that
     /// every later request meets the 404 too and fails with it, rather than going out without an
     /// id. A 404 for a session that was already replaced is [`HttpError::Resend`].
-    pub(super) fn on_response(
+    pub(super) fn on_response<K: AsRef<str>, V: AsRef<str>>(
         &mut self,
         kind: &TransmitKind,
         carried_session: Option<&str>,
         status: u16,
-        headers: &[(String, String)],
+        headers: &[(K, V)],
     ) -> Result<Body, HttpError> {
         let url = || self.redacted_url.clone();
         if status == 404 && carried_session.is_some() && carried_session != self.session_id() {
@@ -272,11 +272,11 @@ impl HttpRules {
     /// every later request meets the 404 too and fails with it, rather than going out without an
     /// id. A 404 for a session that was already replaced (the exchange's POST carried an older
     /// id) is [`HttpError::Resend`].
-    pub(super) fn on_exchange_response(
+    pub(super) fn on_exchange_response<K: AsRef<str>, V: AsRef<str>>(
         &mut self,
         exchange: &Exchange,
         status: u16,
-        headers: &[(String, String)],
+        headers: &[(K, V)],
     ) -> Result<Body, HttpError> {
         self.on_response(&exchange.kind, exchange.carried.as_deref(), status, headers)
     }
@@ -603,10 +603,10 @@ impl HttpRules {
     }
 
     /// Reads the answer to a resumption `GET`: it must be a 2xx event stream.
-    pub(super) fn on_resume_response(
+    pub(super) fn on_resume_response<K: AsRef<str>, V: AsRef<str>>(
         &self,
         status: u16,
-        headers: &[(String, String)],
+        headers: &[(K, V)],
     ) -> Result<(), HttpError> {
         let url = self.redacted_url.clone();
         if !(200..300).contains(&status) {
@@ -671,9 +671,12 @@ mod tests {
         let note = TransmitKind::Notification {
             method: "notifications/initialized".into(),
         };
-        assert_eq!(r.on_response(&note, None, 202, &[]), Ok(Body::None));
         assert_eq!(
-            r.on_response(&TransmitKind::Response, None, 202, &[]),
+            r.on_response(&note, None, 202, crate::http::NO_HEADERS),
+            Ok(Body::None)
+        );
+        assert_eq!(
+            r.on_response(&TransmitKind::Response, None, 202, crate::http::NO_HEADERS),
             Ok(Body::None)
         );
         assert_eq!(
@@ -697,7 +700,7 @@ mod tests {
         );
         // A 404 without a session id is just a 404.
         assert!(matches!(
-            r.on_response(&call, None, 404, &[]),
+            r.on_response(&call, None, 404, crate::http::NO_HEADERS),
             Err(HttpError::Status { status: 404, .. })
         ));
     }
@@ -718,7 +721,7 @@ mod tests {
         .unwrap();
         let call = request(5, "tools/call");
         assert!(matches!(
-            r.on_response(&call, Some("s1"), 404, &[]),
+            r.on_response(&call, Some("s1"), 404, crate::http::NO_HEADERS),
             Err(HttpError::SessionExpired { .. })
         ));
         assert_eq!(
@@ -734,7 +737,7 @@ mod tests {
         open_session(&mut r, 6, "s2");
         // The same request expiring again, in the new session, fails with the status.
         assert!(matches!(
-            r.on_response(&call, Some("s2"), 404, &[]),
+            r.on_response(&call, Some("s2"), 404, crate::http::NO_HEADERS),
             Err(HttpError::Status { status: 404, .. })
         ));
         assert_eq!(r.session_id(), Some("s2"), "kept: nothing renews it");
@@ -744,7 +747,7 @@ mod tests {
         });
         off.session_id = Some("s".into());
         assert!(matches!(
-            off.on_response(&call, Some("s"), 404, &[]),
+            off.on_response(&call, Some("s"), 404, crate::http::NO_HEADERS),
             Err(HttpError::Status { status: 404, .. })
         ));
     }
@@ -755,20 +758,25 @@ mod tests {
         r.session_id = Some("s2".into());
         let call = request(7, "tools/call");
         assert!(matches!(
-            r.on_response(&call, Some("s1"), 404, &[]),
+            r.on_response(&call, Some("s1"), 404, crate::http::NO_HEADERS),
             Err(HttpError::Resend { .. })
         ));
         assert_eq!(r.session_id(), Some("s2"), "the current session is kept");
         assert_eq!(r.check_post(&call), Ok(()));
         assert!(
             matches!(
-                r.on_response(&call, Some("s1"), 404, &[]),
+                r.on_response(&call, Some("s1"), 404, crate::http::NO_HEADERS),
                 Err(HttpError::Status { status: 404, .. })
             ),
             "once per request"
         );
         assert!(matches!(
-            r.on_response(&TransmitKind::Response, Some("s1"), 404, &[]),
+            r.on_response(
+                &TransmitKind::Response,
+                Some("s1"),
+                404,
+                crate::http::NO_HEADERS
+            ),
             Err(HttpError::Resend { .. })
         ));
     }
@@ -825,7 +833,7 @@ mod tests {
             r.on_resume_response(200, &h(&[("content-type", "text/event-stream")])),
             Ok(())
         );
-        assert!(r.on_resume_response(405, &[]).is_err());
+        assert!(r.on_resume_response(405, crate::http::NO_HEADERS).is_err());
     }
 
     #[test]
@@ -854,7 +862,7 @@ mod tests {
         open_session(&mut r, 0, "s1");
         let cancel = TransmitKind::Cancellation { id: RequestId(3) };
         assert!(matches!(
-            r.on_response(&cancel, Some("s1"), 404, &[]),
+            r.on_response(&cancel, Some("s1"), 404, crate::http::NO_HEADERS),
             Err(HttpError::SessionExpired { .. })
         ));
         assert_eq!(r.session_id(), None);
@@ -875,7 +883,12 @@ mod tests {
         });
         off.session_id = Some("s".into());
         assert!(matches!(
-            off.on_response(&TransmitKind::Response, Some("s"), 404, &[]),
+            off.on_response(
+                &TransmitKind::Response,
+                Some("s"),
+                404,
+                crate::http::NO_HEADERS
+            ),
             Err(HttpError::Status { status: 404, .. })
         ));
         assert_eq!(off.session_id(), Some("s"));
@@ -914,7 +927,7 @@ mod tests {
             })
         );
         assert!(matches!(
-            r.on_response(&call, None, 401, &[]),
+            r.on_response(&call, None, 401, crate::http::NO_HEADERS),
             Err(HttpError::Unauthorized {
                 challenge: None,
                 ..
@@ -965,7 +978,7 @@ mod tests {
         assert_eq!(r.on_exchange_end(&mut ex, Some(&d)), StreamEnd::Done);
         // The session it carried decides what a 404 means, even after the rules moved on.
         assert!(matches!(
-            r.on_exchange_response(&ex, 404, &[]),
+            r.on_exchange_response(&ex, 404, crate::http::NO_HEADERS),
             Err(HttpError::SessionExpired { .. })
         ));
     }

@@ -123,10 +123,10 @@ impl HttpRules {
     /// Reads the answer to the standalone stream's `GET`: a 2xx event stream is read; anything
     /// else (405: the server offers none; 404, another status, another content type) means no
     /// stream, and the client stops listening. Nothing of it reaches a request.
-    pub(super) fn on_listen_response(
+    pub(super) fn on_listen_response<K: AsRef<str>, V: AsRef<str>>(
         &self,
         status: u16,
-        headers: &[(String, String)],
+        headers: &[(K, V)],
     ) -> Result<(), HttpError> {
         self.on_resume_response(status, headers)
     }
@@ -273,11 +273,11 @@ impl HttpRules {
     /// The status and headers of the response to the standalone stream's `GET`: a 2xx event
     /// stream is read; a `401` or `403` goes to the OAuth flow (when the driver runs it); any
     /// other answer (405: the server offers none) stops the listening.
-    pub fn listen_head(
+    pub fn listen_head<K: AsRef<str>, V: AsRef<str>>(
         &mut self,
         listening: &mut Listening,
         status: u16,
-        headers: &[(String, String)],
+        headers: &[(K, V)],
     ) {
         if !matches!(listening.phase, Phase::Head) {
             return;
@@ -399,7 +399,7 @@ mod tests {
         // Its answer: an event stream, or nothing (405: the server offers none; any other).
         let sse = h(&[("content-type", "text/event-stream")]);
         assert_eq!(r.on_listen_response(200, &sse), Ok(()));
-        assert!(r.on_listen_response(405, &[]).is_err());
+        assert!(r.on_listen_response(405, crate::http::NO_HEADERS).is_err());
         assert!(r.on_listen_response(404, &sse).is_err());
         assert!(r
             .on_listen_response(200, &h(&[("content-type", "application/json")]))
@@ -420,7 +420,12 @@ mod tests {
 
         // Never while the session is being renewed, and never in the modern era (no handshake).
         assert!(matches!(
-            r.on_response(&request(5, "tools/list"), Some("s1"), 404, &[]),
+            r.on_response(
+                &request(5, "tools/list"),
+                Some("s1"),
+                404,
+                crate::http::NO_HEADERS
+            ),
             Err(HttpError::SessionExpired { .. })
         ));
         assert!(r.listen_now().is_none());
@@ -500,7 +505,7 @@ mod tests {
             .iter()
             .any(|(k, v)| k == "Last-Event-ID" && v == "4"));
         // 405: the server offers no stream; the client stops listening.
-        r.listen_head(&mut l, 405, &[]);
+        r.listen_head(&mut l, 405, crate::http::NO_HEADERS);
         assert!(matches!(r.listen_step(&mut l), Step::Done));
     }
 
@@ -519,7 +524,7 @@ mod tests {
         r.listen_authorized(&mut l, true);
         assert!(matches!(r.listen_step(&mut l), Step::Prepare));
         assert!(matches!(r.listen_step(&mut l), Step::Send(_)));
-        r.listen_head(&mut l, 403, &[]);
+        r.listen_head(&mut l, 403, crate::http::NO_HEADERS);
         r.listen_authorized(&mut l, false);
         assert!(matches!(r.listen_step(&mut l), Step::Done));
     }

@@ -150,12 +150,12 @@ impl HttpRules {
     /// trailing slash to `/mcp`), where asking the old URL again would only double every POST,
     /// and the session and the resumption `GET`s belong to the endpoint that answers.
     ///
-    pub(super) fn on_redirect(
+    pub(super) fn on_redirect<K: AsRef<str>, V: AsRef<str>>(
         &mut self,
         exchange: &mut Exchange,
         method: Method,
         status: u16,
-        headers: &[(String, String)],
+        headers: &[(K, V)],
     ) -> Result<Option<String>, HttpError> {
         let refused = |reason| HttpError::Redirect {
             status,
@@ -288,7 +288,7 @@ mod tests {
         let (_, mut ex) = r.begin(&call);
         let to = |l: &str| h(&[("Location", l)]);
         assert_eq!(
-            r.on_redirect(&mut ex, Method::Post, 200, &[]),
+            r.on_redirect(&mut ex, Method::Post, 200, crate::http::NO_HEADERS),
             Ok(None),
             "not a redirect"
         );

@@ -252,7 +252,12 @@ impl HttpRules {
     }
 
     /// The status and headers of the response to the request [`Step::Send`] gave.
-    pub fn on_head(&mut self, exchange: &mut Exchange, status: u16, headers: &[(String, String)]) {
+    pub fn on_head<K: AsRef<str>, V: AsRef<str>>(
+        &mut self,
+        exchange: &mut Exchange,
+        status: u16,
+        headers: &[(K, V)],
+    ) {
         let method = match exchange.phase {
             Phase::Head(method) => method,
             _ => return,
@@ -579,7 +584,7 @@ mod tests {
         assert!(first.headers.iter().any(|(_, v)| v == "s1"));
         // Meanwhile the session was renewed.
         open_session(&mut r, 9, "s2");
-        r.on_head(&mut ex, 404, &[]);
+        r.on_head(&mut ex, 404, crate::http::NO_HEADERS);
         let again = sent(r.step(&mut ex, &t));
         assert!(again.headers.iter().any(|(_, v)| v == "s2"));
     }
