@@ -856,6 +856,46 @@ impl<'de> Deserialize<'de> for BlockKey {
     }
 }
 
+/// The visits of a visitor that reads what is not a map (nor, for some, a string) as [`Value`]
+/// reads it, wrapped by `$wrap`: a block or a member that is a scalar or a list.
+macro_rules! visit_as_value {
+    ($de:lifetime, $t:ty, $wrap:expr) => {
+        fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<$t, E> {
+            Ok($wrap(Value::Bool(v)))
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<$t, E> {
+            Ok($wrap(Value::from(v)))
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<$t, E> {
+            Ok($wrap(Value::from(v)))
+        }
+
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<$t, E> {
+            Ok($wrap(
+                serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+            ))
+        }
+
+        fn visit_unit<E: serde::de::Error>(self) -> Result<$t, E> {
+            Ok($wrap(Value::Null))
+        }
+
+        fn visit_none<E: serde::de::Error>(self) -> Result<$t, E> {
+            Ok($wrap(Value::Null))
+        }
+
+        fn visit_some<D: Deserializer<$de>>(self, d: D) -> Result<$t, D::Error> {
+            d.deserialize_any(self)
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<$de>>(self, seq: A) -> Result<$t, A::Error> {
+            Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq)).map($wrap)
+        }
+    };
+}
+
 /// A content block member's value, as [`Value`] reads it, except that the string `"text"` (a
 /// text block's type) is not copied.
 enum Member {
@@ -906,39 +946,7 @@ impl<'de> serde::de::Visitor<'de> for MemberVisitor {
         })
     }
 
-    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Member, E> {
-        Ok(Member::Value(Value::Bool(v)))
-    }
-
-    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Member, E> {
-        Ok(Member::Value(Value::from(v)))
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Member, E> {
-        Ok(Member::Value(Value::from(v)))
-    }
-
-    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Member, E> {
-        Ok(Member::Value(
-            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
-        ))
-    }
-
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Member, E> {
-        Ok(Member::Value(Value::Null))
-    }
-
-    fn visit_none<E: serde::de::Error>(self) -> Result<Member, E> {
-        Ok(Member::Value(Value::Null))
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Member, D::Error> {
-        d.deserialize_any(self)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Member, A::Error> {
-        Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq)).map(Member::Value)
-    }
+    visit_as_value!('de, Member, Member::Value);
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Member, A::Error> {
         Value::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Member::Value)
@@ -1009,29 +1017,6 @@ impl<'de> serde::de::Visitor<'de> for BlockVisitor {
         Ok(ContentBlock::from_value(Value::Object(m)))
     }
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<ContentBlock, A::Error> {
-        let value = Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
-        Ok(ContentBlock::Unknown(value))
-    }
-
-    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<ContentBlock, E> {
-        Ok(ContentBlock::Unknown(Value::Bool(v)))
-    }
-
-    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ContentBlock, E> {
-        Ok(ContentBlock::Unknown(Value::from(v)))
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ContentBlock, E> {
-        Ok(ContentBlock::Unknown(Value::from(v)))
-    }
-
-    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<ContentBlock, E> {
-        Ok(ContentBlock::Unknown(
-            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
-        ))
-    }
-
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ContentBlock, E> {
         Ok(ContentBlock::Unknown(Value::String(v.to_owned())))
     }
@@ -1040,17 +1025,7 @@ impl<'de> serde::de::Visitor<'de> for BlockVisitor {
         Ok(ContentBlock::Unknown(Value::String(v)))
     }
 
-    fn visit_unit<E: serde::de::Error>(self) -> Result<ContentBlock, E> {
-        Ok(ContentBlock::Unknown(Value::Null))
-    }
-
-    fn visit_none<E: serde::de::Error>(self) -> Result<ContentBlock, E> {
-        Ok(ContentBlock::Unknown(Value::Null))
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<ContentBlock, D::Error> {
-        d.deserialize_any(self)
-    }
+    visit_as_value!('de, ContentBlock, ContentBlock::Unknown);
 }
 
 impl ContentBlock {
