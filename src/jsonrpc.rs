@@ -121,22 +121,26 @@ pub(crate) fn parse_own_id(raw: &RawValue) -> Option<RequestId> {
 /// [`peek_id`]: crate::framing::peek_id
 pub(crate) fn plain_id(message: &[u8]) -> Option<u64> {
     const HEADS: [&[u8]; 2] = [b"{\"jsonrpc\":\"2.0\",\"id\":", b"{\"id\":"];
-    for head in HEADS {
-        if let Some(rest) = message.strip_prefix(head) {
-            let n = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-            return match rest.get(n) {
-                Some(b',' | b'}') => number(&rest[..n]),
-                _ => None,
-            };
-        }
+    if let Some((digits, after)) = HEADS.iter().find_map(|head| id_after(message, head)) {
+        return matches!(after.first(), Some(b',' | b'}'))
+            .then(|| number(digits))
+            .flatten();
     }
+    id_at_end(message, b",\"id\":")
+}
+
+/// The digits that follow `head` at the message's start, and what follows them.
+fn id_after<'m>(message: &'m [u8], head: &[u8]) -> Option<(&'m [u8], &'m [u8])> {
+    let rest = message.strip_prefix(head)?;
+    Some(rest.split_at(rest.iter().take_while(|b| b.is_ascii_digit()).count()))
+}
+
+/// The id of a message that ends with `before`, digits and its closing `}`.
+fn id_at_end(message: &[u8], before: &[u8]) -> Option<u64> {
     let body = message.strip_suffix(b"}")?;
     let n = body.iter().rev().take_while(|b| b.is_ascii_digit()).count();
-    let (before, digits) = body.split_at(body.len() - n);
-    before
-        .ends_with(b",\"id\":")
-        .then(|| number(digits))
-        .flatten()
+    let (rest, digits) = body.split_at(body.len() - n);
+    rest.ends_with(before).then(|| number(digits)).flatten()
 }
 
 /// A JSON number made of `digits` (no leading zero) that fits a `u64`.
@@ -165,20 +169,16 @@ pub(crate) fn result_id(message: &[u8]) -> Option<u64> {
         (b"{\"jsonrpc\":\"2.0\",\"id\":", b",\"result\":"),
         (b"{\"id\":", b",\"jsonrpc\":\"2.0\",\"result\":"),
     ];
-    const TAIL: &[u8] = b",\"jsonrpc\":\"2.0\",\"id\":";
-    for (head, then) in HEADS {
-        if let Some(rest) = message.strip_prefix(head) {
-            let n = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-            return rest[n..]
-                .starts_with(then)
-                .then(|| number(&rest[..n]))
-                .flatten();
-        }
+    let head = HEADS
+        .iter()
+        .find_map(|(head, then)| Some((id_after(message, head)?, *then)));
+    if let Some(((digits, after), then)) = head {
+        return after.starts_with(then).then(|| number(digits)).flatten();
     }
-    let body = message.strip_prefix(b"{\"result\":")?.strip_suffix(b"}")?;
-    let n = body.iter().rev().take_while(|b| b.is_ascii_digit()).count();
-    let (before, digits) = body.split_at(body.len() - n);
-    before.ends_with(TAIL).then(|| number(digits)).flatten()
+    id_at_end(
+        message.strip_prefix(b"{\"result\":")?,
+        b",\"jsonrpc\":\"2.0\",\"id\":",
+    )
 }
 
 /// Serializes a request `{jsonrpc, id, method, params?}` compactly.
