@@ -672,11 +672,16 @@ mod tests {
             method: "notifications/initialized".into(),
         };
         assert_eq!(
-            r.on_response(&note, None, 202, crate::http::NO_HEADERS),
+            r.on_response(&note, None, 202, crate::http::wire::NO_HEADERS),
             Ok(Body::None)
         );
         assert_eq!(
-            r.on_response(&TransmitKind::Response, None, 202, crate::http::NO_HEADERS),
+            r.on_response(
+                &TransmitKind::Response,
+                None,
+                202,
+                crate::http::wire::NO_HEADERS
+            ),
             Ok(Body::None)
         );
         assert_eq!(
@@ -700,7 +705,7 @@ mod tests {
         );
         // A 404 without a session id is just a 404.
         assert!(matches!(
-            r.on_response(&call, None, 404, crate::http::NO_HEADERS),
+            r.on_response(&call, None, 404, crate::http::wire::NO_HEADERS),
             Err(HttpError::Status { status: 404, .. })
         ));
     }
@@ -721,7 +726,7 @@ mod tests {
         .unwrap();
         let call = request(5, "tools/call");
         assert!(matches!(
-            r.on_response(&call, Some("s1"), 404, crate::http::NO_HEADERS),
+            r.on_response(&call, Some("s1"), 404, crate::http::wire::NO_HEADERS),
             Err(HttpError::SessionExpired { .. })
         ));
         assert_eq!(
@@ -737,7 +742,7 @@ mod tests {
         open_session(&mut r, 6, "s2");
         // The same request expiring again, in the new session, fails with the status.
         assert!(matches!(
-            r.on_response(&call, Some("s2"), 404, crate::http::NO_HEADERS),
+            r.on_response(&call, Some("s2"), 404, crate::http::wire::NO_HEADERS),
             Err(HttpError::Status { status: 404, .. })
         ));
         assert_eq!(r.session_id(), Some("s2"), "kept: nothing renews it");
@@ -747,7 +752,7 @@ mod tests {
         });
         off.session_id = Some("s".into());
         assert!(matches!(
-            off.on_response(&call, Some("s"), 404, crate::http::NO_HEADERS),
+            off.on_response(&call, Some("s"), 404, crate::http::wire::NO_HEADERS),
             Err(HttpError::Status { status: 404, .. })
         ));
     }
@@ -758,14 +763,14 @@ mod tests {
         r.session_id = Some("s2".into());
         let call = request(7, "tools/call");
         assert!(matches!(
-            r.on_response(&call, Some("s1"), 404, crate::http::NO_HEADERS),
+            r.on_response(&call, Some("s1"), 404, crate::http::wire::NO_HEADERS),
             Err(HttpError::Resend { .. })
         ));
         assert_eq!(r.session_id(), Some("s2"), "the current session is kept");
         assert_eq!(r.check_post(&call), Ok(()));
         assert!(
             matches!(
-                r.on_response(&call, Some("s1"), 404, crate::http::NO_HEADERS),
+                r.on_response(&call, Some("s1"), 404, crate::http::wire::NO_HEADERS),
                 Err(HttpError::Status { status: 404, .. })
             ),
             "once per request"
@@ -775,7 +780,7 @@ mod tests {
                 &TransmitKind::Response,
                 Some("s1"),
                 404,
-                crate::http::NO_HEADERS
+                crate::http::wire::NO_HEADERS
             ),
             Err(HttpError::Resend { .. })
         ));
@@ -833,7 +838,9 @@ mod tests {
             r.on_resume_response(200, &h(&[("content-type", "text/event-stream")])),
             Ok(())
         );
-        assert!(r.on_resume_response(405, crate::http::NO_HEADERS).is_err());
+        assert!(r
+            .on_resume_response(405, crate::http::wire::NO_HEADERS)
+            .is_err());
     }
 
     #[test]
@@ -862,7 +869,7 @@ mod tests {
         open_session(&mut r, 0, "s1");
         let cancel = TransmitKind::Cancellation { id: RequestId(3) };
         assert!(matches!(
-            r.on_response(&cancel, Some("s1"), 404, crate::http::NO_HEADERS),
+            r.on_response(&cancel, Some("s1"), 404, crate::http::wire::NO_HEADERS),
             Err(HttpError::SessionExpired { .. })
         ));
         assert_eq!(r.session_id(), None);
@@ -887,7 +894,7 @@ mod tests {
                 &TransmitKind::Response,
                 Some("s"),
                 404,
-                crate::http::NO_HEADERS
+                crate::http::wire::NO_HEADERS
             ),
             Err(HttpError::Status { status: 404, .. })
         ));
@@ -927,7 +934,7 @@ mod tests {
             })
         );
         assert!(matches!(
-            r.on_response(&call, None, 401, crate::http::NO_HEADERS),
+            r.on_response(&call, None, 401, crate::http::wire::NO_HEADERS),
             Err(HttpError::Unauthorized {
                 challenge: None,
                 ..
@@ -978,7 +985,7 @@ mod tests {
         assert_eq!(r.on_exchange_end(&mut ex, Some(&d)), StreamEnd::Done);
         // The session it carried decides what a 404 means, even after the rules moved on.
         assert!(matches!(
-            r.on_exchange_response(&ex, 404, crate::http::NO_HEADERS),
+            r.on_exchange_response(&ex, 404, crate::http::wire::NO_HEADERS),
             Err(HttpError::SessionExpired { .. })
         ));
     }

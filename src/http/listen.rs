@@ -399,7 +399,9 @@ mod tests {
         // Its answer: an event stream, or nothing (405: the server offers none; any other).
         let sse = h(&[("content-type", "text/event-stream")]);
         assert_eq!(r.on_listen_response(200, &sse), Ok(()));
-        assert!(r.on_listen_response(405, crate::http::NO_HEADERS).is_err());
+        assert!(r
+            .on_listen_response(405, crate::http::wire::NO_HEADERS)
+            .is_err());
         assert!(r.on_listen_response(404, &sse).is_err());
         assert!(r
             .on_listen_response(200, &h(&[("content-type", "application/json")]))
@@ -424,7 +426,7 @@ mod tests {
                 &request(5, "tools/list"),
                 Some("s1"),
                 404,
-                crate::http::NO_HEADERS
+                crate::http::wire::NO_HEADERS
             ),
             Err(HttpError::SessionExpired { .. })
         ));
@@ -505,7 +507,7 @@ mod tests {
             .iter()
             .any(|(k, v)| k == "Last-Event-ID" && v == "4"));
         // 405: the server offers no stream; the client stops listening.
-        r.listen_head(&mut l, 405, crate::http::NO_HEADERS);
+        r.listen_head(&mut l, 405, crate::http::wire::NO_HEADERS);
         assert!(matches!(r.listen_step(&mut l), Step::Done));
     }
 
@@ -524,7 +526,7 @@ mod tests {
         r.listen_authorized(&mut l, true);
         assert!(matches!(r.listen_step(&mut l), Step::Prepare));
         assert!(matches!(r.listen_step(&mut l), Step::Send(_)));
-        r.listen_head(&mut l, 403, crate::http::NO_HEADERS);
+        r.listen_head(&mut l, 403, crate::http::wire::NO_HEADERS);
         r.listen_authorized(&mut l, false);
         assert!(matches!(r.listen_step(&mut l), Step::Done));
     }

@@ -87,8 +87,8 @@ pub use step::Step;
 pub(crate) use wire::is_tchar;
 pub use wire::{
     header, is_header_name, is_header_value, redact_url, rules_read_header, HeaderText,
-    HttpRequest, Method, METHOD_HEADER, NAME_HEADER, NO_HEADERS, PARAM_HEADER_PREFIX,
-    PROTOCOL_VERSION_HEADER, RESPONSE_HEADERS_READ, SESSION_ID_HEADER,
+    HttpRequest, Method, METHOD_HEADER, NAME_HEADER, PARAM_HEADER_PREFIX, PROTOCOL_VERSION_HEADER,
+    RESPONSE_HEADERS_READ, SESSION_ID_HEADER,
 };
 
 use crate::jsonrpc::RequestId;
