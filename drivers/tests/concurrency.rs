@@ -715,3 +715,150 @@ fn thirty_two_callers_on_one_thread_batch_their_requests_and_each_gets_its_own_a
         client.close().await.unwrap();
     })
 }
+
+/// A transport that keeps back what is sent for a batch, as stdio's does, over a mock server
+/// that answers each request the moment it is written. An answer is read once two more writes
+/// went out after its request's (the server answers while the client goes on: as a server on
+/// another CPU, answering its requests in turn), or by a caller that waited on the transport
+/// (when nothing more is written). It counts its writes.
+struct Batching {
+    inner: mcp_connect::mock::MockTransport,
+    /// Writes made.
+    writes: AtomicUsize,
+    /// Requests written.
+    written: AtomicUsize,
+    kept: Mutex<Vec<mcp_connect::proto::Transmit>>,
+    /// The answers, each with the count of writes after which it may be read.
+    answers: Mutex<std::collections::VecDeque<(usize, mcp_connect::transport::Inbound)>>,
+    /// A caller waited on the transport since the answers were last all read: every one may be.
+    waited: std::sync::atomic::AtomicBool,
+}
+
+impl Batching {
+    /// How many writes after its request's an answer comes.
+    const LAG: usize = 2;
+
+    fn new(inner: mcp_connect::mock::MockTransport) -> Batching {
+        Batching {
+            inner,
+            writes: AtomicUsize::new(0),
+            written: AtomicUsize::new(0),
+            kept: Mutex::new(Vec::new()),
+            answers: Mutex::new(std::collections::VecDeque::new()),
+            waited: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// One write: what was kept back, then `message`, in order.
+    fn write(&self, message: Option<mcp_connect::proto::Transmit>) -> Result<(), Error> {
+        let mut batch = std::mem::take(&mut *self.kept.lock().unwrap());
+        batch.extend(message);
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let at = self.writes.fetch_add(1, Ordering::SeqCst) + 1 + Self::LAG;
+        self.written.fetch_add(batch.len(), Ordering::SeqCst);
+        batch.into_iter().try_for_each(|m| self.inner.send(m))?;
+        let mut answers = self.answers.lock().unwrap();
+        while let Some(answer) = self.inner.try_recv() {
+            answers.push_back((at, answer));
+        }
+        Ok(())
+    }
+}
+
+impl Transport for Batching {
+    fn send(&self, message: mcp_connect::proto::Transmit) -> Result<(), Error> {
+        self.write(Some(message))
+    }
+    fn send_batched(&self, message: mcp_connect::proto::Transmit) -> Result<bool, Error> {
+        self.kept.lock().unwrap().push(message);
+        Ok(true)
+    }
+    fn flush(&self) {
+        self.write(None).expect("the mock takes every message");
+    }
+    fn try_recv(&self) -> Option<mcp_connect::transport::Inbound> {
+        let mut answers = self.answers.lock().unwrap();
+        let due = self.waited.load(Ordering::SeqCst)
+            || answers
+                .front()
+                .is_some_and(|(at, _)| *at <= self.writes.load(Ordering::SeqCst));
+        if !due {
+            return None;
+        }
+        let answer = answers.pop_front().map(|(_, answer)| answer);
+        if answers.is_empty() {
+            self.waited.store(false, Ordering::SeqCst);
+        }
+        answer.or_else(|| self.inner.try_recv())
+    }
+    fn ready(&self) -> mcp_connect::transport::BoxFuture<'_, ()> {
+        Box::pin(async move {
+            // Nothing more is written while callers wait: what the server answered comes in
+            // after those that can run had their turn.
+            smol::future::yield_now().await;
+            self.waited.store(true, Ordering::SeqCst);
+        })
+    }
+    fn close(&self) -> mcp_connect::transport::BoxFuture<'_, Result<(), Error>> {
+        self.inner.close()
+    }
+}
+
+/// Callers on one thread whose answers are in each time they come back from their turn (a
+/// server that answers as fast as it is asked) batch their requests: none of them writes, on
+/// coming back, what the others kept back — they write it when they come back themselves (one
+/// `writev` a call, before: each caller came back to write the one request kept back since).
+#[test]
+fn callers_that_find_their_answers_in_leave_the_batch_to_the_callers_that_sent_it() {
+    let server = mcp_connect::mock::MockServer::builder()
+        .tool(
+            "echo",
+            json!({"type": "object"}),
+            |args: serde_json::Value| args["text"].as_str().unwrap_or_default().to_owned(),
+        )
+        .build();
+    let transport = Arc::new(Batching::new(server.transport()));
+    let client = Client::new(transport.clone());
+    smol::block_on(async {
+        client.initialize().await.expect("initialize");
+        let before = (
+            transport.writes.load(Ordering::SeqCst),
+            transport.written.load(Ordering::SeqCst),
+        );
+        let ex = smol::LocalExecutor::new();
+        let callers: Vec<_> = (0..8)
+            .map(|c| {
+                let client = &client;
+                ex.spawn(async move {
+                    for i in 0..50 {
+                        let text = format!("{c}-{i}");
+                        let r = client
+                            .call_tool("echo", json!({ "text": text }))
+                            .await
+                            .unwrap();
+                        assert_eq!(r.text(), text);
+                    }
+                })
+            })
+            .collect();
+        ex.run(async {
+            for caller in callers {
+                caller.await;
+            }
+        })
+        .await;
+        drop(ex);
+        let writes = transport.writes.load(Ordering::SeqCst) - before.0;
+        let written = transport.written.load(Ordering::SeqCst) - before.1;
+        // Every call went out (each answered), none is still kept back.
+        assert_eq!(written, 400, "{writes} writes");
+        assert!(transport.kept.lock().unwrap().is_empty());
+        assert!(
+            writes * 3 <= written,
+            "{written} requests in {writes} writes: not batched"
+        );
+        client.close().await.unwrap();
+    })
+}

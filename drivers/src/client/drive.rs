@@ -19,7 +19,9 @@ impl Drop for CallerPresent<'_> {
 
 /// A caller's messages kept back for a batch ([`ConnState::held`]): written when the caller is
 /// done waiting for others to add theirs ([`release`](Self::release)), or when it stops waiting
-/// at all (its future dropped), whichever comes first.
+/// at all (its future dropped), whichever comes first — unless another caller's write took them
+/// first, which the caller knows when its answer is in ([`Mailbox::heard`]): then it leaves
+/// what is kept back now to the callers that sent it.
 pub(super) struct Held<'a> {
     shared: &'a Connection,
     armed: bool,
@@ -105,6 +107,12 @@ pub(super) trait Mailbox {
     fn slot(&self) -> Option<RequestId> {
         None
     }
+
+    /// Whether the server was heard on this caller's request already (its answer or its
+    /// progress is in), so that the request is surely written. `false` when that cannot be told.
+    fn heard(&self, _state: &Mutex<ConnState>) -> bool {
+        false
+    }
 }
 
 /// A request's answer slot: its entry in [`ConnState::waiters`].
@@ -115,6 +123,15 @@ impl Mailbox for Slot {
 
     fn slot(&self) -> Option<RequestId> {
         Some(self.0)
+    }
+
+    /// An answer in the slot may also be the client's own (a timeout, the end of the
+    /// connection): then the request may be unwritten, but it is given up on, and a request
+    /// given up on before it was written leaves the transport's backlog.
+    fn heard(&self, state: &Mutex<ConnState>) -> bool {
+        lock(state).waiters.get(&self.0).is_some_and(|w| {
+            w.answer.is_some() || w.progress.as_ref().is_some_and(|p| !p.is_empty())
+        })
     }
 
     fn poll_take(
@@ -228,7 +245,17 @@ impl Connection {
             if held.armed {
                 // The callers woken with their answers run first, and send theirs.
                 smol::future::yield_now().await;
-                held.release();
+                if mailbox.heard(&self.state) {
+                    // Its answer is in, so its request went out, written by another caller.
+                    // What is kept back now is other callers' requests, each written at the
+                    // latest when its own caller comes back from its turn (or stops waiting):
+                    // writing them now would make one `writev` a request of what is a batch.
+                    // With callers that keep coming back to find their answers in (a server
+                    // that answers as fast as it is asked), that was each call's own write.
+                    held.armed = false;
+                } else {
+                    held.release();
+                }
                 continue;
             }
             if !looked {
