@@ -669,51 +669,28 @@ impl Transport for Counting {
 
 #[test]
 fn thirty_two_callers_on_one_thread_batch_their_requests_and_each_gets_its_own_answer() {
-    smol::block_on(async {
-        let settings = mcp_connect::ClientConfig {
-            session: mcp_connect::proto::Config {
-                era: mcp_connect::proto::EraChoice::Legacy,
-                ..mcp_connect::ClientConfig::default().session
-            },
-            ..mcp_connect::ClientConfig::default()
-        };
-        let transport = Arc::new(Counting {
-            inner: StdioTransport::spawn(serve(&[])).expect("spawn"),
-            kept: AtomicUsize::new(0),
-        });
-        let client = Client::with_config(transport.clone(), settings);
-        client.initialize().await.expect("initialize");
-        let ex = smol::LocalExecutor::new();
-        let callers: Vec<_> = (0..32)
-            .map(|c| {
-                let client = &client;
-                ex.spawn(async move {
-                    for i in 0..100 {
-                        let text = format!("{c}-{i}");
-                        let r = client
-                            .call_tool("echo", json!({ "text": text }))
-                            .await
-                            .unwrap();
-                        assert_eq!(r.text(), text);
-                    }
-                })
-            })
-            .collect();
-        ex.run(async {
-            for caller in callers {
-                caller.await;
-            }
-        })
-        .await;
-        drop(ex);
-        // Answers read together wake their callers together, whose next requests go out together.
-        assert!(
-            transport.kept.load(Ordering::Relaxed) > 0,
-            "no request was kept back for a batch in 3,200 calls"
-        );
-        assert_eq!(transport.inner.backlog_len(), 0);
-        client.close().await.unwrap();
-    })
+    let settings = mcp_connect::ClientConfig {
+        session: mcp_connect::proto::Config {
+            era: mcp_connect::proto::EraChoice::Legacy,
+            ..mcp_connect::ClientConfig::default().session
+        },
+        ..mcp_connect::ClientConfig::default()
+    };
+    let transport = Arc::new(Counting {
+        inner: StdioTransport::spawn(serve(&[])).expect("spawn"),
+        kept: AtomicUsize::new(0),
+    });
+    let client = Client::with_config(transport.clone(), settings);
+    smol::block_on(client.initialize()).expect("initialize");
+    // 32 tasks of one executor on this thread, each checking its own answers.
+    mcp_testkit::echo_calls(&client, 3200, 32);
+    // Answers read together wake their callers together, whose next requests go out together.
+    assert!(
+        transport.kept.load(Ordering::Relaxed) > 0,
+        "no request was kept back for a batch in 3,200 calls"
+    );
+    assert_eq!(transport.inner.backlog_len(), 0);
+    smol::block_on(client.close()).unwrap();
 }
 
 /// A transport that keeps back what is sent for a batch, as stdio's does, over a mock server
@@ -821,44 +798,21 @@ fn callers_that_find_their_answers_in_leave_the_batch_to_the_callers_that_sent_i
         .build();
     let transport = Arc::new(Batching::new(server.transport()));
     let client = Client::new(transport.clone());
-    smol::block_on(async {
-        client.initialize().await.expect("initialize");
-        let before = (
-            transport.writes.load(Ordering::SeqCst),
-            transport.written.load(Ordering::SeqCst),
-        );
-        let ex = smol::LocalExecutor::new();
-        let callers: Vec<_> = (0..8)
-            .map(|c| {
-                let client = &client;
-                ex.spawn(async move {
-                    for i in 0..50 {
-                        let text = format!("{c}-{i}");
-                        let r = client
-                            .call_tool("echo", json!({ "text": text }))
-                            .await
-                            .unwrap();
-                        assert_eq!(r.text(), text);
-                    }
-                })
-            })
-            .collect();
-        ex.run(async {
-            for caller in callers {
-                caller.await;
-            }
-        })
-        .await;
-        drop(ex);
-        let writes = transport.writes.load(Ordering::SeqCst) - before.0;
-        let written = transport.written.load(Ordering::SeqCst) - before.1;
-        // Every call went out (each answered), none is still kept back.
-        assert_eq!(written, 400, "{writes} writes");
-        assert!(transport.kept.lock().unwrap().is_empty());
-        assert!(
-            writes * 3 <= written,
-            "{written} requests in {writes} writes: not batched"
-        );
-        client.close().await.unwrap();
-    })
+    smol::block_on(client.initialize()).expect("initialize");
+    let before = (
+        transport.writes.load(Ordering::SeqCst),
+        transport.written.load(Ordering::SeqCst),
+    );
+    // 8 tasks of one executor on this thread, each checking its own answers.
+    mcp_testkit::echo_calls(&client, 400, 8);
+    let writes = transport.writes.load(Ordering::SeqCst) - before.0;
+    let written = transport.written.load(Ordering::SeqCst) - before.1;
+    // Every call went out (each answered), none is still kept back.
+    assert_eq!(written, 400, "{writes} writes");
+    assert!(transport.kept.lock().unwrap().is_empty());
+    assert!(
+        writes * 3 <= written,
+        "{written} requests in {writes} writes: not batched"
+    );
+    smol::block_on(client.close()).unwrap();
 }
