@@ -671,17 +671,9 @@ mod tests {
         let note = TransmitKind::Notification {
             method: "notifications/initialized".into(),
         };
+        assert_eq!(r.on_response(&note, None, 202, NO_HEADERS), Ok(Body::None));
         assert_eq!(
-            r.on_response(&note, None, 202, crate::http::wire::NO_HEADERS),
-            Ok(Body::None)
-        );
-        assert_eq!(
-            r.on_response(
-                &TransmitKind::Response,
-                None,
-                202,
-                crate::http::wire::NO_HEADERS
-            ),
+            r.on_response(&TransmitKind::Response, None, 202, NO_HEADERS),
             Ok(Body::None)
         );
         assert_eq!(
@@ -705,7 +697,7 @@ mod tests {
         );
         // A 404 without a session id is just a 404.
         assert!(matches!(
-            r.on_response(&call, None, 404, crate::http::wire::NO_HEADERS),
+            r.on_response(&call, None, 404, NO_HEADERS),
             Err(HttpError::Status { status: 404, .. })
         ));
     }
@@ -726,7 +718,7 @@ mod tests {
         .unwrap();
         let call = request(5, "tools/call");
         assert!(matches!(
-            r.on_response(&call, Some("s1"), 404, crate::http::wire::NO_HEADERS),
+            r.on_response(&call, Some("s1"), 404, NO_HEADERS),
             Err(HttpError::SessionExpired { .. })
         ));
         assert_eq!(
@@ -742,7 +734,7 @@ mod tests {
         open_session(&mut r, 6, "s2");
         // The same request expiring again, in the new session, fails with the status.
         assert!(matches!(
-            r.on_response(&call, Some("s2"), 404, crate::http::wire::NO_HEADERS),
+            r.on_response(&call, Some("s2"), 404, NO_HEADERS),
             Err(HttpError::Status { status: 404, .. })
         ));
         assert_eq!(r.session_id(), Some("s2"), "kept: nothing renews it");
@@ -752,7 +744,7 @@ mod tests {
         });
         off.session_id = Some("s".into());
         assert!(matches!(
-            off.on_response(&call, Some("s"), 404, crate::http::wire::NO_HEADERS),
+            off.on_response(&call, Some("s"), 404, NO_HEADERS),
             Err(HttpError::Status { status: 404, .. })
         ));
     }
@@ -763,25 +755,20 @@ mod tests {
         r.session_id = Some("s2".into());
         let call = request(7, "tools/call");
         assert!(matches!(
-            r.on_response(&call, Some("s1"), 404, crate::http::wire::NO_HEADERS),
+            r.on_response(&call, Some("s1"), 404, NO_HEADERS),
             Err(HttpError::Resend { .. })
         ));
         assert_eq!(r.session_id(), Some("s2"), "the current session is kept");
         assert_eq!(r.check_post(&call), Ok(()));
         assert!(
             matches!(
-                r.on_response(&call, Some("s1"), 404, crate::http::wire::NO_HEADERS),
+                r.on_response(&call, Some("s1"), 404, NO_HEADERS),
                 Err(HttpError::Status { status: 404, .. })
             ),
             "once per request"
         );
         assert!(matches!(
-            r.on_response(
-                &TransmitKind::Response,
-                Some("s1"),
-                404,
-                crate::http::wire::NO_HEADERS
-            ),
+            r.on_response(&TransmitKind::Response, Some("s1"), 404, NO_HEADERS),
             Err(HttpError::Resend { .. })
         ));
     }
@@ -838,9 +825,7 @@ mod tests {
             r.on_resume_response(200, &h(&[("content-type", "text/event-stream")])),
             Ok(())
         );
-        assert!(r
-            .on_resume_response(405, crate::http::wire::NO_HEADERS)
-            .is_err());
+        assert!(r.on_resume_response(405, NO_HEADERS).is_err());
     }
 
     #[test]
@@ -869,7 +854,7 @@ mod tests {
         open_session(&mut r, 0, "s1");
         let cancel = TransmitKind::Cancellation { id: RequestId(3) };
         assert!(matches!(
-            r.on_response(&cancel, Some("s1"), 404, crate::http::wire::NO_HEADERS),
+            r.on_response(&cancel, Some("s1"), 404, NO_HEADERS),
             Err(HttpError::SessionExpired { .. })
         ));
         assert_eq!(r.session_id(), None);
@@ -890,12 +875,7 @@ mod tests {
         });
         off.session_id = Some("s".into());
         assert!(matches!(
-            off.on_response(
-                &TransmitKind::Response,
-                Some("s"),
-                404,
-                crate::http::wire::NO_HEADERS
-            ),
+            off.on_response(&TransmitKind::Response, Some("s"), 404, NO_HEADERS),
             Err(HttpError::Status { status: 404, .. })
         ));
         assert_eq!(off.session_id(), Some("s"));
@@ -934,7 +914,7 @@ mod tests {
             })
         );
         assert!(matches!(
-            r.on_response(&call, None, 401, crate::http::wire::NO_HEADERS),
+            r.on_response(&call, None, 401, NO_HEADERS),
             Err(HttpError::Unauthorized {
                 challenge: None,
                 ..
@@ -985,7 +965,7 @@ mod tests {
         assert_eq!(r.on_exchange_end(&mut ex, Some(&d)), StreamEnd::Done);
         // The session it carried decides what a 404 means, even after the rules moved on.
         assert!(matches!(
-            r.on_exchange_response(&ex, 404, crate::http::wire::NO_HEADERS),
+            r.on_exchange_response(&ex, 404, NO_HEADERS),
             Err(HttpError::SessionExpired { .. })
         ));
     }

@@ -399,9 +399,7 @@ mod tests {
         // Its answer: an event stream, or nothing (405: the server offers none; any other).
         let sse = h(&[("content-type", "text/event-stream")]);
         assert_eq!(r.on_listen_response(200, &sse), Ok(()));
-        assert!(r
-            .on_listen_response(405, crate::http::wire::NO_HEADERS)
-            .is_err());
+        assert!(r.on_listen_response(405, NO_HEADERS).is_err());
         assert!(r.on_listen_response(404, &sse).is_err());
         assert!(r
             .on_listen_response(200, &h(&[("content-type", "application/json")]))
@@ -422,12 +420,7 @@ mod tests {
 
         // Never while the session is being renewed, and never in the modern era (no handshake).
         assert!(matches!(
-            r.on_response(
-                &request(5, "tools/list"),
-                Some("s1"),
-                404,
-                crate::http::wire::NO_HEADERS
-            ),
+            r.on_response(&request(5, "tools/list"), Some("s1"), 404, NO_HEADERS),
             Err(HttpError::SessionExpired { .. })
         ));
         assert!(r.listen_now().is_none());
@@ -507,7 +500,7 @@ mod tests {
             .iter()
             .any(|(k, v)| k == "Last-Event-ID" && v == "4"));
         // 405: the server offers no stream; the client stops listening.
-        r.listen_head(&mut l, 405, crate::http::wire::NO_HEADERS);
+        r.listen_head(&mut l, 405, NO_HEADERS);
         assert!(matches!(r.listen_step(&mut l), Step::Done));
     }
 
@@ -526,7 +519,7 @@ mod tests {
         r.listen_authorized(&mut l, true);
         assert!(matches!(r.listen_step(&mut l), Step::Prepare));
         assert!(matches!(r.listen_step(&mut l), Step::Send(_)));
-        r.listen_head(&mut l, 403, crate::http::wire::NO_HEADERS);
+        r.listen_head(&mut l, 403, NO_HEADERS);
         r.listen_authorized(&mut l, false);
         assert!(matches!(r.listen_step(&mut l), Step::Done));
     }

@@ -414,6 +414,10 @@ mod fixtures {
             .collect()
     }
 
+    /// No headers, for a head that has none (a response's headers are read as name and value
+    /// pairs, owned or borrowed, so an empty list needs a type).
+    pub(super) const NO_HEADERS: &[(&str, &str)] = &[];
+
     pub(super) fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
             .iter()

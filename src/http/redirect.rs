@@ -288,7 +288,7 @@ mod tests {
         let (_, mut ex) = r.begin(&call);
         let to = |l: &str| h(&[("Location", l)]);
         assert_eq!(
-            r.on_redirect(&mut ex, Method::Post, 200, crate::http::wire::NO_HEADERS),
+            r.on_redirect(&mut ex, Method::Post, 200, NO_HEADERS),
             Ok(None),
             "not a redirect"
         );

@@ -584,7 +584,7 @@ mod tests {
         assert!(first.headers.iter().any(|(_, v)| v == "s1"));
         // Meanwhile the session was renewed.
         open_session(&mut r, 9, "s2");
-        r.on_head(&mut ex, 404, crate::http::wire::NO_HEADERS);
+        r.on_head(&mut ex, 404, NO_HEADERS);
         let again = sent(r.step(&mut ex, &t));
         assert!(again.headers.iter().any(|(_, v)| v == "s2"));
     }

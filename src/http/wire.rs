@@ -91,11 +91,6 @@ pub fn rules_read_header(name: &str) -> bool {
         .any(|h| h.eq_ignore_ascii_case(name))
 }
 
-/// No headers, for a test's head that has none (a response's headers are read as name and value
-/// pairs, owned or borrowed, so an empty list needs a type).
-#[cfg(test)]
-pub(crate) const NO_HEADERS: &[(&str, &str)] = &[];
-
 /// A header's value, by case-insensitive name (a response's headers, or a request's).
 pub fn header<'h, K: AsRef<str>, V: AsRef<str>>(
     headers: &'h [(K, V)],
