@@ -51,7 +51,7 @@
 use crate::oauth::OAuth;
 #[cfg(feature = "oauth")]
 use crate::oauth::OAuthConfig;
-use crate::sync::lock;
+use crate::sync::{lock, Waiters, Waiting};
 use crate::transport::{BoxFuture, Inbound, Transport};
 use crate::Error;
 use isahc::config::{Configurable, RedirectPolicy};
@@ -331,131 +331,6 @@ impl Runner {
             {
                 *future = None;
                 self.live.fetch_sub(1, Ordering::SeqCst);
-            }
-        }
-    }
-}
-
-/// The tasks waiting on the transport ([`Transport::ready`]), each with the waker of its last
-/// poll. Cheaper than an `event_listener::Event` on the path each answer takes (an exchange's
-/// waker, run on isahc's agent thread, to the caller parked in its `block_on`): a waiter
-/// registers once per wait, with no allocation, and a wake-up with nobody waiting costs one
-/// atomic load, no lock.
-#[derive(Default)]
-struct Waiters {
-    /// How many entries of `wakers` hold a waker.
-    armed: AtomicUsize,
-    /// By waiter key; `None` once woken (until the waiter registers again).
-    wakers: Mutex<Vec<(u64, Option<Waker>)>>,
-    next: AtomicU64,
-}
-
-impl Waiters {
-    /// Wakes one more waiter: the first one registered that was not woken since.
-    fn wake_one(&self) {
-        // Pairs with the fence in `Waiting::register`: either the waiter sees what was done
-        // before this call (it looks again after registering), or this sees its waker.
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if self.armed.load(Ordering::SeqCst) == 0 {
-            return;
-        }
-        let waker = {
-            let mut wakers = lock(&self.wakers);
-            let waker = wakers.iter_mut().find_map(|(_, w)| w.take());
-            if waker.is_some() {
-                self.armed.fetch_sub(1, Ordering::SeqCst);
-            }
-            waker
-        };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-    }
-
-    /// Wakes every waiter.
-    fn wake_all(&self) {
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if self.armed.load(Ordering::SeqCst) == 0 {
-            return;
-        }
-        let woken: Vec<Waker> = {
-            let mut wakers = lock(&self.wakers);
-            let woken: Vec<Waker> = wakers.iter_mut().filter_map(|(_, w)| w.take()).collect();
-            self.armed.fetch_sub(woken.len(), Ordering::SeqCst);
-            woken
-        };
-        for waker in woken {
-            waker.wake();
-        }
-    }
-}
-
-/// One wait on the transport's [`Waiters`]; its entry goes when it is dropped.
-struct Waiting<'w> {
-    waiters: &'w Waiters,
-    key: Option<u64>,
-    /// Registered and not polled since: a wake-up taken then is passed on when it is dropped.
-    waiting: bool,
-}
-
-impl<'w> Waiting<'w> {
-    fn new(waiters: &'w Waiters) -> Waiting<'w> {
-        Waiting {
-            waiters,
-            key: None,
-            waiting: false,
-        }
-    }
-
-    /// The waiter is polled: it looks for itself, whatever woke it.
-    fn looking(&mut self) {
-        self.waiting = false;
-    }
-
-    /// Registers (or renews) this waiter's waker; whatever the caller looks at after this
-    /// cannot change unseen.
-    fn register(&mut self, waker: &Waker) {
-        let waiters = self.waiters;
-        {
-            let mut wakers = lock(&waiters.wakers);
-            let key = *self
-                .key
-                .get_or_insert_with(|| waiters.next.fetch_add(1, Ordering::Relaxed));
-            let entry = match wakers.iter().position(|(k, _)| *k == key) {
-                Some(i) => &mut wakers[i].1,
-                None => {
-                    wakers.push((key, None));
-                    &mut wakers.last_mut().expect("just pushed").1
-                }
-            };
-            match entry {
-                Some(w) => w.clone_from(waker),
-                None => {
-                    *entry = Some(waker.clone());
-                    waiters.armed.fetch_add(1, Ordering::SeqCst);
-                }
-            }
-        }
-        self.waiting = true;
-        std::sync::atomic::fence(Ordering::SeqCst);
-    }
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        let Some(key) = self.key else {
-            return;
-        };
-        let mut wakers = lock(&self.waiters.wakers);
-        if let Some(i) = wakers.iter().position(|(k, _)| *k == key) {
-            let (_, waker) = wakers.swap_remove(i);
-            if waker.is_some() {
-                self.waiters.armed.fetch_sub(1, Ordering::SeqCst);
-            } else if self.waiting {
-                // Woken but gone without looking: the wake-up it took (an exchange to poll)
-                // goes to another waiter.
-                drop(wakers);
-                self.waiters.wake_one();
             }
         }
     }

@@ -36,7 +36,7 @@
 //! subreaper, neither a library's to impose. The process group is only signalled while its leader
 //! is unreaped, so a reused pid is never hit. Process groups and signals are Unix-only.
 
-use crate::sync::lock;
+use crate::sync::{lock, Waiters, Waiting};
 use crate::transport::{BoxFuture, Chunk, Home, Inbound, Transport};
 use crate::Error;
 use async_io::Async;
@@ -53,6 +53,7 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 /// What happens to the lines the server writes to stderr. They are always kept in a bounded tail
@@ -212,6 +213,9 @@ const MAX_GRACE: Duration = Duration::from_secs(24 * 3600);
 pub struct StdioTransport {
     writer: Arc<Writer>,
     stdout: Async<OwnedFd>,
+    /// The one waker the reactor holds for `stdout`'s readiness, whoever waits: it wakes one
+    /// waiter ([`PipeWake`]).
+    pipe_waker: Waker,
     /// What was read and not handed on yet, and where the next read goes.
     read: Arc<Mutex<ReadState>>,
     /// Gives a lent read buffer back to `read` ([`ReadState::give_back`]).
@@ -229,11 +233,38 @@ pub struct StdioTransport {
     _tasks: [smol::Task<()>; 2],
 }
 
-/// The end of the connection, shared with the tasks that learn it.
+/// The end of the connection, shared with the tasks that learn it, and who waits for it or for
+/// the server's next bytes.
 struct End {
     state: Mutex<EndState>,
-    /// Wakes `ready()` waiters when the end becomes known (or the writer fails).
-    changed: event_listener::Event,
+    /// The tasks in `ready()`: one is woken when the pipe is readable ([`PipeWake`]), all when
+    /// the end becomes known (or the writer fails).
+    waiters: Waiters,
+}
+
+/// The waker the reactor holds for the pipe's readiness: it wakes the waiter polled last, who
+/// reads for everyone ([`Waiters`]). Every `ready()` registers this same waker, so no waiter's
+/// registration displaces another's.
+struct PipeWake(Arc<End>);
+
+impl Wake for PipeWake {
+    fn wake(self: Arc<Self>) {
+        self.0.waiters.wake_one();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.waiters.wake_one();
+    }
+}
+
+/// What `ready()` finds of the connection's end.
+enum EndSeen {
+    /// Something for `try_recv` to say (the reason, or a write failure not looked into yet).
+    Report,
+    /// stdout ended: the exit watcher is finding out why; wait for it.
+    Eof,
+    /// Open: wait for the pipe.
+    Open,
 }
 
 #[derive(Default)]
@@ -255,7 +286,19 @@ impl End {
 
     fn set(&self, reason: Option<Error>) {
         lock(&self.state).reason.get_or_insert(reason);
-        self.changed.notify(usize::MAX);
+        self.waiters.wake_all();
+    }
+
+    fn seen(&self) -> EndSeen {
+        let end = lock(&self.state);
+        // A write failure not yet looked into: `try_recv` starts the watcher.
+        if end.reason.is_some() || (end.write_failure.is_some() && !end.watching) {
+            EndSeen::Report
+        } else if end.eof {
+            EndSeen::Eof
+        } else {
+            EndSeen::Open
+        }
     }
 }
 
@@ -430,8 +473,9 @@ impl StdioTransport {
         let tail = Arc::new(StderrTail::new(config.stderr_lines));
         let end = Arc::new(End {
             state: Mutex::new(EndState::default()),
-            changed: event_listener::Event::new(),
+            waiters: Waiters::default(),
         });
+        let pipe_waker = Waker::from(Arc::new(PipeWake(end.clone())));
         let (wake, woken) = channel::bounded(1);
         let writer = Arc::new(Writer {
             state: Mutex::new(WriteState {
@@ -462,6 +506,7 @@ impl StdioTransport {
         Ok(StdioTransport {
             writer,
             stdout,
+            pipe_waker,
             read,
             home,
             drained: AtomicBool::new(false),
@@ -630,9 +675,16 @@ impl Transport for StdioTransport {
                     if n < room {
                         self.drained.store(true, Ordering::Relaxed);
                     }
-                    return Some(Inbound::Bytes(st.lend(through, &self.home)));
+                    let chunk = st.lend(through, &self.home);
+                    drop(st);
+                    self.rearm();
+                    return Some(Inbound::Bytes(chunk));
                 }
-                Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => return None,
+                Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => {
+                    drop(st);
+                    self.rearm();
+                    return None;
+                }
                 Err(e) => {
                     let error = Error::io("reading the server's stdout", e.into());
                     self.end.set(Some(error.clone()));
@@ -642,25 +694,33 @@ impl Transport for StdioTransport {
         }
     }
 
+    /// Waits among the transport's waiters: the pipe's readiness wakes the one polled last, which
+    /// reads for everyone; the connection's end wakes them all.
     fn ready(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            let changed = self.end.changed.listen();
-            let eof = {
-                let end = lock(&self.end.state);
-                // A write failure not yet looked into: `try_recv` starts the watcher.
-                if end.reason.is_some() || (end.write_failure.is_some() && !end.watching) {
-                    return;
+            let mut waiting = Waiting::new(&self.end.waiters);
+            std::future::poll_fn(|cx| {
+                waiting.looking();
+                if let EndSeen::Report = self.end.seen() {
+                    return Poll::Ready(());
                 }
-                end.eof
-            };
-            if eof {
-                changed.await;
-            } else {
-                smol::future::or(changed, async {
-                    let _ = self.stdout.readable().await;
-                })
-                .await;
-            }
+                waiting.register(cx.waker());
+                // Again, now that the end becoming known cannot pass unnoticed.
+                match self.end.seen() {
+                    EndSeen::Report => Poll::Ready(()),
+                    EndSeen::Eof => Poll::Pending,
+                    EndSeen::Open => {
+                        let pipe = self.poll_pipe();
+                        if pipe.is_ready() {
+                            // Bytes came since the last read found the pipe empty, or may have:
+                            // the next `try_recv` reads.
+                            self.drained.store(false, Ordering::Relaxed);
+                        }
+                        pipe
+                    }
+                }
+            })
+            .await
         })
     }
 
@@ -729,6 +789,33 @@ impl Transport for StdioTransport {
         let stdin = st.stdin.as_ref()?;
         let unread = rustix::io::ioctl_fionread(stdin.get_ref()).ok()?;
         Some(st.written.saturating_sub(unread))
+    }
+}
+
+impl StdioTransport {
+    /// Whether the pipe was readable since its readiness was last watched; if not, it is
+    /// watched now (with [`PipeWake`]), for the waiters registered before this.
+    fn poll_pipe(&self) -> Poll<()> {
+        let mut cx = Context::from_waker(&self.pipe_waker);
+        self.stdout.poll_readable(&mut cx).map(|_| ())
+    }
+
+    /// After a read, for the waiters sleeping on the pipe: its readiness is watched again. The
+    /// waiter the last readiness woke took that event, and may read and go without waiting
+    /// again; nobody else would watch for the next bytes. An event that came meanwhile is
+    /// taken here (what it announced was read, or is read by whoever the watch now wakes: with
+    /// bytes left in the pipe, the watch fires at once).
+    fn rearm(&self) {
+        if !self.end.waiters.armed() {
+            return;
+        }
+        for _ in 0..2 {
+            if self.poll_pipe().is_pending() {
+                return;
+            }
+        }
+        // The reactor refused the watch: a waiter looks for itself.
+        self.end.waiters.wake_one();
     }
 }
 
@@ -858,7 +945,7 @@ impl Writer {
         lock(&self.end.state)
             .write_failure
             .get_or_insert(error.clone());
-        self.end.changed.notify(usize::MAX);
+        self.end.waiters.wake_all();
         error
     }
 

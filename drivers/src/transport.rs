@@ -179,10 +179,15 @@ impl fmt::Debug for Chunk {
 ///   failing, and `try_recv` says why.
 /// - `try_recv` never blocks. After it returned [`Inbound::Closed`], it keeps returning `Closed`.
 /// - `ready` completes once `try_recv` may have something (a spurious completion is fine). Any
-///   number of `ready` futures may be pending at once, each for its own caller: a pending one holds
-///   nothing that the others need, and dropping it loses nothing. Anything that takes time after
-///   the peer's end (waiting for a child's exit status, say) runs on the transport's side and its
-///   outcome is kept for `try_recv`, so that no caller's cancellation can lose it.
+///   number of `ready` futures may be pending at once, each for its own caller, and dropping one
+///   loses nothing. A transport may wake only one of them when something arrives (the stdio and
+///   HTTP transports wake the one polled last): whoever `ready` completed for then calls
+///   `try_recv` (the client always does), and a waiter dropped without being polled again
+///   passes its wake-up on. One woken and kept without being polled holds that wake-up until
+///   the next, or until the client's idle reader looks
+///   ([`CROWD_WATCHDOG_PERIOD`](crate::client::CROWD_WATCHDOG_PERIOD)). Anything that takes
+///   time after the peer's end (waiting for a child's exit status, say) runs on the transport's
+///   side and its outcome is kept for `try_recv`, so that no caller's cancellation can lose it.
 pub trait Transport: Send + Sync + 'static {
     /// Queues one outbound message.
     fn send(&self, message: Transmit) -> Result<(), Error>;

@@ -174,6 +174,80 @@ fn a_call_future_polled_once_and_kept_holds_nobody_up() {
     smol::block_on(Arc::into_inner(client).unwrap().close()).unwrap();
 }
 
+/// A waker that counts its wake-ups and tells `woke` of each.
+struct Told {
+    count: AtomicUsize,
+    woke: Mutex<std::sync::mpsc::Sender<()>>,
+}
+
+impl std::task::Wake for Told {
+    fn wake(self: Arc<Self>) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        let _ = self.woke.lock().unwrap().send(());
+    }
+}
+
+fn told() -> (Arc<Told>, std::sync::mpsc::Receiver<()>) {
+    let (woke, wakes) = std::sync::mpsc::channel();
+    let told = Arc::new(Told {
+        count: AtomicUsize::new(0),
+        woke: Mutex::new(woke),
+    });
+    (told, wakes)
+}
+
+#[test]
+fn a_kept_future_that_took_the_pipes_wake_up_holds_the_others_up_until_the_idle_reader_looks() {
+    use std::task::{Context, Poll, Waker};
+    // The pipe's readiness wakes the waiter polled last (one, not all 32 of a crowd): here a
+    // call's future polled once and then kept. Another caller, asleep since before, gets its
+    // answer from the idle reader's next look, within its period.
+    let client = smol::block_on(connect(serve(&[])));
+    let (a_told, a_wakes) = told();
+    let (p_told, _p_wakes) = told();
+    let a_waker = Waker::from(a_told.clone());
+    let p_waker = Waker::from(p_told.clone());
+    let mut a = Box::pin(client.call(Request::call_tool("slow", json!({"ms": 300}))));
+    let mut p = Box::pin(client.call(Request::call_tool("slow", json!({"ms": 30_000}))));
+    let started = Instant::now();
+    assert!(a
+        .as_mut()
+        .poll(&mut Context::from_waker(&a_waker))
+        .is_pending());
+    // Polled until it waits on the transport (a first poll may keep its request back for a
+    // batch, and yield), then kept: the waiter polled last.
+    for _ in 0..3 {
+        assert!(p
+            .as_mut()
+            .poll(&mut Context::from_waker(&p_waker))
+            .is_pending());
+    }
+    let before = p_told.count.load(Ordering::SeqCst);
+    // `a`'s answer comes after 300 ms; its readiness wakes `p`, which is not polled. `a` is
+    // woken by its answer, taken by the idle reader's look.
+    let mut answer = None;
+    while answer.is_none() {
+        a_wakes
+            .recv_timeout(Duration::from_secs(10))
+            .expect("woken by its answer");
+        if let Poll::Ready(r) = a.as_mut().poll(&mut Context::from_waker(&a_waker)) {
+            answer = Some(r);
+        }
+    }
+    assert_eq!(answer.unwrap().unwrap().text(), "done");
+    assert!(
+        p_told.count.load(Ordering::SeqCst) > before,
+        "the kept future took the pipe's wake-up"
+    );
+    // The answer's 300 ms, and at most the idle reader's period after it; generous against a
+    // busy machine, far from `a`'s timeout.
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(300), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    drop((a, p));
+    smol::block_on(close_and_check(client));
+}
+
 /// A `hang` server whose stderr lines (it prints `serve: cancelled ID` for each cancellation it
 /// reads) are collected.
 fn hang_logged() -> (StdioConfig, Arc<Mutex<Vec<String>>>) {

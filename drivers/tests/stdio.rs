@@ -1125,6 +1125,96 @@ fn messages_kept_back_for_a_batch_go_out_with_the_next_send_in_order_and_a_withd
     })
 }
 
+/// A waker that counts its wake-ups and tells `woke` of each.
+struct Told {
+    count: std::sync::atomic::AtomicUsize,
+    woke: Mutex<std::sync::mpsc::Sender<()>>,
+}
+
+impl std::task::Wake for Told {
+    fn wake(self: Arc<Self>) {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _ = self.woke.lock().unwrap().send(());
+    }
+}
+
+#[test]
+fn the_pipes_readiness_wakes_one_waiter_the_one_polled_last_and_a_dropped_one_passes_it_on() {
+    use mcp_connect::Transport;
+    use std::task::{Context, Waker};
+    // A server that prints a line for each line it reads.
+    let t = StdioTransport::spawn(
+        StdioConfig::new("sh").args(["-c", "while read line; do echo '{}'; done"]),
+    )
+    .expect("spawn");
+    let (woke, wakes) = std::sync::mpsc::channel();
+    let told: Vec<Arc<Told>> = (0..4)
+        .map(|_| {
+            Arc::new(Told {
+                count: 0.into(),
+                woke: Mutex::new(woke.clone()),
+            })
+        })
+        .collect();
+    let counts = || -> Vec<usize> {
+        told.iter()
+            .map(|t| t.count.load(std::sync::atomic::Ordering::SeqCst))
+            .collect()
+    };
+    let mut waits: Vec<_> = (0..4).map(|_| t.ready()).collect();
+    let poll = |wait: &mut mcp_connect::transport::BoxFuture<'_, ()>, i: usize| {
+        let waker = Waker::from(told[i].clone());
+        wait.as_mut().poll(&mut Context::from_waker(&waker))
+    };
+    for (i, wait) in waits.iter_mut().enumerate() {
+        assert!(poll(wait, i).is_pending(), "nothing to read yet");
+    }
+    let next_wake = || {
+        wakes
+            .recv_timeout(Duration::from_secs(20))
+            .expect("a waiter woken")
+    };
+    // Polled until ready: a first poll may say "not yet" (async-io does not trust an event of
+    // the reactor's turn that registered the wait: it registers again, and the pipe, still
+    // readable, is reported at once), waking the same waiter again, the one polled last.
+    let ready = |wait: &mut mcp_connect::transport::BoxFuture<'_, ()>, i: usize| {
+        while poll(wait, i).is_pending() {
+            next_wake();
+        }
+    };
+    // The server's first line wakes one waiter, the one polled last, and no other.
+    t.send(transmit_request(1, "a")).unwrap();
+    next_wake();
+    assert_eq!(counts(), [0, 0, 0, 1]);
+    // Dropped without looking, it passes the wake-up on to the one polled before it.
+    drop(waits.pop());
+    assert_eq!(counts(), [0, 0, 1, 1]);
+    next_wake();
+    let mut two = waits.pop().unwrap();
+    ready(&mut two, 2);
+    assert_eq!(counts()[..2], [0, 0]);
+    let Some(mcp_connect::transport::Inbound::Bytes(line)) = t.try_recv() else {
+        panic!("the line")
+    };
+    assert_eq!(&line[..], b"{}\n");
+    drop(line);
+    // The read watched the pipe again for the two still asleep: the next line wakes one of
+    // them (the one polled last), though the waiter that took the last event is gone.
+    drop(two);
+    t.send(transmit_request(2, "b")).unwrap();
+    next_wake();
+    assert_eq!(counts()[..2], [0, 1]);
+    ready(&mut waits[1], 1);
+    assert!(matches!(
+        t.try_recv(),
+        Some(mcp_connect::transport::Inbound::Bytes(_))
+    ));
+    assert!(poll(&mut waits[0], 0).is_pending());
+    assert_eq!(counts()[0], 0);
+    drop(waits);
+    smol::block_on(t.close()).unwrap();
+}
+
 #[test]
 fn a_batch_is_written_once_it_holds_sixty_four_messages_or_256_kib() {
     use mcp_connect::Transport;

@@ -284,7 +284,6 @@ impl Connection {
             if !self.idle_reader {
                 timer.follow(next, Instant::now());
             }
-            let pumped = self.pumps.load(Ordering::Acquire);
             let answer = async {
                 Wake::Answer(
                     std::future::poll_fn(|cx| mailbox.poll_take(&self.state, Some(cx))).await,
@@ -306,12 +305,12 @@ impl Connection {
                     }
                 }
                 Wake::Readable => {
-                    if self.pumps.load(Ordering::Acquire) == pumped {
-                        // This caller looks at its slot next: an answer put there by this pump
-                        // must not wake it (a wake-up of the running task costs its executor a
-                        // needless turn of the reactor before the next wait).
-                        next = self.pump(timers, mailbox.slot());
-                    }
+                    // Woken to read, this caller reads, even after another caller's pump: the
+                    // transport woke it alone (stdio, HTTP), and whoever is woken for readiness
+                    // takes what came for everyone. It looks at its slot next: an answer put
+                    // there by this pump must not wake it (a wake-up of the running task costs
+                    // its executor a needless turn of the reactor before the next wait).
+                    next = self.pump(timers, mailbox.slot());
                 }
                 Wake::Deadline => {
                     // A timeout's answer is in `rx` now; a wake-up's work is done.
@@ -381,7 +380,6 @@ impl Connection {
         if let Some(w) = running.and_then(|id| st.waiters.get_mut(&id)) {
             w.waker = None;
         }
-        self.pumps.fetch_add(1, Ordering::Release);
         let now = Instant::now();
         for _ in 0..RECV_BATCH {
             let Some(inbound) = self.transport.try_recv() else {
@@ -418,8 +416,8 @@ impl Connection {
 
 /// The idle reader: while no caller waits, it reads for the client (pings answered, the server's
 /// end noticed). While callers wait, or waited within the last [`WATCHDOG_PERIOD`], it only
-/// looks every period (which covers callers whose futures are kept but not polled), so that
-/// back-to-back calls cost it nothing.
+/// looks every period ([`CROWD_WATCHDOG_PERIOD`] while more than one waits), which covers
+/// callers whose futures are kept but not polled, so that back-to-back calls cost it nothing.
 ///
 /// It also keeps the session's next timer armed for everyone (callers arm none of their own),
 /// and fires it on time: it re-arms only when that timer has fired, or when a flush set an
@@ -449,10 +447,16 @@ pub(super) async fn idle_reader(shared: Arc<Connection>) {
             IdleWake::Timer
         };
         let begun = shared.waits_begun.load(Ordering::Relaxed);
-        let wake = if shared.callers.load(Ordering::SeqCst) > 0 || begun != seen {
+        let callers = shared.callers.load(Ordering::SeqCst);
+        let wake = if callers > 0 || begun != seen {
             seen = begun;
+            let period = if callers > 1 {
+                CROWD_WATCHDOG_PERIOD
+            } else {
+                WATCHDOG_PERIOD
+            };
             let watchdog = async {
-                smol::Timer::after(WATCHDOG_PERIOD).await;
+                smol::Timer::after(period).await;
                 IdleWake::Look
             };
             smol::future::or(woken, smol::future::or(watchdog, fired)).await

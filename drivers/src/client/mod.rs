@@ -62,10 +62,16 @@ pub const BUSY_POLL: Duration = Duration::from_micros(50);
 /// The longest [`ClientConfig::busy_poll`] taken: 1 ms.
 pub const MAX_BUSY_POLL: Duration = Duration::from_millis(1);
 
-/// How often the idle reader looks at the connection while callers wait (or waited recently): it
-/// then takes what arrived and fires overdue timeouts, so that a caller whose future is kept but not
-/// polled delays nobody by more than this.
+/// How often the idle reader looks at the connection while a caller waits (or callers waited
+/// recently): it then takes what arrived and fires overdue timeouts, so that a caller whose future
+/// is kept but not polled delays nobody by more than this.
 pub const WATCHDOG_PERIOD: Duration = Duration::from_millis(100);
+
+/// How often the idle reader looks while more than one caller waits. The transport's readiness
+/// wakes one waiter, the one polled last, to read for all (waking each made a crowd of callers
+/// rebuild their waits about once a call): if that is a future kept without being polled, the
+/// others' answers wait for this look (the HTTP transport's own watchdog has the same period).
+pub const CROWD_WATCHDOG_PERIOD: Duration = Duration::from_millis(10);
 
 /// The most [`Transport::try_recv`] items one reader handles before it lets others at the lock.
 const RECV_BATCH: usize = 32;
@@ -318,12 +324,6 @@ struct Connection<T: ?Sized = dyn Transport> {
     callers: AtomicUsize,
     /// Counts every wait that began, so the idle reader can tell recent activity.
     waits_begun: AtomicU64,
-    /// Counts the times someone took what the transport received ([`Connection::pump`]): a caller
-    /// woken by the transport's readiness after someone else took what came since it began to
-    /// wait leaves the reading to them (the transport's readiness is registered anew when it
-    /// waits again, and says so at once if more came), rather than every woken caller reading
-    /// the drained transport again — with many callers waiting, each readiness wakes them all.
-    pumps: AtomicU64,
     /// Set while the idle reader waits on the transport itself; a caller that comes then wakes it
     /// so that it steps back.
     idle_listening: AtomicBool,
@@ -470,7 +470,6 @@ impl Client {
             }),
             callers: AtomicUsize::new(0),
             waits_begun: AtomicU64::new(0),
-            pumps: AtomicU64::new(0),
             idle_listening: AtomicBool::new(false),
             idle_wake,
             idle_reader: config.idle_reader,
