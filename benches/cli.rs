@@ -8,9 +8,12 @@
 //!
 //! Rows: one core (client and server pinned to CPU 0, `taskset -c 0`: the client and the server
 //! take turns on it, as on a busy or small machine) and two cores (not pinned); each in the legacy
-//! era (`mcp-testkit-serve`) and the 2026-07-28 era (`mcp-testkit-serve --era modern`; the floor
-//! speaks the legacy era only, so the modern row is held against the same floor), side by side.
-//! On two cores over stdio a fourth row, `busy`, is the floor busy-polling (`mcp-testkit-floor
+//! era (`mcp-testkit-serve`) and the 2026-07-28 era (`mcp-testkit-serve --era modern`), side by
+//! side, and the floor in each era (`mfloor`: `mcp-testkit-floor --era modern`, no handshake, each
+//! request with the era's `_meta` and, over HTTP, its headers): the modern era's messages are
+//! larger and cost the server more, so the modern row is held against the legacy row, the legacy
+//! floor and its own era's floor — the last says what our client adds in that era.
+//! On two cores over stdio a row `busy` is the floor busy-polling (`mcp-testkit-floor
 //! --busy-poll 50`: non-blocking reads for up to 50 µs before it blocks, as our client waits on
 //! more than one CPU): the floor of that way of waiting, which the blocking floor is not.
 //! Each row gives, as medians of the rounds:
@@ -162,6 +165,10 @@ fn main() {
             ("floor", floor.clone(), target(false), &[]),
             ("legacy", cli.clone(), target(false), &[]),
             ("modern", cli.clone(), target(true), &[]),
+            // The floor in the 2026-07-28 era: what that era costs by itself (larger messages,
+            // the server's work on them), so that the modern row's ratio to it says what our
+            // client adds, as the legacy row's to the floor does.
+            ("mfloor", floor.clone(), target(true), &["--era", "modern"]),
         ];
         if !http && cores == Cores::Two {
             // The floor of the way our client waits on more than one CPU: it busy-polls.
@@ -210,14 +217,18 @@ fn main() {
             } else {
                 format!("{:.2}x floor", paired(runs, &rows[0].1))
             };
-            let era = if i == 2 {
-                format!(", {:.2}x legacy", paired(runs, &rows[1].1))
-            } else {
-                String::new()
+            let era = match *name {
+                "modern" => format!(
+                    ", {:.2}x legacy, {:.2}x its floor",
+                    paired(runs, &rows[1].1),
+                    paired(runs, &rows[3].1)
+                ),
+                _ => String::new(),
             };
             let bin = match *name {
                 "floor" => "mcp-testkit-floor",
                 "busy" => "…-floor --busy-poll",
+                "mfloor" => "…-floor --era modern",
                 "legacy" | "modern" => "mcp-client",
                 _ => "MCP_CLI_BENCH_VS",
             };
@@ -231,6 +242,12 @@ fn main() {
                 Err(_) => {}
             }
         }
+        println!(
+            "  the 2026-07-28 era by itself: its floor at {:.2}x the legacy floor's calls/s; our client against its era's floor: {:.2}x legacy, {:.2}x modern",
+            paired(&rows[3].1, &rows[0].1),
+            paired(&rows[1].1, &rows[0].1),
+            paired(&rows[2].1, &rows[3].1)
+        );
         if let Some((_, busy)) = rows.iter().find(|(name, _)| *name == "busy") {
             let cpu = med(busy.iter().map(|r| r.cpu_us));
             let legacy_cpu = med(rows[1].1.iter().map(|r| r.cpu_us));

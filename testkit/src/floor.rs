@@ -1,7 +1,10 @@
 //! The floor the benchmarks hold our client against: a minimal hand-written blocking MCP client
-//! over stdio (legacy era), with no library — `std::process` pipes, one `write_all` + flush per
-//! request, `BufRead::read_line` per answer, each answer parsed as a `serde_json::Value`. What a
-//! careful hand-written loop costs. The binary `mcp-testkit-floor` ([`crate::floor_bin`]) runs it
+//! over stdio, with no library — `std::process` pipes, one `write_all` + flush per request,
+//! `BufRead::read_line` per answer, each answer parsed as a `serde_json::Value`. What a careful
+//! hand-written loop costs. In the legacy era by default; [`Floor::start_modern`] speaks the
+//! 2026-07-28 era (no handshake, each request's `_meta` carrying the protocol version, the
+//! client's info and capabilities), so that the modern era's own cost (larger messages, the
+//! server's work on them) is in its floor too. The binary `mcp-testkit-floor` ([`crate::floor_bin`]) runs it
 //! as the CLI runs ours; `benches/stdio.rs` runs it in-process. [`Floor::busy_poll`] makes it
 //! look for each answer with non-blocking reads for a moment before it blocks, as our client
 //! does on more than one CPU: the floor of that way of waiting.
@@ -19,12 +22,59 @@ pub struct Floor {
     stdout: BufReader<Stdout>,
     line: String,
     next_id: u64,
+    /// In the 2026-07-28 era: each request's `params._meta`.
+    modern: Option<Value>,
+}
+
+/// The `_meta` a 2026-07-28 request carries: the protocol version, the client's info and
+/// capabilities (MCP 2026-07-28, Lifecycle: no handshake; every request says them).
+pub fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "mcp-testkit-floor", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+/// `params` with `meta` as its `_meta`.
+pub fn with_meta(mut params: Value, meta: &Value) -> Value {
+    if let Some(map) = params.as_object_mut() {
+        map.insert("_meta".into(), meta.clone());
+    }
+    params
 }
 
 impl Floor {
     /// Starts `command args…` (its stderr as `stderr` says) and makes the handshake:
     /// `initialize` (2025-11-25), then `notifications/initialized`.
     pub fn start(command: impl AsRef<OsStr>, args: &[impl AsRef<OsStr>], stderr: Stdio) -> Floor {
+        let mut floor = Floor::spawn(command, args, stderr);
+        let init = floor.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "mcp-testkit-floor", "version": "0"}
+            }),
+        );
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+        floor.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        floor
+    }
+
+    /// Starts `command args…` in the 2026-07-28 era: no handshake, and every request carries
+    /// [`modern_meta`].
+    pub fn start_modern(
+        command: impl AsRef<OsStr>,
+        args: &[impl AsRef<OsStr>],
+        stderr: Stdio,
+    ) -> Floor {
+        let mut floor = Floor::spawn(command, args, stderr);
+        floor.modern = Some(modern_meta());
+        floor
+    }
+
+    fn spawn(command: impl AsRef<OsStr>, args: &[impl AsRef<OsStr>], stderr: Stdio) -> Floor {
         let mut child = Command::new(command)
             .args(args)
             .stdin(Stdio::piped())
@@ -38,24 +88,14 @@ impl Floor {
             busy: None,
         };
         let stdout = BufReader::with_capacity(64 * 1024, stdout);
-        let mut floor = Floor {
+        Floor {
             child,
             stdin,
             stdout,
             line: String::new(),
             next_id: 0,
-        };
-        let init = floor.request(
-            "initialize",
-            json!({
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "mcp-testkit-floor", "version": "0"}
-            }),
-        );
-        assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
-        floor.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        floor
+            modern: None,
+        }
     }
 
     /// From now on, each read of the server's stdout first reads without blocking, again and
@@ -81,6 +121,10 @@ impl Floor {
     pub fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
+        let params = match &self.modern {
+            Some(meta) => with_meta(params, meta),
+            None => params,
+        };
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
             self.line.clear();

@@ -1,5 +1,5 @@
-//! `mcp-testkit-floor --call NAME [--args JSON] [--repeat N] [--busy-poll MICROS] (-- COMMAND
-//! [ARG...] | --url URL)`:
+//! `mcp-testkit-floor --call NAME [--args JSON] [--repeat N] [--busy-poll MICROS] [--era
+//! legacy|modern] (-- COMMAND [ARG...] | --url URL)`:
 //! the floor the benchmarks hold the `mcp-client` CLI against — over stdio
 //! [`mcp_testkit::floor::Floor`], a minimal hand-written blocking MCP client with no library; over
 //! Streamable HTTP [`mcp_testkit::http_floor::HttpFloor`], the same exchanges through bare isahc's
@@ -19,6 +19,7 @@ fn main() -> ExitCode {
     let mut command = Vec::new();
     let mut url = None;
     let mut busy = None;
+    let mut modern = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--call" => name = args.next(),
@@ -33,6 +34,11 @@ fn main() -> ExitCode {
                     .expect("--repeat N")
             }
             "--url" => url = args.next(),
+            "--era" => match args.next().as_deref() {
+                Some("modern") => modern = true,
+                Some("legacy") => modern = false,
+                other => panic!("--era legacy|modern, not {other:?}"),
+            },
             "--busy-poll" => {
                 busy = args
                     .next()
@@ -48,10 +54,15 @@ fn main() -> ExitCode {
     }
     let name = name.expect("--call NAME");
     let mut peer = match url {
+        Some(url) if modern => Peer::Http(HttpFloor::start_modern(&url)),
         Some(url) => Peer::Http(HttpFloor::start(&url)),
         None => {
             assert!(!command.is_empty(), "-- COMMAND [ARG...] or --url URL");
-            let mut floor = Floor::start(&command[0], &command[1..], Stdio::inherit());
+            let mut floor = if modern {
+                Floor::start_modern(&command[0], &command[1..], Stdio::inherit())
+            } else {
+                Floor::start(&command[0], &command[1..], Stdio::inherit())
+            };
             if let Some(limit) = busy {
                 floor.busy_poll(limit);
             }
