@@ -1,8 +1,10 @@
 //! The driver's one way to take a lock, and the list of tasks waiting on a transport
 //! ([`Waiters`]), which the stdio and HTTP transports wake one at a time.
 
+#[cfg(any(feature = "stdio", feature = "http"))]
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
+#[cfg(any(feature = "stdio", feature = "http"))]
 use std::task::Waker;
 
 /// Locks `m`, taking the data of a lock a panicking thread left poisoned: every critical section
@@ -30,6 +32,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Cheaper than an `event_listener::Event` on the path each answer takes: a waiter registers
 /// once per wait, with no allocation, and a wake-up with nobody waiting costs one atomic load,
 /// no lock.
+#[cfg(any(feature = "stdio", feature = "http"))]
 #[derive(Default)]
 pub(crate) struct Waiters {
     /// How many entries of `wakers` hold a waker.
@@ -40,8 +43,10 @@ pub(crate) struct Waiters {
     next: AtomicU64,
 }
 
+#[cfg(any(feature = "stdio", feature = "http"))]
 impl Waiters {
     /// Whether any waiter waits for a wake-up (registered, and not woken since).
+    #[cfg(any(feature = "stdio", test))]
     pub(crate) fn armed(&self) -> bool {
         std::sync::atomic::fence(Ordering::SeqCst);
         self.armed.load(Ordering::SeqCst) > 0
@@ -87,6 +92,7 @@ impl Waiters {
 }
 
 /// One wait on a [`Waiters`] list; its entry goes when it is dropped.
+#[cfg(any(feature = "stdio", feature = "http"))]
 pub(crate) struct Waiting<'w> {
     waiters: &'w Waiters,
     key: Option<u64>,
@@ -94,6 +100,7 @@ pub(crate) struct Waiting<'w> {
     waiting: bool,
 }
 
+#[cfg(any(feature = "stdio", feature = "http"))]
 impl<'w> Waiting<'w> {
     pub(crate) fn new(waiters: &'w Waiters) -> Waiting<'w> {
         Waiting {
@@ -141,6 +148,7 @@ impl<'w> Waiting<'w> {
     }
 }
 
+#[cfg(any(feature = "stdio", feature = "http"))]
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         let Some(key) = self.key else {
@@ -160,7 +168,7 @@ impl Drop for Waiting<'_> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, any(feature = "stdio", feature = "http")))]
 mod tests {
     use super::*;
     use std::sync::Arc;

@@ -1,7 +1,8 @@
 //! Who drives the connection: every caller's deadline fires on time whoever else waits, a future
-//! that is polled once and then kept holds nobody up, a cancelled wait or `initialize` loses
-//! nothing, and a storm of concurrent calls with random timeouts, drops and parked futures over
-//! stdio and HTTP stays clean. Real child processes and a real local HTTP server.
+//! that is polled once and then kept holds nobody up (beyond the idle reader's next look, when the
+//! transport's one wake-up went to it), a cancelled wait or `initialize` loses nothing, and a
+//! storm of concurrent calls with random timeouts, drops and parked futures over stdio and HTTP
+//! stays clean. Real child processes and a real local HTTP server.
 
 use mcp_connect::{
     Client, Error, HttpTransport, HttpTransportConfig, Request, StderrMode, StdioConfig,
