@@ -152,6 +152,15 @@ fn server_everything() {
             assert!(structured.get(key).is_some(), "{key} missing: {structured}");
         }
 
+        // 32 callers on this one thread at once: the pipe's readiness wakes one of those
+        // waiting, which reads for all; each gets its own answer.
+        let calls = (0..32)
+            .map(|i| client.call_tool("echo", json!({ "message": format!("crowd {i}") })))
+            .collect();
+        for (i, r) in mcp_testkit::join_all(calls).await.into_iter().enumerate() {
+            assert_eq!(r.unwrap().text(), format!("Echo: crowd {i}"));
+        }
+
         // Bad arguments and unknown tools are isError results from this server.
         let r = client
             .call_tool("get-sum", json!({"a": "x"}))
