@@ -26,6 +26,15 @@ pub struct Floor {
     modern: Option<Value>,
 }
 
+/// The floor's `initialize` params in the legacy era (2025-11-25).
+pub fn initialize_params() -> Value {
+    json!({
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "mcp-testkit-floor", "version": "0"}
+    })
+}
+
 /// The `_meta` a 2026-07-28 request carries: the protocol version, the client's info and
 /// capabilities (MCP 2026-07-28, Lifecycle: no handshake; every request says them).
 pub fn modern_meta() -> Value {
@@ -49,14 +58,7 @@ impl Floor {
     /// `initialize` (2025-11-25), then `notifications/initialized`.
     pub fn start(command: impl AsRef<OsStr>, args: &[impl AsRef<OsStr>], stderr: Stdio) -> Floor {
         let mut floor = Floor::spawn(command, args, stderr);
-        let init = floor.request(
-            "initialize",
-            json!({
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "mcp-testkit-floor", "version": "0"}
-            }),
-        );
+        let init = floor.request("initialize", initialize_params());
         assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
         floor.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         floor

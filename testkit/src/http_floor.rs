@@ -7,7 +7,7 @@
 //! exchanges our client makes over the same HTTP stack: what the MCP layer adds is the
 //! difference. The binary `mcp-testkit-floor --url URL` runs it as the CLI runs ours.
 
-use crate::floor::{modern_meta, with_meta};
+use crate::floor::{initialize_params, modern_meta, with_meta};
 use isahc::prelude::*;
 use isahc::{HttpClient, Request};
 use serde_json::{json, Value};
@@ -32,14 +32,7 @@ impl HttpFloor {
             next_id: 0,
             modern: None,
         };
-        let init = floor.request(
-            "initialize",
-            json!({
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "mcp-testkit-floor", "version": "0"}
-            }),
-        );
+        let init = floor.request("initialize", initialize_params());
         assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
         floor.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         floor
