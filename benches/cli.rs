@@ -196,7 +196,12 @@ fn main() {
                 Err(_) => Err("no perf".into()),
             })
             .collect();
-        let floor_cpu = med(rows[0].1.iter().map(|r| r.cpu_us));
+        // The rows that others are held against, by name.
+        let row =
+            |name: &str| -> &[Run] { &rows.iter().find(|(n, _)| *n == name).expect("a row").1 };
+        let (floor_row, legacy, modern, mfloor) =
+            (row("floor"), row("legacy"), row("modern"), row("mfloor"));
+        let floor_cpu = med(floor_row.iter().map(|r| r.cpu_us));
         // What perf's count adds to the floor's own (start-up, the server's perf wrapper): taken
         // off a build that prints no CPU figure of its own.
         let perf_extra = counted[0]
@@ -215,13 +220,13 @@ fn main() {
             let vs = if i == 0 {
                 "           ".to_owned()
             } else {
-                format!("{:.2}x floor", paired(runs, &rows[0].1))
+                format!("{:.2}x floor", paired(runs, floor_row))
             };
             let era = match *name {
                 "modern" => format!(
                     ", {:.2}x legacy, {:.2}x its floor",
-                    paired(runs, &rows[1].1),
-                    paired(runs, &rows[3].1)
+                    paired(runs, legacy),
+                    paired(runs, mfloor)
                 ),
                 _ => String::new(),
             };
@@ -244,16 +249,16 @@ fn main() {
         }
         println!(
             "  the 2026-07-28 era by itself: its floor at {:.2}x the legacy floor's calls/s; our client against its era's floor: {:.2}x legacy, {:.2}x modern",
-            paired(&rows[3].1, &rows[0].1),
-            paired(&rows[1].1, &rows[0].1),
-            paired(&rows[2].1, &rows[3].1)
+            paired(mfloor, floor_row),
+            paired(legacy, floor_row),
+            paired(modern, mfloor)
         );
         if let Some((_, busy)) = rows.iter().find(|(name, _)| *name == "busy") {
             let cpu = med(busy.iter().map(|r| r.cpu_us));
-            let legacy_cpu = med(rows[1].1.iter().map(|r| r.cpu_us));
+            let legacy_cpu = med(legacy.iter().map(|r| r.cpu_us));
             println!(
                 "  legacy against the busy-polling floor: {:.2}x its calls/s, {:.2}x its CPU per call",
-                paired(&rows[1].1, busy),
+                paired(legacy, busy),
                 legacy_cpu / cpu
             );
         }

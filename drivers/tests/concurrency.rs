@@ -9,7 +9,7 @@ use mcp_connect::{
     StdioTransport, Transport,
 };
 use mcp_testkit::http_server as server;
-use mcp_testkit::{close_and_check, serve, serve_bin, wait_until};
+use mcp_testkit::{close_and_check, serve, serve_bin, wait_until, CountingWaker};
 use serde_json::json;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -175,26 +175,10 @@ fn a_call_future_polled_once_and_kept_holds_nobody_up() {
     smol::block_on(Arc::into_inner(client).unwrap().close()).unwrap();
 }
 
-/// A waker that counts its wake-ups and tells `woke` of each.
-struct Told {
-    count: AtomicUsize,
-    woke: Mutex<std::sync::mpsc::Sender<()>>,
-}
-
-impl std::task::Wake for Told {
-    fn wake(self: Arc<Self>) {
-        self.count.fetch_add(1, Ordering::SeqCst);
-        let _ = self.woke.lock().unwrap().send(());
-    }
-}
-
-fn told() -> (Arc<Told>, std::sync::mpsc::Receiver<()>) {
+/// A counting waker and the wake-ups it tells of.
+fn told() -> (Arc<CountingWaker>, std::sync::mpsc::Receiver<()>) {
     let (woke, wakes) = std::sync::mpsc::channel();
-    let told = Arc::new(Told {
-        count: AtomicUsize::new(0),
-        woke: Mutex::new(woke),
-    });
-    (told, wakes)
+    (CountingWaker::new(woke), wakes)
 }
 
 #[test]
@@ -223,7 +207,7 @@ fn a_kept_future_that_took_the_pipes_wake_up_holds_the_others_up_until_the_idle_
             .poll(&mut Context::from_waker(&p_waker))
             .is_pending());
     }
-    let before = p_told.count.load(Ordering::SeqCst);
+    let before = p_told.count();
     // `a`'s answer comes after 300 ms; its readiness wakes `p`, which is not polled. `a` is
     // woken by its answer, taken by the idle reader's look.
     let mut answer = None;
@@ -237,7 +221,7 @@ fn a_kept_future_that_took_the_pipes_wake_up_holds_the_others_up_until_the_idle_
     }
     assert_eq!(answer.unwrap().unwrap().text(), "done");
     assert!(
-        p_told.count.load(Ordering::SeqCst) > before,
+        p_told.count() > before,
         "the kept future took the pipe's wake-up"
     );
     // The answer's 300 ms, and at most the idle reader's period after it; generous against a

@@ -1125,19 +1125,6 @@ fn messages_kept_back_for_a_batch_go_out_with_the_next_send_in_order_and_a_withd
     })
 }
 
-/// A waker that counts its wake-ups and tells `woke` of each.
-struct Told {
-    count: std::sync::atomic::AtomicUsize,
-    woke: Mutex<std::sync::mpsc::Sender<()>>,
-}
-
-impl std::task::Wake for Told {
-    fn wake(self: Arc<Self>) {
-        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let _ = self.woke.lock().unwrap().send(());
-    }
-}
-
 #[test]
 fn the_pipes_readiness_wakes_one_waiter_the_one_polled_last_and_a_dropped_one_passes_it_on() {
     use mcp_connect::Transport;
@@ -1148,19 +1135,10 @@ fn the_pipes_readiness_wakes_one_waiter_the_one_polled_last_and_a_dropped_one_pa
     )
     .expect("spawn");
     let (woke, wakes) = std::sync::mpsc::channel();
-    let told: Vec<Arc<Told>> = (0..4)
-        .map(|_| {
-            Arc::new(Told {
-                count: 0.into(),
-                woke: Mutex::new(woke.clone()),
-            })
-        })
+    let told: Vec<_> = (0..4)
+        .map(|_| mcp_testkit::CountingWaker::new(woke.clone()))
         .collect();
-    let counts = || -> Vec<usize> {
-        told.iter()
-            .map(|t| t.count.load(std::sync::atomic::Ordering::SeqCst))
-            .collect()
-    };
+    let counts = || -> Vec<usize> { told.iter().map(|t| t.count()).collect() };
     let mut waits: Vec<_> = (0..4).map(|_| t.ready()).collect();
     let poll = |wait: &mut mcp_connect::transport::BoxFuture<'_, ()>, i: usize| {
         let waker = Waker::from(told[i].clone());

@@ -12,6 +12,7 @@
 //!   [`close_and_check`]; [`TempDir`], [`free_port`]; [`cli_bin`] for the `mcp-client` command
 //!   (drivers/cli/), [`example_bin`] for the root package's examples.
 //! - Real peers (`.ci/install-peers`): [`peer_bin`], [`peer_script`], [`required`], [`HttpPeer`].
+//! - Futures polled by hand: [`join_all`], [`CountingWaker`].
 //! - Benchmarks: [`per_s`], [`median`], [`cpu::process_cpu`]; the floor the CLI is held against,
 //!   binary `mcp-testkit-floor` ([`floor_bin`]).
 
@@ -47,6 +48,35 @@ pub fn repo_root() -> PathBuf {
 /// Calls per second: `calls` made in `t`.
 pub fn per_s(calls: usize, t: Duration) -> f64 {
     calls as f64 / t.as_secs_f64()
+}
+
+/// A waker that counts its wake-ups and sends `()` to `woke` for each: for tests that poll
+/// futures by hand and wait for a wake-up (the event), not for a time.
+pub struct CountingWaker {
+    count: std::sync::atomic::AtomicUsize,
+    woke: std::sync::Mutex<std::sync::mpsc::Sender<()>>,
+}
+
+impl CountingWaker {
+    /// A waker that tells `woke` of each wake-up.
+    pub fn new(woke: std::sync::mpsc::Sender<()>) -> std::sync::Arc<CountingWaker> {
+        std::sync::Arc::new(CountingWaker {
+            count: 0.into(),
+            woke: std::sync::Mutex::new(woke),
+        })
+    }
+
+    /// Its wake-ups so far.
+    pub fn count(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl std::task::Wake for CountingWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _ = self.woke.lock().unwrap_or_else(|e| e.into_inner()).send(());
+    }
 }
 
 /// Runs the futures concurrently on the current task; their outputs in order.
