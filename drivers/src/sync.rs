@@ -37,6 +37,9 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct Waiters {
     /// How many entries of `wakers` hold a waker.
     armed: AtomicUsize,
+    /// How many entries `wakers` has: the waiters that registered and were not dropped.
+    #[cfg(feature = "http")]
+    entries: AtomicUsize,
     /// By waiter key, the one polled last at the end; `None` once woken (until the waiter
     /// registers again).
     wakers: Mutex<Vec<(u64, Option<Waker>)>>,
@@ -50,6 +53,12 @@ impl Waiters {
     pub(crate) fn armed(&self) -> bool {
         std::sync::atomic::fence(Ordering::SeqCst);
         self.armed.load(Ordering::SeqCst) > 0
+    }
+
+    /// How many wait: registered once at least, and not dropped (woken or not).
+    #[cfg(feature = "http")]
+    pub(crate) fn waiting(&self) -> usize {
+        self.entries.load(Ordering::SeqCst)
     }
 
     /// Wakes one more waiter: the one polled last of those not woken since.
@@ -132,7 +141,11 @@ impl<'w> Waiting<'w> {
                     wakers.push(entry);
                 }
                 Some(_) => {}
-                None => wakers.push((key, None)),
+                None => {
+                    wakers.push((key, None));
+                    #[cfg(feature = "http")]
+                    waiters.entries.fetch_add(1, Ordering::SeqCst);
+                }
             }
             let entry = &mut wakers.last_mut().expect("just placed").1;
             match entry {
@@ -157,6 +170,8 @@ impl Drop for Waiting<'_> {
         let mut wakers = lock(&self.waiters.wakers);
         if let Some(i) = wakers.iter().rposition(|(k, _)| *k == key) {
             let (_, waker) = wakers.remove(i);
+            #[cfg(feature = "http")]
+            self.waiters.entries.fetch_sub(1, Ordering::SeqCst);
             if waker.is_some() {
                 self.waiters.armed.fetch_sub(1, Ordering::SeqCst);
             } else if self.waiting {
@@ -243,6 +258,32 @@ mod tests {
         assert_eq!(woken(&counts), [0, 1, 1]);
         assert!(!waiters.armed());
         assert!(lock(&waiters.wakers).is_empty());
+    }
+
+    #[cfg(feature = "http")]
+    #[test]
+    fn waiting_counts_each_waiter_from_its_first_registration_until_it_is_dropped() {
+        let waiters = Waiters::default();
+        let (_, waker) = counted();
+        let mut first = Waiting::new(&waiters);
+        // Not registered yet: not counted.
+        assert_eq!(waiters.waiting(), 0);
+        first.looking();
+        first.register(&waker);
+        // Renewed: still one.
+        first.register(&waker);
+        assert_eq!(waiters.waiting(), 1);
+        {
+            let (_counts, _wakers, _waits) = three_waiting(&waiters);
+            assert_eq!(waiters.waiting(), 4);
+            // Woken (their wakers taken), they are still waiters.
+            waiters.wake_all();
+            assert_eq!(waiters.waiting(), 4);
+        }
+        // The three dropped.
+        assert_eq!(waiters.waiting(), 1);
+        drop(first);
+        assert_eq!(waiters.waiting(), 0);
     }
 
     #[test]

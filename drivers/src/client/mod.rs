@@ -70,8 +70,9 @@ pub const WATCHDOG_PERIOD: Duration = Duration::from_millis(100);
 /// How often the idle reader looks while more than one caller waits. The transport's readiness
 /// wakes one waiter, the one polled last, to read for all (waking each made a crowd of callers
 /// rebuild their waits about once a call): if that is a future kept without being polled, the
-/// others' answers wait for the next look (the HTTP transport's own watchdog has the same
-/// period). The period is chosen as each look's wait begins: one begun while a single caller
+/// others' answers wait for the next look (the HTTP transport's own watchdog looks as often
+/// while more than one task waits on it, and every 100 ms while one or none does: a second
+/// waiter cuts that wait short). The period is chosen as each look's wait begins: one begun while a single caller
 /// waited runs its [`WATCHDOG_PERIOD`] first.
 pub const CROWD_WATCHDOG_PERIOD: Duration = Duration::from_millis(10);
 
