@@ -9,7 +9,7 @@ use mcp_connect::{
     StdioTransport, Transport,
 };
 use mcp_testkit::http_server as server;
-use mcp_testkit::{close_and_check, serve, serve_bin, wait_until, CountingWaker};
+use mcp_testkit::{close_and_check, kept_beside, serve, serve_bin, wait_until};
 use serde_json::json;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -175,60 +175,26 @@ fn a_call_future_polled_once_and_kept_holds_nobody_up() {
     smol::block_on(Arc::into_inner(client).unwrap().close()).unwrap();
 }
 
-/// A counting waker and the wake-ups it tells of.
-fn told() -> (Arc<CountingWaker>, std::sync::mpsc::Receiver<()>) {
-    let (woke, wakes) = std::sync::mpsc::channel();
-    (CountingWaker::new(woke), wakes)
-}
-
 #[test]
 fn a_kept_future_that_took_the_pipes_wake_up_holds_the_others_up_until_the_idle_reader_looks() {
-    use std::task::{Context, Poll, Waker};
     // The pipe's readiness wakes the waiter polled last (one, not all 32 of a crowd): here a
     // call's future polled once and then kept. Another caller, asleep since before, gets its
     // answer from the idle reader's next look, within its period.
     let client = smol::block_on(connect(serve(&[])));
-    let (a_told, a_wakes) = told();
-    let (p_told, _p_wakes) = told();
-    let a_waker = Waker::from(a_told.clone());
-    let p_waker = Waker::from(p_told.clone());
     let mut a = Box::pin(client.call(Request::call_tool("slow", json!({"ms": 300}))));
     let mut p = Box::pin(client.call(Request::call_tool("slow", json!({"ms": 30_000}))));
-    let started = Instant::now();
-    assert!(a
-        .as_mut()
-        .poll(&mut Context::from_waker(&a_waker))
-        .is_pending());
-    // Polled until it waits on the transport (a first poll may keep its request back for a
-    // batch, and yield), then kept: the waiter polled last.
-    for _ in 0..3 {
-        assert!(p
-            .as_mut()
-            .poll(&mut Context::from_waker(&p_waker))
-            .is_pending());
-    }
-    let before = p_told.count();
     // `a`'s answer comes after 300 ms; its readiness wakes `p`, which is not polled. `a` is
     // woken by its answer, taken by the idle reader's look.
-    let mut answer = None;
-    while answer.is_none() {
-        a_wakes
-            .recv_timeout(Duration::from_secs(10))
-            .expect("woken by its answer");
-        if let Poll::Ready(r) = a.as_mut().poll(&mut Context::from_waker(&a_waker)) {
-            answer = Some(r);
-        }
-    }
-    assert_eq!(answer.unwrap().unwrap().text(), "done");
+    let seen = kept_beside(a.as_mut(), p.as_mut());
+    assert_eq!(seen.output.unwrap().text(), "done");
     assert!(
-        p_told.count() > before,
+        seen.kept_was_woken,
         "the kept future took the pipe's wake-up"
     );
     // The answer's 300 ms, and at most the idle reader's period after it; generous against a
     // busy machine, far from `a`'s timeout.
-    let took = started.elapsed();
-    assert!(took >= Duration::from_millis(300), "{took:?}");
-    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert!(seen.took >= Duration::from_millis(300), "{:?}", seen.took);
+    assert!(seen.took < Duration::from_secs(5), "{:?}", seen.took);
     drop((a, p));
     smol::block_on(close_and_check(client));
 }

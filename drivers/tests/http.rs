@@ -1155,16 +1155,8 @@ fn a_stream_kept_open_after_its_answer_is_closed_soon_after_the_call() {
 #[test]
 fn a_kept_future_that_took_an_exchanges_wake_up_holds_the_other_caller_only_until_the_watchdog_looks(
 ) {
-    use mcp_testkit::CountingWaker;
-    use std::future::Future;
-    use std::task::{Context, Poll, Waker};
     let srv = start(Behaviour::default());
     let client = smol::block_on(connect(&srv.url));
-    let (a_woke, a_wakes) = std::sync::mpsc::channel();
-    let (p_woke, _p_wakes) = std::sync::mpsc::channel();
-    let (a_told, p_told) = (CountingWaker::new(a_woke), CountingWaker::new(p_woke));
-    let a_waker = Waker::from(a_told.clone());
-    let p_waker = Waker::from(p_told.clone());
     let mut a = Box::pin(
         client
             .call(Request::call_tool("slow", json!({"ms": 300})).timeout(Duration::from_secs(30))),
@@ -1173,39 +1165,18 @@ fn a_kept_future_that_took_an_exchanges_wake_up_holds_the_other_caller_only_unti
         Box::pin(client.call(
             Request::call_tool("slow", json!({"ms": 30_000})).timeout(Duration::from_secs(60)),
         ));
-    let started = Instant::now();
-    assert!(a
-        .as_mut()
-        .poll(&mut Context::from_waker(&a_waker))
-        .is_pending());
-    for _ in 0..3 {
-        assert!(p
-            .as_mut()
-            .poll(&mut Context::from_waker(&p_waker))
-            .is_pending());
-    }
-    let before = p_told.count();
     // `a`'s answer comes after 300 ms; its exchange's wake-up goes to `p`, which is not polled;
     // the watchdog runs the exchange, and the answer handed over wakes `a`.
-    let mut answer = None;
-    while answer.is_none() {
-        a_wakes
-            .recv_timeout(Duration::from_secs(10))
-            .expect("woken by its answer");
-        if let Poll::Ready(r) = a.as_mut().poll(&mut Context::from_waker(&a_waker)) {
-            answer = Some(r);
-        }
-    }
-    assert_eq!(answer.unwrap().unwrap().text(), "done");
+    let seen = mcp_testkit::kept_beside(a.as_mut(), p.as_mut());
+    assert_eq!(seen.output.unwrap().text(), "done");
     assert!(
-        p_told.count() > before,
+        seen.kept_was_woken,
         "the kept future took the exchange's wake-up"
     );
     // The answer's 300 ms and the watchdog's look after it; generous against a busy machine,
     // far from the kept future's 30 s.
-    let took = started.elapsed();
-    assert!(took >= Duration::from_millis(300), "{took:?}");
-    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert!(seen.took >= Duration::from_millis(300), "{:?}", seen.took);
+    assert!(seen.took < Duration::from_secs(5), "{:?}", seen.took);
     drop((a, p));
     smol::block_on(client.close()).unwrap();
 }

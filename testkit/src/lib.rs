@@ -12,7 +12,7 @@
 //!   [`close_and_check`]; [`TempDir`], [`free_port`]; [`cli_bin`] for the `mcp-client` command
 //!   (drivers/cli/), [`example_bin`] for the root package's examples.
 //! - Real peers (`.ci/install-peers`): [`peer_bin`], [`peer_script`], [`required`], [`HttpPeer`].
-//! - Futures polled by hand: [`join_all`], [`CountingWaker`].
+//! - Futures polled by hand: [`join_all`], [`CountingWaker`], [`kept_beside`].
 //! - Benchmarks: [`per_s`], [`median`], [`cpu::process_cpu`]; the floor the CLI is held against,
 //!   binary `mcp-testkit-floor` ([`floor_bin`]).
 
@@ -76,6 +76,62 @@ impl std::task::Wake for CountingWaker {
     fn wake(self: std::sync::Arc<Self>) {
         self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let _ = self.woke.lock().unwrap_or_else(|e| e.into_inner()).send(());
+    }
+}
+
+/// What [`kept_beside`] saw: `a`'s output, when it came (from `a`'s first poll), and whether the
+/// kept future was woken meanwhile.
+pub struct KeptBeside<T> {
+    /// `a`'s output.
+    pub output: T,
+    /// From `a`'s first poll to its output.
+    pub took: std::time::Duration,
+    /// The kept future `p` was woken (and not polled) while `a` waited.
+    pub kept_was_woken: bool,
+}
+
+/// Two calls' futures polled by hand on one connection: `a` polled once, then `p` polled until
+/// it waits (three times: a first poll may keep its request back for a batch, and yield) and
+/// kept, so that `p` is the waiter polled last; then `a` is polled each time it is woken, until
+/// it is done (a wake-up each within 10 s, or this panics). For the tests of what a future kept
+/// without being polled holds up.
+pub fn kept_beside<A, P>(
+    mut a: std::pin::Pin<&mut A>,
+    mut p: std::pin::Pin<&mut P>,
+) -> KeptBeside<A::Output>
+where
+    A: std::future::Future + ?Sized,
+    P: std::future::Future + ?Sized,
+{
+    use std::task::{Context, Poll, Waker};
+    let (a_woke, a_wakes) = std::sync::mpsc::channel();
+    let (p_woke, _p_wakes) = std::sync::mpsc::channel();
+    let (a_told, p_told) = (CountingWaker::new(a_woke), CountingWaker::new(p_woke));
+    let a_waker = Waker::from(a_told);
+    let p_waker = Waker::from(p_told.clone());
+    let started = std::time::Instant::now();
+    assert!(a
+        .as_mut()
+        .poll(&mut Context::from_waker(&a_waker))
+        .is_pending());
+    for _ in 0..3 {
+        assert!(p
+            .as_mut()
+            .poll(&mut Context::from_waker(&p_waker))
+            .is_pending());
+    }
+    let before = p_told.count();
+    loop {
+        a_wakes
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("woken by its answer");
+        if let Poll::Ready(output) = a.as_mut().poll(&mut Context::from_waker(&a_waker)) {
+            return KeptBeside {
+                output,
+                took: started.elapsed(),
+                kept_was_woken: p_told.count() > before,
+            };
+        }
     }
 }
 
