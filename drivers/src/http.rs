@@ -84,8 +84,9 @@ const FIRST_READ: usize = 512;
 
 /// How soon the watchdog polls a request's exchange that was woken and that nobody waiting on
 /// the transport polled, while more than one task waits on it (see [`Runner`]): one of them
-/// may be a future kept and left alone that took the wake-up, holding up the others.
-const WATCHDOG: Duration = Duration::from_millis(10);
+/// may be a future kept and left alone that took the wake-up, holding up the others. The
+/// client's idle reader looks as often then ([`CROWD_WATCHDOG_PERIOD`](crate::client::CROWD_WATCHDOG_PERIOD)).
+const WATCHDOG: Duration = crate::client::CROWD_WATCHDOG_PERIOD;
 
 /// The watchdog's period while at most one task waits on the transport: nobody else to hold
 /// up (the one that waits polls its own exchanges whenever it is polled), so it looks seldom.
@@ -93,7 +94,8 @@ const WATCHDOG: Duration = Duration::from_millis(10);
 /// single caller made a timer fire, a thread wake on smol's executor and the reactor's wait be
 /// re-armed a hundred times a second; one caller's calls ran 5–8% slower for it, and an async
 /// isahc client sharing the process 15% slower (`cargo bench -p mcp-connect --bench http`).
-const LONE_WATCHDOG: Duration = Duration::from_millis(100);
+/// The client's idle reader's period otherwise ([`WATCHDOG_PERIOD`](crate::client::WATCHDOG_PERIOD)).
+const LONE_WATCHDOG: Duration = crate::client::WATCHDOG_PERIOD;
 
 /// How to reach a Streamable HTTP server. `Debug` hides header values and the URL's credentials
 /// and query.
@@ -326,13 +328,15 @@ impl Runner {
         }
     }
 
-    /// A waiter registered: if that made more than one while the watchdog waits its lone
-    /// period, it is told to look every [`WATCHDOG`] instead. Two loads when nothing changed.
-    fn registered(&self) {
-        // Pairs with the watchdog's store of `lone` and load of the count (all `SeqCst`): it
-        // sees this waiter, or this sees its flag.
-        if self.lone.load(Ordering::SeqCst)
-            && self.waiters.waiting() > 1
+    /// A waiter registered, and `waiting` wait now: if that is more than one while the watchdog
+    /// waits its lone period, it is told to look every [`WATCHDOG`] instead. One load when
+    /// nothing changed.
+    fn registered(&self, waiting: usize) {
+        // The watchdog sets `lone`, then counts the waiters under the list's lock; a waiter
+        // registers under that lock, then reads `lone`: the watchdog sees this waiter, or this
+        // sees its flag.
+        if waiting > 1
+            && self.lone.load(Ordering::SeqCst)
             && self.lone.swap(false, Ordering::SeqCst)
         {
             self.crowd.notify(1);
@@ -567,8 +571,8 @@ impl Transport for HttpTransport {
                 if received() {
                     return Poll::Ready(());
                 }
-                waiting.register(cx.waker());
-                runner.registered();
+                let count = waiting.register(cx.waker());
+                runner.registered(count);
                 // Again, now that nothing woken or arriving can pass unnoticed.
                 runner.drive();
                 if received() {

@@ -37,9 +37,6 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct Waiters {
     /// How many entries of `wakers` hold a waker.
     armed: AtomicUsize,
-    /// How many entries `wakers` has: the waiters that registered and were not dropped.
-    #[cfg(feature = "http")]
-    entries: AtomicUsize,
     /// By waiter key, the one polled last at the end; `None` once woken (until the waiter
     /// registers again).
     wakers: Mutex<Vec<(u64, Option<Waker>)>>,
@@ -58,7 +55,7 @@ impl Waiters {
     /// How many wait: registered once at least, and not dropped (woken or not).
     #[cfg(feature = "http")]
     pub(crate) fn waiting(&self) -> usize {
-        self.entries.load(Ordering::SeqCst)
+        lock(&self.wakers).len()
     }
 
     /// Wakes one more waiter: the one polled last of those not woken since.
@@ -125,10 +122,11 @@ impl<'w> Waiting<'w> {
     }
 
     /// Registers (or renews) this waiter's waker, as the one polled last; whatever the caller
-    /// looks at after this cannot change unseen.
-    pub(crate) fn register(&mut self, waker: &Waker) {
+    /// looks at after this cannot change unseen. Returns how many wait now ([`Waiters::waiting`],
+    /// read under the lock this takes anyway).
+    pub(crate) fn register(&mut self, waker: &Waker) -> usize {
         let waiters = self.waiters;
-        {
+        let waiting = {
             let mut wakers = lock(&waiters.wakers);
             let key = *self
                 .key
@@ -141,11 +139,7 @@ impl<'w> Waiting<'w> {
                     wakers.push(entry);
                 }
                 Some(_) => {}
-                None => {
-                    wakers.push((key, None));
-                    #[cfg(feature = "http")]
-                    waiters.entries.fetch_add(1, Ordering::SeqCst);
-                }
+                None => wakers.push((key, None)),
             }
             let entry = &mut wakers.last_mut().expect("just placed").1;
             match entry {
@@ -155,9 +149,11 @@ impl<'w> Waiting<'w> {
                     waiters.armed.fetch_add(1, Ordering::SeqCst);
                 }
             }
-        }
+            wakers.len()
+        };
         self.waiting = true;
         std::sync::atomic::fence(Ordering::SeqCst);
+        waiting
     }
 }
 
@@ -170,8 +166,6 @@ impl Drop for Waiting<'_> {
         let mut wakers = lock(&self.waiters.wakers);
         if let Some(i) = wakers.iter().rposition(|(k, _)| *k == key) {
             let (_, waker) = wakers.remove(i);
-            #[cfg(feature = "http")]
-            self.waiters.entries.fetch_sub(1, Ordering::SeqCst);
             if waker.is_some() {
                 self.waiters.armed.fetch_sub(1, Ordering::SeqCst);
             } else if self.waiting {
@@ -269,9 +263,9 @@ mod tests {
         // Not registered yet: not counted.
         assert_eq!(waiters.waiting(), 0);
         first.looking();
-        first.register(&waker);
+        assert_eq!(first.register(&waker), 1);
         // Renewed: still one.
-        first.register(&waker);
+        assert_eq!(first.register(&waker), 1);
         assert_eq!(waiters.waiting(), 1);
         {
             let (_counts, _wakers, _waits) = three_waiting(&waiters);
