@@ -34,6 +34,16 @@
 //! per call (each wake-up of a thread, each hand-off counts one); then ours against bare isahc (the
 //! faster of x and y in each round: the floor for HTTP) for both eras, and the modern era against
 //! the legacy one (each round's ratio of its own turns; the median of the rounds).
+//!
+//! Where the kernel puts the threads matters here: three threads take turns on two CPUs (the
+//! caller, isahc's agent thread and the server's), and a client whose caller and agent end up on
+//! different CPUs pays a wake-up across them at each hand-off (on a virtual machine, an
+//! inter-processor interrupt each). To hold the placement, run the servers on one CPU and the
+//! clients on the other: `MCP_HTTP_BENCH_SERVER_CPUS=1 taskset -c 0 cargo bench -p mcp-connect
+//! --bench http` (the servers are started under `taskset -c <list>`; `taskset` must be on the
+//! `PATH`). Comparing that run with a free one tells what the clients' code costs from what
+//! their threads' placement costs.
+//!
 //! Syscalls per call are not counted in process. For them, run one client alone against the
 //! server in a process of its own, under `perf stat`:
 //! `mcp-http --serve [--json] [--modern]` (the example) prints `LISTENING <url>`, then
@@ -190,8 +200,17 @@ fn main() {
             srv.url(),
             modern.url()
         );
+        if let Some(cpus) = server_cpus() {
+            println!("  servers held to CPUs {cpus} (MCP_HTTP_BENCH_SERVER_CPUS)");
+        }
         run(srv.url(), modern.url(), &p);
     }
+}
+
+/// The CPUs the servers of a full run are held to (`MCP_HTTP_BENCH_SERVER_CPUS`, a `taskset -c`
+/// list), if any.
+fn server_cpus() -> Option<String> {
+    std::env::var("MCP_HTTP_BENCH_SERVER_CPUS").ok()
 }
 
 /// A server for a full run: in a process of its own (this bench, `--serve-child`), as a user's
@@ -214,7 +233,15 @@ impl Serving {
             .expect("listen on 127.0.0.1");
             return Serving::InProcess(srv);
         }
-        let mut cmd = std::process::Command::new(std::env::current_exe().expect("bench path"));
+        let exe = std::env::current_exe().expect("bench path");
+        let mut cmd = match server_cpus() {
+            Some(cpus) => {
+                let mut cmd = std::process::Command::new("taskset");
+                cmd.args(["-c", &cpus]).arg(exe);
+                cmd
+            }
+            None => std::process::Command::new(exe),
+        };
         cmd.arg("--serve-child");
         if json {
             cmd.arg("--json");
