@@ -208,8 +208,12 @@ fn main() {
 }
 
 /// The CPUs the servers of a full run are held to (`MCP_HTTP_BENCH_SERVER_CPUS`, a `taskset -c`
-/// list), if any.
+/// list), if any: none for servers started in this process (`MCP_HTTP_BENCH_IN_PROCESS`), whose
+/// threads share the clients' CPUs.
 fn server_cpus() -> Option<String> {
+    if std::env::var_os("MCP_HTTP_BENCH_IN_PROCESS").is_some() {
+        return None;
+    }
     std::env::var("MCP_HTTP_BENCH_SERVER_CPUS").ok()
 }
 
