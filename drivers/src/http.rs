@@ -343,6 +343,23 @@ impl Runner {
         }
     }
 
+    /// The watchdog's side of [`registered`](Self::registered), before each wait: with at most
+    /// one waiter, sets `lone` and returns what a second waiter's registration notifies (the
+    /// watchdog waits [`LONE_WATCHDOG`] or until then); with more, `None` (it waits [`WATCHDOG`]).
+    fn lone_wait(&self) -> Option<event_listener::EventListener> {
+        if self.waiters.waiting() > 1 {
+            return None;
+        }
+        let crowd = self.crowd.listen();
+        self.lone.store(true, Ordering::SeqCst);
+        // Again, now that a second waiter cannot come unnoticed (`registered`).
+        if self.waiters.waiting() > 1 {
+            self.lone.store(false, Ordering::SeqCst);
+            return None;
+        }
+        Some(crowd)
+    }
+
     /// Drops the responses set aside.
     fn drop_spent(&self) {
         let all = std::mem::take(&mut *lock(&self.spent));
@@ -865,24 +882,9 @@ fn start_exchange(
 async fn watchdog(shared: Weak<Shared>) {
     let mut seen = 0;
     loop {
-        let crowd = {
-            let Some(strong) = shared.upgrade() else {
-                return;
-            };
-            let runner = &strong.runner;
-            if runner.waiters.waiting() > 1 {
-                None
-            } else {
-                let crowd = runner.crowd.listen();
-                runner.lone.store(true, Ordering::SeqCst);
-                // Again, now that a second waiter cannot come unnoticed (`Runner::registered`).
-                if runner.waiters.waiting() > 1 {
-                    runner.lone.store(false, Ordering::SeqCst);
-                    None
-                } else {
-                    Some(crowd)
-                }
-            }
+        let crowd = match shared.upgrade() {
+            Some(strong) => strong.runner.lone_wait(),
+            None => return,
         };
         match crowd {
             Some(crowd) => {
