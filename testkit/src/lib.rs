@@ -8,7 +8,7 @@
 //! - [`http_server`]: a small Streamable HTTP MCP server, in-process, with misbehaviours on demand
 //!   ([`http_server::Behaviour`]) and a log of every request it received.
 //! - [`tools`]: the demo tools both servers offer (`echo`, `add`, `fail`, `image`, `big`, `slow`).
-//! - Processes: [`GroupGuard`], [`run_within`], [`pid_alive`], [`group_alive`], [`wait_until`],
+//! - Processes: [`GroupGuard`], [`Watched`], [`run_within`], [`pid_alive`], [`group_alive`], [`wait_until`],
 //!   [`close_and_check`]; [`TempDir`], [`free_port`]; [`cli_bin`] for the `mcp-client` command
 //!   (drivers/cli/), [`example_bin`] for the root package's examples.
 //! - Real peers (`.ci/install-peers`): [`peer_bin`], [`peer_script`], [`required`], [`HttpPeer`].
@@ -31,7 +31,7 @@ pub use bins::{cli_bin, example_bin, floor_bin, serve, serve_bin, serve_in};
 pub use peers::{peer_bin, peer_script, required, HttpPeer, HTTP_START_LIMIT};
 pub use process::{
     close_and_check, free_port, group_alive, pid_alive, run_within, wait_until, Finished,
-    GroupGuard, Listening, TempDir,
+    GroupGuard, Listening, TempDir, Watched,
 };
 
 use std::path::PathBuf;

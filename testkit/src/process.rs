@@ -121,6 +121,87 @@ impl Drop for GroupGuard {
     }
 }
 
+/// A command running in its own process group ([`GroupGuard`]), its stderr gathered line by line
+/// as it comes, for tests that act on what it says while it runs.
+pub struct Watched {
+    guard: GroupGuard,
+    /// What it wrote so far, and whether its stderr reached its end.
+    stderr: std::sync::Arc<std::sync::Mutex<(String, bool)>>,
+}
+
+impl Watched {
+    /// Spawns `command` (its stderr piped; its other streams as `command` says).
+    pub fn spawn(command: &mut std::process::Command) -> Watched {
+        let mut guard = GroupGuard::spawn(command.stderr(std::process::Stdio::piped()))
+            .unwrap_or_else(|e| panic!("spawn {:?}: {e}", command.get_program()));
+        let pipe = guard.child().stderr.take().expect("its stderr");
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new((String::new(), false)));
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
+                s.0.push_str(&line);
+                s.0.push('\n');
+            }
+            sink.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+        });
+        Watched { guard, stderr }
+    }
+
+    /// The process group's leader (the command).
+    pub fn guard(&mut self) -> &mut GroupGuard {
+        &mut self.guard
+    }
+
+    /// The command's pid.
+    pub fn pid(&self) -> u32 {
+        self.guard.pid()
+    }
+
+    /// What it wrote on its stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .clone()
+    }
+
+    /// Waits at most `limit` until it has written `line` on its stderr; panics otherwise.
+    pub fn wait_for_line(&self, line: &str, limit: Duration) {
+        assert!(
+            wait_until(limit, || self.stderr().contains(line)),
+            "{line:?} never came; its stderr: {}",
+            self.stderr()
+        );
+    }
+
+    /// Its exit status, which must come within `limit` (it panics otherwise), once the rest of
+    /// its stderr is read too: what it wrote before it exited may still be in the pipe. (A
+    /// process it left holding the pipe open makes this wait out the rest of `limit`.)
+    pub fn wait(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = self.guard.child().try_wait().expect("wait") {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "it did not exit within {limit:?}; its stderr: {}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        wait_until(left, || {
+            self.stderr.lock().unwrap_or_else(|e| e.into_inner()).1
+        });
+        status
+    }
+}
+
 /// What [`run_within`] collected.
 #[derive(Debug)]
 pub struct Finished {
@@ -233,5 +314,26 @@ impl Drop for Listening {
     fn drop(&mut self) {
         drop(self.child.stdin.take());
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a command writes just before it exits is in [`Watched::stderr`] once [`Watched::wait`]
+    /// returns: the exit can be seen before the reader has taken the last line from the pipe.
+    #[test]
+    fn watched_wait_returns_with_the_whole_stderr() {
+        for i in 0..50 {
+            let mut command = std::process::Command::new("sh");
+            command
+                .args(["-c", &format!("echo first >&2; echo last {i} >&2")])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null());
+            let mut watched = Watched::spawn(&mut command);
+            assert!(watched.wait(Duration::from_secs(60)).success());
+            assert_eq!(watched.stderr(), format!("first\nlast {i}\n"));
+        }
     }
 }

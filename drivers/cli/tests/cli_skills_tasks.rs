@@ -9,12 +9,10 @@
 //! and passes when it is missing, and fails instead under `CI=true`.
 
 use mcp_testkit::{
-    http_server, peer_bin, pid_alive, run_within, serve_bin, wait_until, Finished, GroupGuard,
-    HttpPeer, TempDir,
+    http_server, peer_bin, pid_alive, run_within, serve_bin, Finished, HttpPeer, TempDir, Watched,
 };
 use serde_json::Value;
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The `mcp-client` binary, built by cargo for this package's tests.
@@ -321,8 +319,7 @@ fn a_task_that_never_ends_is_cancelled_at_max_time() {
 
 /// `mcp-client ARGS` running, its stderr gathered as it comes.
 struct Running {
-    cli: GroupGuard,
-    stderr: Arc<Mutex<String>>,
+    cli: Watched,
 }
 
 impl Running {
@@ -331,49 +328,23 @@ impl Running {
         command
             .args(args)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut cli = GroupGuard::spawn(&mut command).expect("spawn mcp-client");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let pipe = cli.child().stderr.take().expect("stderr");
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(pipe).lines() {
-                let Ok(line) = line else { break };
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
-        Running { cli, stderr }
+            .stdout(Stdio::null());
+        Running {
+            cli: Watched::spawn(&mut command),
+        }
     }
 
     fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.cli.stderr()
     }
 
     fn wait_for_line(&self, line: &str) {
-        assert!(
-            wait_until(EVENT, || self.stderr().contains(line)),
-            "mcp-client never wrote {line:?}: {}",
-            self.stderr()
-        );
+        self.cli.wait_for_line(line, EVENT);
     }
 
+    /// Its exit status, and the rest of its stderr.
     fn wait(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + EVENT;
-        loop {
-            if let Some(status) = self.cli.child().try_wait().expect("wait") {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "still running: {}",
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        self.cli.wait(EVENT)
     }
 }
 

@@ -5,10 +5,9 @@
 //! goes to a file too, so the tests wait for those events (never for a fixed time): the pids
 //! written, the server's "not answering call" line.
 
-use mcp_testkit::{pid_alive, serve_bin, wait_until, GroupGuard, TempDir};
+use mcp_testkit::{pid_alive, serve_bin, wait_until, TempDir, Watched};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The `mcp-client` binary, built by cargo for this package's tests.
@@ -40,8 +39,7 @@ const EVENT: Duration = Duration::from_secs(60);
 /// SIGKILLed when it is dropped (a failed test leaves nothing behind either).
 struct Cli {
     dir: TempDir,
-    cli: GroupGuard,
-    stderr: Arc<Mutex<String>>,
+    cli: Watched,
     servers: Vec<String>,
 }
 
@@ -64,25 +62,10 @@ impl Cli {
         command
             .args(args)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut cli = GroupGuard::spawn(&mut command).expect("spawn mcp-client");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let pipe = cli.child().stderr.take().expect("stderr");
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(pipe).lines() {
-                let Ok(line) = line else { break };
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
+            .stdout(Stdio::null());
         Cli {
             dir,
-            cli,
-            stderr,
+            cli: Watched::spawn(&mut command),
             servers: servers.iter().map(|s| s.to_string()).collect(),
         }
     }
@@ -131,15 +114,11 @@ impl Cli {
 
     /// Waits until the command has written `line` on its stderr.
     fn wait_for_line(&self, line: &str) {
-        assert!(
-            wait_until(EVENT, || self.stderr().contains(line)),
-            "mcp-client never wrote {line:?}: {}",
-            self.stderr()
-        );
+        self.cli.wait_for_line(line, EVENT);
     }
 
     fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.cli.stderr()
     }
 
     fn signal(&self, signal: &str) {
@@ -150,20 +129,9 @@ impl Cli {
         assert!(status.success());
     }
 
-    /// Its exit status, which must come within `limit`.
+    /// Its exit status, which must come within `limit`, and the rest of its stderr.
     fn wait(&mut self, limit: Duration) -> ExitStatus {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.cli.child().try_wait().expect("wait") {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "mcp-client did not exit within {limit:?}: {}",
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        self.cli.wait(limit)
     }
 }
 
@@ -329,7 +297,7 @@ fn a_second_sigint_kills_a_deaf_server_at_once() {
     cli.signal("INT");
     cli.wait_for_line("mcp-client: SIGINT: closing the servers");
     // Stdin is closed, which the server ignores: the first Ctrl-C is still waiting on it.
-    assert!(cli.cli.child().try_wait().expect("wait").is_none());
+    assert!(cli.cli.guard().child().try_wait().expect("wait").is_none());
     cli.signal("INT");
     let status = cli.wait(EVENT);
     assert_eq!(status.code(), Some(130), "{}", cli.stderr());
